@@ -1,0 +1,5 @@
+# LORAFLEET_SANITIZE=ON builds every target with ASan + UBSan (the "asan" preset).
+if(LORAFLEET_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
