@@ -1,0 +1,275 @@
+// lora_adapter basics: module names and shapes, adapter accounting and validation, and the
+// adapter-id -> directory check. Loading is in lora_adapter_load.cpp, writing in
+// lora_adapter_write.cpp.
+
+#include "worker/engine/lora_adapter.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <utility>
+
+namespace lf::engine {
+
+namespace fs = std::filesystem;
+
+std::string_view to_string(lora_module m) noexcept {
+  switch (m) {
+    case lora_module::attn_c_attn: return "attn.c_attn";
+    case lora_module::attn_c_proj: return "attn.c_proj";
+    case lora_module::mlp_c_fc: return "mlp.c_fc";
+    case lora_module::mlp_c_proj: return "mlp.c_proj";
+  }
+  return "?";
+}
+
+std::optional<lora_module> parse_lora_module(std::string_view s) noexcept {
+  for (auto m : all_lora_modules)
+    if (s == to_string(m))
+      return m;
+  return std::nullopt;
+}
+
+lora_dims module_dims(const gpt2_config& base, lora_module m) noexcept {
+  const std::int64_t c = base.n_embd;
+  const std::int64_t inner = base.inner_dim();
+  switch (m) {
+    case lora_module::attn_c_attn: return {c, 3 * c};
+    case lora_module::attn_c_proj: return {c, c};
+    case lora_module::mlp_c_fc: return {c, inner};
+    case lora_module::mlp_c_proj: return {inner, c};
+  }
+  return {};
+}
+
+// --- tensor names -----------------------------------------------------------------------------
+
+namespace {
+
+bool consume(std::string_view& s, std::string_view prefix) {
+  if (s.substr(0, prefix.size()) != prefix)
+    return false;
+  s.remove_prefix(prefix.size());
+  return true;
+}
+
+} // namespace
+
+std::optional<peft_key> parse_peft_key(std::string_view s) noexcept {
+  peft_key k;
+  if (!consume(s, "base_model.model."))
+    return std::nullopt;
+  consume(s, "transformer."); // absent when the adapter was made on GPT2Model
+  if (!consume(s, "h."))
+    return std::nullopt;
+  // A decimal layer index without leading zeros, so each layer has exactly one spelling.
+  std::size_t digits = 0;
+  while (digits < s.size() && s[digits] >= '0' && s[digits] <= '9')
+    ++digits;
+  if (digits == 0 || digits > 6 || (digits > 1 && s[0] == '0'))
+    return std::nullopt;
+  for (std::size_t i = 0; i < digits; ++i)
+    k.layer = k.layer * 10 + (s[i] - '0');
+  s.remove_prefix(digits);
+  if (!consume(s, "."))
+    return std::nullopt;
+  const auto m = std::find_if(all_lora_modules.begin(), all_lora_modules.end(), [&](lora_module x) {
+    return s.substr(0, to_string(x).size()) == to_string(x);
+  });
+  if (m == all_lora_modules.end())
+    return std::nullopt;
+  k.module = *m;
+  s.remove_prefix(to_string(*m).size());
+  if (consume(s, ".lora_B"))
+    k.is_b = true;
+  else if (!consume(s, ".lora_A"))
+    return std::nullopt;
+  if (s == ".weight")
+    return k;
+  // PEFT drops the adapter name when saving, but hand-made state dicts sometimes keep it.
+  constexpr std::string_view weight = ".weight";
+  if (!consume(s, ".") || s.size() <= weight.size() || s.substr(s.size() - weight.size()) != weight)
+    return std::nullopt;
+  const std::string_view adapter = s.substr(0, s.size() - weight.size());
+  if (adapter.find('.') != std::string_view::npos)
+    return std::nullopt;
+  return k;
+}
+
+std::string peft_key_name(int layer, lora_module m, bool is_b) {
+  return "base_model.model.transformer.h." + std::to_string(layer) + "."
+         + std::string(to_string(m)) + (is_b ? ".lora_B.weight" : ".lora_A.weight");
+}
+
+// --- lora_adapter ---------------------------------------------------------------------------
+
+float lora_adapter::scale() const noexcept {
+  if (rank <= 0)
+    return 0.0f;
+  const float r = static_cast<float>(rank);
+  return use_rslora ? alpha / std::sqrt(r) : alpha / r;
+}
+
+std::size_t lora_adapter::bytes() const noexcept {
+  std::size_t n = 0;
+  for (const auto& p : pairs)
+    n += (p.a.size() + p.b.size()) * sizeof(float);
+  return n;
+}
+
+namespace {
+
+bool pair_less(const lora_pair& p, std::pair<int, lora_module> key) {
+  return std::make_pair(p.layer, p.module) < key;
+}
+
+} // namespace
+
+const lora_pair* lora_adapter::find(int layer, lora_module m) const noexcept {
+  auto it = std::lower_bound(pairs.begin(), pairs.end(), std::make_pair(layer, m), pair_less);
+  return it != pairs.end() && it->layer == layer && it->module == m ? &*it : nullptr;
+}
+
+std::vector<lora_module> lora_adapter::modules() const {
+  std::vector<lora_module> out;
+  for (auto m : all_lora_modules)
+    if (std::any_of(pairs.begin(), pairs.end(), [m](const lora_pair& p) { return p.module == m; }))
+      out.push_back(m);
+  return out;
+}
+
+void lora_adapter::validate() const {
+  auto bad = [this](const std::string& what) {
+    throw std::invalid_argument("lora adapter \"" + name + "\": " + what);
+  };
+  if (rank <= 0)
+    bad("rank must be positive, got " + std::to_string(rank));
+  if (!std::isfinite(alpha))
+    bad("alpha must be finite");
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    const auto& p = pairs[i];
+    const std::string where =
+      "pair (layer " + std::to_string(p.layer) + ", " + std::string(to_string(p.module)) + ")";
+    if (p.layer < 0 || p.in <= 0 || p.out <= 0)
+      bad(where + ": layer must not be negative, in and out must be positive");
+    if (p.rank != rank)
+      bad(where + ": rank " + std::to_string(p.rank) + " differs from the adapter's "
+          + std::to_string(rank));
+    // Dimensions are bounded by the int-sized model config, so these products cannot overflow.
+    if (p.a.size() != static_cast<std::size_t>(p.rank * p.in))
+      bad(where + ": a holds " + std::to_string(p.a.size()) + " floats, [rank, in] needs "
+          + std::to_string(p.rank * p.in));
+    if (p.b.size() != static_cast<std::size_t>(p.out * p.rank))
+      bad(where + ": b holds " + std::to_string(p.b.size()) + " floats, [out, rank] needs "
+          + std::to_string(p.out * p.rank));
+    if (i > 0 && !pair_less(pairs[i - 1], {p.layer, p.module}))
+      bad(where + ": pairs must be sorted by (layer, module) without duplicates");
+  }
+}
+
+void lora_adapter::validate(const gpt2_config& base) const {
+  validate();
+  for (const auto& p : pairs) {
+    const auto dims = module_dims(base, p.module);
+    const std::string where =
+      "pair (layer " + std::to_string(p.layer) + ", " + std::string(to_string(p.module)) + ")";
+    if (p.layer >= base.n_layer)
+      throw std::invalid_argument("lora adapter \"" + name + "\": " + where
+                                  + ": the base model has " + std::to_string(base.n_layer)
+                                  + " layers");
+    if (p.in != dims.in || p.out != dims.out)
+      throw std::invalid_argument("lora adapter \"" + name + "\": " + where + ": in/out "
+                                  + std::to_string(p.in) + "/" + std::to_string(p.out)
+                                  + ", the base model needs " + std::to_string(dims.in) + "/"
+                                  + std::to_string(dims.out));
+  }
+}
+
+// --- adapter ids ----------------------------------------------------------------------------
+
+namespace {
+
+/// The id as it may be shown in a message: printable ASCII kept, every other byte as \xNN, so a
+/// hostile id cannot forge log lines or terminal escapes. Long ids are cut.
+std::string quoted(const std::string& id) {
+  std::string out = "\"";
+  for (std::size_t i = 0; i < id.size() && i < 160; ++i) {
+    const auto c = static_cast<unsigned char>(id[i]);
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out + (id.size() > 160 ? "...\"" : "\"");
+}
+
+[[noreturn]] void refuse(const std::string& id, const std::string& why) {
+  throw std::invalid_argument("adapter id " + quoted(id) + " refused: " + why);
+}
+
+bool id_char(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-'
+         || c == '_' || c == '.' || c == '/';
+}
+
+/// True if `p` is `root` or lies below it, compared component by component (a string prefix
+/// test would let "/adapters-evil" pass for root "/adapters").
+bool within(const fs::path& root, const fs::path& p) {
+  auto r = root.begin(), q = p.begin();
+  for (; r != root.end(); ++r, ++q)
+    if (q == p.end() || *r != *q)
+      return false;
+  return true;
+}
+
+} // namespace
+
+fs::path resolve_adapter_path(const std::string& adapter_root, const std::string& adapter_id) {
+  if (adapter_root.empty())
+    throw std::invalid_argument("adapter root is empty");
+  const std::string& id = adapter_id;
+  if (id.empty())
+    refuse(id, "it is empty");
+  if (id.size() > max_adapter_id_length)
+    refuse(id, "longer than " + std::to_string(max_adapter_id_length) + " bytes");
+  for (unsigned char c : id) {
+    if (c == '\0')
+      refuse(id, "it contains a NUL byte");
+    if (c < 0x20 || c == 0x7f)
+      refuse(id, "it contains a control character");
+    if (c == '\\')
+      refuse(id, "it contains a backslash (use '/' between subdirectories)");
+    if (!id_char(c))
+      refuse(id, "only letters, digits, '-', '_', '.' and '/' are allowed");
+  }
+  if (id.front() == '/')
+    refuse(id, "absolute paths are not allowed");
+  if (id.back() == '/')
+    refuse(id, "it ends with '/'");
+  if (id.find("//") != std::string::npos)
+    refuse(id, "it contains an empty component ('//')");
+  for (std::size_t begin = 0; begin <= id.size();) {
+    const std::size_t end = std::min(id.find('/', begin), id.size());
+    if (id[begin] == '.') // ".", ".." and hidden names: none of them names an adapter
+      refuse(id, id.compare(begin, end - begin, "..") == 0
+                   ? "'..' components are not allowed"
+                   : "a component must not start with '.'");
+    begin = end + 1;
+  }
+
+  // Resolve symlinks on both sides, then require the result to stay strictly below the root.
+  fs::path root = fs::weakly_canonical(fs::absolute(adapter_root));
+  if (root.has_relative_path() && root.filename().empty()) // "/srv/adapters/" of a missing root
+    root = root.parent_path();
+  const fs::path resolved = fs::weakly_canonical(root / id);
+  if (!within(root, resolved) || resolved == root)
+    refuse(id, "it resolves to " + quoted(resolved.string()) + ", outside the adapter root "
+                 + quoted(root.string()));
+  return resolved;
+}
+
+} // namespace lf::engine
