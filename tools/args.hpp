@@ -1,0 +1,105 @@
+#pragma once
+/// A small command-line parser for the `lorafleet` subcommands: `--key value`, `--flag`, repeated
+/// keys and positional arguments, with errors that name the flag.
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace lf::tools {
+
+/// Parsed arguments of one subcommand. Every accessor records the key as known; `finish()` then
+/// rejects any flag the command did not ask about (a typo never passes silently).
+class args {
+public:
+  /// `flags` are the keys that take no value.
+  args(int argc, char** argv, int first, std::set<std::string> flags = {}) : flags_(std::move(flags)) {
+    for (int i = first; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a.rfind("--", 0) != 0 || a.size() == 2) {
+        positional_.push_back(a);
+        continue;
+      }
+      auto key = a.substr(2);
+      if (auto eq = key.find('='); eq != std::string::npos) {
+        values_[key.substr(0, eq)].push_back(key.substr(eq + 1));
+      } else if (flags_.count(key)) {
+        values_[key].push_back("1");
+      } else if (i + 1 < argc) {
+        values_[key].push_back(argv[++i]);
+      } else {
+        throw std::invalid_argument("--" + key + " needs a value");
+      }
+    }
+  }
+
+  bool has(const std::string& key) { known_.insert(key); return values_.count(key) > 0; }
+
+  std::string str(const std::string& key, const std::string& def = {}) {
+    known_.insert(key);
+    auto it = values_.find(key);
+    return it == values_.end() ? def : it->second.back();
+  }
+
+  /// Like str() but the flag must be present.
+  std::string required(const std::string& key) {
+    if (!has(key))
+      throw std::invalid_argument("missing required --" + key);
+    return str(key);
+  }
+
+  std::vector<std::string> all(const std::string& key) {
+    known_.insert(key);
+    auto it = values_.find(key);
+    return it == values_.end() ? std::vector<std::string>{} : it->second;
+  }
+
+  long long integer(const std::string& key, long long def) {
+    auto s = str(key);
+    if (s.empty())
+      return def;
+    try {
+      std::size_t used = 0;
+      auto v = std::stoll(s, &used);
+      if (used == s.size())
+        return v;
+    } catch (const std::exception&) {
+    }
+    throw std::invalid_argument("--" + key + " expects an integer (got '" + s + "')");
+  }
+
+  double real(const std::string& key, double def) {
+    auto s = str(key);
+    if (s.empty())
+      return def;
+    try {
+      std::size_t used = 0;
+      auto v = std::stod(s, &used);
+      if (used == s.size())
+        return v;
+    } catch (const std::exception&) {
+    }
+    throw std::invalid_argument("--" + key + " expects a number (got '" + s + "')");
+  }
+
+  const std::vector<std::string>& positional() const { return positional_; }
+
+  /// Throws for any flag that no accessor asked about.
+  void finish() const {
+    for (auto& [k, v] : values_)
+      if (!known_.count(k))
+        throw std::invalid_argument("unknown option --" + k);
+  }
+
+private:
+  std::set<std::string> flags_;
+  std::map<std::string, std::vector<std::string>> values_;
+  std::vector<std::string> positional_;
+  std::set<std::string> known_;
+};
+
+} // namespace lf::tools

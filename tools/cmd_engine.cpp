@@ -1,0 +1,161 @@
+// `lorafleet generate`, `tokenize` and `make-model`: the engine on the command line.
+#include <filesystem>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tools/args.hpp"
+#include "tools/commands.hpp"
+#include "worker/engine/generator.hpp"
+#include "worker/engine/gpt2_model.hpp"
+#include "worker/engine/model_writer.hpp"
+#include "worker/engine/tokenizer.hpp"
+
+namespace lf::tools {
+
+namespace fs = std::filesystem;
+using namespace lf::engine;
+
+const char* default_tokenizer_dir() { return LF_DEFAULT_TOKENIZER_DIR; }
+
+namespace {
+
+/// The model directory's own vocab.json/merges.txt, else the repository's.
+tokenizer load_tokenizer(const std::string& model_dir) {
+  if (!model_dir.empty() && fs::exists(fs::path(model_dir) / "vocab.json"))
+    return tokenizer::from_dir(model_dir);
+  return tokenizer::from_dir(default_tokenizer_dir());
+}
+
+sampling_params read_sampling(args& a) {
+  sampling_params p;
+  p.max_tokens = static_cast<int>(a.integer("max-tokens", 32));
+  p.temperature = static_cast<float>(a.real("temperature", 0.0));
+  p.top_k = static_cast<int>(a.integer("top-k", 0));
+  p.top_p = static_cast<float>(a.real("top-p", 1.0));
+  p.repetition_penalty = static_cast<float>(a.real("repetition-penalty", 1.0));
+  if (a.has("seed"))
+    p.seed = static_cast<std::uint64_t>(a.integer("seed", 0));
+  p.stop = a.all("stop");
+  p.ignore_eos = a.has("ignore-eos");
+  if (auto err = validate(p))
+    throw std::invalid_argument(*err);
+  return p;
+}
+
+int default_threads() {
+  auto n = static_cast<int>(std::thread::hardware_concurrency());
+  return n > 0 ? n : 1;
+}
+
+} // namespace
+
+int cmd_generate(int argc, char** argv) {
+  args a(argc, argv, 2, {"no-kv-cache", "ignore-eos", "quiet"});
+  auto dir = a.required("model");
+  auto prompts = a.all("prompt");
+  if (prompts.empty())
+    throw std::invalid_argument("missing required --prompt");
+  auto params = read_sampling(a);
+  int threads = set_compute_threads(static_cast<int>(a.integer("threads", default_threads())));
+  auto dtype = parse_compute_dtype(a.str("dtype", "f32"));
+  bool kv = !a.has("no-kv-cache");
+  bool quiet = a.has("quiet");
+  a.finish();
+
+  auto tok = load_tokenizer(dir);
+  gpt2_model model(load_gpt2_weights(dir, dtype));
+  std::vector<generation_request> batch;
+  for (auto& p : prompts)
+    batch.push_back({tok.encode(p), params});
+  generate_options opts;
+  opts.use_kv_cache = kv;
+  opts.seed = params.seed.value_or(0);
+  if (batch.size() == 1 && !quiet) {
+    std::cout << prompts[0] << std::flush;
+    opts.on_token = [](std::size_t, std::int32_t, std::string_view d) { std::cout << d << std::flush; };
+  }
+  auto res = generate(model, tok, batch, opts);
+  if (batch.size() == 1 && !quiet) {
+    std::cout << "\n";
+  } else {
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      std::cout << "[" << i << "] " << prompts[i] << res.outputs[i].text << "\n";
+  }
+  const auto& t = res.timing;
+  std::cerr << "model " << dir << ": " << model.config().n_layer << " layers, "
+            << model.config().n_embd << " embd; dtype " << (dtype == compute_dtype::bf16 ? "bf16" : "f32")
+            << ", threads " << threads << ", kv cache " << (kv ? "on" : "off") << "\n"
+            << "prefill: " << t.prefill_ms << " ms for " << t.prompt_tokens << " prompt tokens ("
+            << batch.size() << " rows)\n"
+            << "decode: " << t.ms_per_step() << " ms per token step, " << t.decode_steps
+            << " steps, " << t.generated_tokens << " tokens generated\n";
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    std::cerr << "finish[" << i << "]: " << to_string(res.outputs[i].reason) << "\n";
+  return 0;
+}
+
+int cmd_tokenize(int argc, char** argv) {
+  args a(argc, argv, 2, {"decode"});
+  auto dir = a.str("model");
+  bool decode = a.has("decode");
+  a.finish();
+  auto tok = load_tokenizer(dir);
+  std::string in((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  if (decode) {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(in);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument(std::string("stdin is not a JSON array of token ids: ") + e.what());
+    }
+    if (!j.is_array())
+      throw std::invalid_argument("stdin must be a JSON array of token ids");
+    std::vector<std::int32_t> ids;
+    for (auto& v : j) {
+      if (!v.is_number_integer())
+        throw std::invalid_argument("token ids must be integers (got " + v.dump() + ")");
+      auto x = v.get<long long>();
+      if (x < 0 || x >= static_cast<long long>(tok.vocab_size()))
+        throw std::invalid_argument("token id " + std::to_string(x) + " is outside the vocabulary");
+      ids.push_back(static_cast<std::int32_t>(x));
+    }
+    std::cout << tok.decode(ids);
+  } else {
+    std::cout << nlohmann::json(tok.encode(in)).dump() << "\n";
+  }
+  return 0;
+}
+
+int cmd_make_model(int argc, char** argv) {
+  args a(argc, argv, 2, {"prefix", "untied"});
+  random_model_options o;
+  auto out = a.required("out");
+  o.config.n_layer = static_cast<int>(a.integer("layers", 2));
+  o.config.n_head = static_cast<int>(a.integer("heads", 4));
+  o.config.n_embd = static_cast<int>(a.integer("embd", 128));
+  o.config.n_positions = static_cast<int>(a.integer("context", 1024));
+  o.config.n_inner = 4 * o.config.n_embd;
+  o.seed = static_cast<std::uint64_t>(a.integer("seed", 0));
+  o.init_std = a.real("init-std", 0.02);
+  auto dt = a.str("dtype", "f32");
+  o.storage = dt == "f32" ? dtype::f32 : dt == "f16" ? dtype::f16 : dt == "bf16" ? dtype::bf16
+            : throw std::invalid_argument("--dtype must be f32, f16 or bf16");
+  o.transformer_prefix = a.has("prefix");
+  o.tied_lm_head = !a.has("untied");
+  o.tokenizer_dir = a.str("tokenizer", default_tokenizer_dir());
+  a.finish();
+  if (o.config.n_layer < 1 || o.config.n_head < 1 || o.config.n_embd < 1 || o.config.n_positions < 1
+      || o.config.n_embd % o.config.n_head != 0)
+    throw std::invalid_argument("need layers, heads, embd, context >= 1 and embd divisible by heads");
+  write_random_model(out, o);
+  std::cout << "wrote " << out << ": " << o.config.n_layer << " layers, " << o.config.n_head
+            << " heads, " << o.config.n_embd << " embd, context " << o.config.n_positions << ", "
+            << dt << "\n";
+  return 0;
+}
+
+} // namespace lf::tools

@@ -1,0 +1,14 @@
+#pragma once
+/// Subcommands of the `lorafleet` program. Each takes argc/argv positioned after the subcommand
+/// name and returns the process exit code.
+
+namespace lf::tools {
+
+/// Default tokenizer directory (vocab.json + merges.txt shipped in the repository's models/).
+const char* default_tokenizer_dir();
+
+int cmd_generate(int argc, char** argv);
+int cmd_tokenize(int argc, char** argv);
+int cmd_make_model(int argc, char** argv);
+
+} // namespace lf::tools

@@ -1,0 +1,47 @@
+// The `lorafleet` command: one binary, one subcommand per job.
+#include <cstring>
+#include <exception>
+#include <iostream>
+#include <string>
+
+#include "tools/commands.hpp"
+
+namespace {
+
+const char* usage = R"(usage: lorafleet <command> [options]
+
+commands:
+  generate    --model DIR --prompt TEXT [--prompt TEXT ...] [--max-tokens N] [--temperature T]
+              [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--stop STR ...]
+              [--ignore-eos] [--no-kv-cache] [--threads N] [--dtype f32|bf16]
+              generate a completion (several --prompt: one left-padded batch) and print timings
+  tokenize    --model DIR [--decode]   UTF-8 text on stdin -> JSON token ids (or the reverse)
+  make-model  --out DIR [--layers N --heads N --embd N --context N --seed S --dtype f32|f16|bf16
+              --init-std X --prefix]   write a random GPT-2 checkpoint with the tokenizer files
+)";
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    std::cout << usage;
+    return argc < 2 ? 2 : 0;
+  }
+  std::string cmd = argv[1];
+  try {
+    if (cmd == "generate")
+      return lf::tools::cmd_generate(argc, argv);
+    if (cmd == "tokenize")
+      return lf::tools::cmd_tokenize(argc, argv);
+    if (cmd == "make-model")
+      return lf::tools::cmd_make_model(argc, argv);
+    std::cerr << "lorafleet: unknown command '" << cmd << "'\n" << usage;
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "lorafleet " << cmd << ": " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "lorafleet " << cmd << ": error: " << e.what() << "\n";
+    return 1;
+  }
+}

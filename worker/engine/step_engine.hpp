@@ -1,0 +1,39 @@
+#pragma once
+/// The interface between the worker's serving loop and a model: one forward over a mixed batch of
+/// prefill chunks and decode tokens, then one row of logits per chunk that asked for it. Pure C++
+/// (no ATen), so the loop is tested with a fake engine and built without the torch headers.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "cache/ids.hpp"
+
+namespace lf::engine {
+
+/// One sequence's share of a step.
+struct engine_chunk {
+  const std::int32_t* tokens = nullptr;  ///< the chunk's token ids (count of them)
+  std::int64_t start = 0;                ///< position of tokens[0]; K/V of [0, start) are cached
+  std::int64_t count = 0;
+  const std::vector<cache::block_id>* table = nullptr;  ///< covers [0, start + count)
+  bool want_logits = false;              ///< return logits of the chunk's last position
+  cache::adapter_id adapter = cache::base_model;        ///< LoRA adapter of the sequence
+};
+
+/// A model that runs steps over the paged KV cache.
+class step_engine {
+public:
+  virtual ~step_engine() = default;
+
+  /// One forward over every chunk; throws on failure (the loop fails the step's requests).
+  virtual void step(const std::vector<engine_chunk>& chunks) = 0;
+
+  /// After step(): float logits of the i-th chunk with want_logits (vocab_size() of them). The
+  /// caller may modify them (the sampler does) until the next step().
+  virtual float* logits(std::size_t i) = 0;
+
+  virtual std::size_t vocab_size() const = 0;
+};
+
+} // namespace lf::engine
