@@ -1,0 +1,72 @@
+#pragma once
+/// What a worker serves: one generation request, its streamed tokens and its single terminal
+/// result. Pure C++; shared by the serving loop, the worker actor and the router.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "actors/serve_errc.hpp"
+#include "actors/strong_id.hpp"
+#include "cache/ids.hpp"
+#include "worker/engine/sampling_params.hpp"
+
+namespace lf::worker {
+
+using time_point = std::chrono::steady_clock::time_point;
+
+/// A request inside one worker (the serving loop's handle; also its KV sequence id).
+using request_id = lf::strong_id<struct request_tag, std::uint64_t>;
+
+/// One prompt to continue.
+struct gen_request {
+  std::vector<std::int32_t> prompt;
+  engine::sampling_params params;
+  cache::adapter_id adapter = cache::base_model;
+  std::optional<time_point> deadline;  ///< not finished by then: ends with serve_errc::timeout
+};
+
+/// How a request ended.
+enum class request_outcome { finished, cancelled, failed };
+
+/// "finished", "cancelled", "failed".
+std::string_view to_string(request_outcome o);
+
+/// Token counts of a request.
+struct usage_counts {
+  std::uint32_t prompt_tokens = 0;
+  std::uint32_t completion_tokens = 0;
+  std::uint32_t cached_tokens = 0;  ///< prompt tokens served by the prefix cache
+};
+
+/// Where a request's time went, in milliseconds from submit().
+struct request_timings {
+  double queue_ms = 0;  ///< until first scheduled
+  double ttft_ms = 0;   ///< until the first token was sampled
+  double total_ms = 0;  ///< until the terminal result
+};
+
+/// The single terminal event of a request.
+struct request_result {
+  request_outcome outcome = request_outcome::finished;
+  std::string finish_reason;      ///< finished: "eos", "stop" or "length"
+  serve_errc error = serve_errc::none;  ///< failed / cancelled: why
+  std::string message;            ///< human-readable detail for errors
+  std::string text;               ///< everything streamed (stop sequence excluded)
+  std::vector<std::int32_t> tokens;  ///< generated ids
+  usage_counts usage;
+  request_timings timings;
+};
+
+/// Callbacks of one request, invoked on the serving loop's thread: on_token once per sampled
+/// token (with the text that became final, possibly empty), then on_done exactly once.
+struct request_callbacks {
+  std::function<void(std::int32_t token, std::string_view text)> on_token;
+  std::function<void(request_result)> on_done;
+};
+
+} // namespace lf::worker

@@ -1,0 +1,324 @@
+#include "worker/scheduler.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace lf::worker {
+
+namespace {
+
+std::string seq_name(cache::seq_id id) { return "sequence " + std::to_string(id.value()); }
+
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
+} // namespace
+
+std::string_view to_string(seq_phase phase) noexcept {
+  switch (phase) {
+    case seq_phase::waiting:
+      return "waiting";
+    case seq_phase::prefilling:
+      return "prefilling";
+    case seq_phase::decoding:
+      return "decoding";
+  }
+  return "unknown";
+}
+
+scheduler::scheduler(scheduler_config cfg, cache::block_manager& blocks)
+  : cfg_(cfg), blocks_(blocks) {
+  if (cfg.max_seqs == 0 || cfg.max_batched_tokens == 0 || cfg.context_window == 0)
+    throw std::invalid_argument("scheduler: max_seqs, max_batched_tokens and context_window "
+                                "must be > 0");
+  // Otherwise the decodes of a full batch would not fit one step and the newest running
+  // sequences could be left without a token step after step.
+  if (cfg.max_seqs > cfg.max_batched_tokens)
+    throw std::invalid_argument("scheduler: max_seqs (" + std::to_string(cfg.max_seqs)
+                                + ") must not exceed max_batched_tokens ("
+                                + std::to_string(cfg.max_batched_tokens) + ")");
+}
+
+// -- queries ------------------------------------------------------------------------------------
+
+scheduler::seq_state& scheduler::state_of(cache::seq_id id) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end())
+    throw std::out_of_range("scheduler: unknown " + seq_name(id));
+  return it->second;
+}
+
+const scheduler::seq_state& scheduler::state_of(cache::seq_id id) const {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end())
+    throw std::out_of_range("scheduler: unknown " + seq_name(id));
+  return it->second;
+}
+
+bool scheduler::contains(cache::seq_id id) const { return seqs_.count(id) != 0; }
+
+seq_phase scheduler::phase(cache::seq_id id) const { return state_of(id).phase; }
+
+const std::vector<std::int32_t>& scheduler::tokens(cache::seq_id id) const {
+  return state_of(id).tokens;
+}
+
+std::uint32_t scheduler::prompt_size(cache::seq_id id) const { return state_of(id).prompt_size; }
+
+std::uint32_t scheduler::num_generated(cache::seq_id id) const {
+  return state_of(id).num_generated();
+}
+
+std::uint32_t scheduler::max_tokens(cache::seq_id id) const { return state_of(id).max_tokens; }
+
+std::uint32_t scheduler::num_preemptions(cache::seq_id id) const {
+  return state_of(id).preemptions;
+}
+
+cache::adapter_id scheduler::adapter(cache::seq_id id) const { return state_of(id).adapter; }
+
+std::vector<cache::seq_id> scheduler::waiting() const { return {waiting_.begin(), waiting_.end()}; }
+
+std::vector<cache::seq_id> scheduler::running() const { return running_; }
+
+scheduler::load scheduler::get_load() const {
+  load l;
+  l.waiting = static_cast<std::uint32_t>(waiting_.size());
+  l.running = static_cast<std::uint32_t>(running_.size());
+  for (auto id : waiting_)
+    l.waiting_tokens += state_of(id).tokens.size();
+  for (auto id : running_) {
+    const auto& st = state_of(id);
+    l.running_tokens += st.tokens.size();
+    if (st.phase == seq_phase::prefilling)
+      l.waiting_tokens += st.tokens.size() - blocks_.num_computed(id);
+  }
+  l.free_blocks = blocks_.num_free_blocks();
+  l.preemptions = preemptions_;
+  return l;
+}
+
+// -- lifecycle ----------------------------------------------------------------------------------
+
+std::optional<std::string> scheduler::add(seq_spec spec, time_point) {
+  const auto name = seq_name(spec.id);
+  if (spec.prompt.empty())
+    return name + ": empty prompt";
+  if (spec.max_tokens == 0)
+    return name + ": max_tokens must be > 0";
+  if (contains(spec.id) || blocks_.contains(spec.id))
+    return name + ": duplicate id";
+  const auto need = std::uint64_t{spec.prompt.size()} + spec.max_tokens;
+  if (need > cfg_.context_window)
+    return name + ": prompt (" + std::to_string(spec.prompt.size()) + " tokens) + max_tokens ("
+           + std::to_string(spec.max_tokens) + ") exceeds the context window of "
+           + std::to_string(cfg_.context_window) + " tokens";
+  // The sequence may grow to `need` tokens and must then fit the pool on its own, or no amount
+  // of preemption could make room for it.
+  const auto need_blocks = ceil_div(need, blocks_.block_size());
+  if (need_blocks > blocks_.num_blocks())
+    return name + ": prompt + max_tokens (" + std::to_string(need) + " tokens) needs "
+           + std::to_string(need_blocks) + " KV blocks but the pool has only "
+           + std::to_string(blocks_.num_blocks());
+  seq_state st;
+  st.prompt_size = static_cast<std::uint32_t>(spec.prompt.size());
+  st.tokens = std::move(spec.prompt);
+  st.max_tokens = spec.max_tokens;
+  st.adapter = spec.adapter;
+  st.deadline = spec.deadline;
+  seqs_.emplace(spec.id, std::move(st));
+  waiting_.push_back(spec.id);
+  return std::nullopt;
+}
+
+bool scheduler::finish(cache::seq_id id) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end())
+    return false;
+  if (it->second.phase == seq_phase::waiting)
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), id));
+  else
+    running_.erase(std::find(running_.begin(), running_.end(), id));
+  blocks_.free(id); // no-op for a waiting sequence: it holds no blocks
+  seqs_.erase(it);
+  return true;
+}
+
+// -- planning -----------------------------------------------------------------------------------
+
+step_plan scheduler::schedule(time_point now,
+                              const std::function<bool(cache::adapter_id)>& adapter_ready) {
+  check_limits();
+  step_plan plan;
+  expire(now, plan);
+  auto budget = cfg_.max_batched_tokens;
+  schedule_decodes(plan, budget);
+  continue_prefills(plan, budget);
+  // Admitting right after preempting would hand the blocks just freed to a newcomer and likely
+  // preempt again next step; let the running ones use them first.
+  if (plan.preempted.empty())
+    admit(plan, budget, adapter_ready);
+  plan.num_tokens = cfg_.max_batched_tokens - budget;
+  return plan;
+}
+
+void scheduler::check_limits() const {
+  for (const auto& [id, st] : seqs_)
+    if (st.num_generated() >= st.max_tokens)
+      throw std::logic_error("scheduler::schedule: " + seq_name(id) + " has generated "
+                             + std::to_string(st.num_generated()) + " of max_tokens "
+                             + std::to_string(st.max_tokens) + " but was not finished");
+}
+
+void scheduler::expire(time_point now, step_plan& plan) {
+  auto expired = [&](cache::seq_id id) {
+    const auto& dl = state_of(id).deadline;
+    return dl && *dl <= now;
+  };
+  // Queue order, running first: the report lists them in a stable, meaningful order.
+  for (auto id : running_)
+    if (expired(id))
+      plan.expired.push_back(id);
+  for (auto id : waiting_)
+    if (expired(id))
+      plan.expired.push_back(id);
+  for (auto id : plan.expired)
+    finish(id);
+}
+
+void scheduler::schedule_decodes(step_plan& plan, std::uint32_t& budget) {
+  // Oldest first: when blocks run short, the newest sequences are preempted for the oldest. Each
+  // preemption shrinks running_, so this loop ends even in the worst case.
+  for (std::size_t i = 0; i < running_.size(); ++i) {
+    const auto id = running_[i];
+    const auto& st = state_of(id);
+    if (st.phase != seq_phase::decoding)
+      continue;
+    const auto n = static_cast<std::uint32_t>(st.tokens.size());
+    bool self_preempted = false;
+    while (!blocks_.ensure_slots(id, n)) {
+      // running_.back() is newer than `id` (not yet planned this step) or `id` itself; planned
+      // decodes are never taken back.
+      if (preempt_newest(plan) == id) {
+        self_preempted = true;
+        break;
+      }
+    }
+    if (self_preempted)
+      break; // `id` was the newest: nothing after it
+    // max_seqs <= max_batched_tokens, so a decode always fits the budget.
+    plan.chunks.push_back({id, n - 1, 1, true});
+    --budget;
+  }
+}
+
+void scheduler::continue_prefills(step_plan& plan, std::uint32_t& budget) {
+  for (auto id : running_) {
+    if (state_of(id).phase != seq_phase::prefilling)
+      continue;
+    if (!plan_prefill(id, plan, budget))
+      return;
+  }
+}
+
+void scheduler::admit(step_plan& plan, std::uint32_t& budget,
+                      const std::function<bool(cache::adapter_id)>& adapter_ready) {
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (budget == 0 || running_.size() >= cfg_.max_seqs)
+      return;
+    const auto id = *it;
+    auto& st = state_of(id);
+    // A cold adapter keeps its place in the queue but does not hold up those behind it.
+    if (st.adapter != cache::base_model && adapter_ready && !adapter_ready(st.adapter)) {
+      ++it;
+      continue;
+    }
+    if (!running_.empty() && cfg_.watermark_blocks > 0) {
+      const auto need = blocks_.blocks_needed(st.tokens, st.adapter);
+      if (std::uint64_t{need} + cfg_.watermark_blocks > blocks_.num_free_blocks())
+        return;
+    }
+    // FCFS: when the head does not fit, nobody behind it may take the blocks it waits for.
+    if (!blocks_.allocate(id, st.tokens, st.adapter))
+      return;
+    st.phase = seq_phase::prefilling;
+    running_.push_back(id);
+    it = waiting_.erase(it);
+    plan_prefill(id, plan, budget);
+  }
+}
+
+bool scheduler::plan_prefill(cache::seq_id id, step_plan& plan, std::uint32_t& budget) {
+  if (budget == 0)
+    return false;
+  const auto n = static_cast<std::uint32_t>(state_of(id).tokens.size());
+  const auto start = blocks_.num_computed(id);
+  // The last-token rule of the block manager keeps start < n: the last token is always computed.
+  const auto count = std::min(n - start, budget);
+  plan.chunks.push_back({id, start, count, start + count == n});
+  budget -= count;
+  return true;
+}
+
+cache::seq_id scheduler::preempt_newest(step_plan& plan) {
+  const auto victim = running_.back();
+  running_.pop_back();
+  blocks_.free(victim);
+  auto& st = state_of(victim);
+  st.phase = seq_phase::waiting;
+  ++st.preemptions;
+  ++preemptions_;
+  // Victims come newest first, so pushing each to the front leaves the older one ahead.
+  waiting_.push_front(victim);
+  plan.preempted.push_back(victim);
+  return victim;
+}
+
+// -- results ------------------------------------------------------------------------------------
+
+scheduler::seq_state* scheduler::live_state(cache::seq_id id) {
+  auto it = seqs_.find(id);
+  // Finished or cancelled while the step ran; a waiting one is a new sequence reusing the id.
+  if (it == seqs_.end() || it->second.phase == seq_phase::waiting)
+    return nullptr;
+  return &it->second;
+}
+
+void scheduler::complete(const step_plan& plan,
+                         const std::vector<std::optional<std::int32_t>>& sampled) {
+  if (sampled.size() != plan.chunks.size())
+    throw std::invalid_argument("scheduler::complete: " + std::to_string(sampled.size())
+                                + " results for " + std::to_string(plan.chunks.size())
+                                + " chunks");
+  // Validate everything first, so a bad call records nothing.
+  for (std::size_t i = 0; i < plan.chunks.size(); ++i) {
+    const auto& c = plan.chunks[i];
+    if (c.samples != sampled[i].has_value())
+      throw std::invalid_argument("scheduler::complete: chunk " + std::to_string(i) + " of "
+                                  + seq_name(c.id)
+                                  + (c.samples ? " samples but has no token"
+                                               : " does not sample but has a token"));
+    const auto* st_ptr = live_state(c.id);
+    if (st_ptr == nullptr)
+      continue;
+    const auto& st = *st_ptr;
+    if (blocks_.num_computed(c.id) != c.start
+        || std::uint64_t{c.start} + c.count > st.tokens.size()
+        || c.samples != (c.start + c.count == st.tokens.size()))
+      throw std::logic_error("scheduler::complete: chunk [" + std::to_string(c.start) + ", +"
+                             + std::to_string(c.count) + ") does not continue "
+                             + seq_name(c.id) + " (stale or foreign plan?)");
+  }
+  for (std::size_t i = 0; i < plan.chunks.size(); ++i) {
+    const auto& c = plan.chunks[i];
+    auto* st = live_state(c.id);
+    if (st == nullptr)
+      continue;
+    blocks_.commit_tokens(c.id, st->tokens, c.start + c.count);
+    if (c.samples) {
+      st->tokens.push_back(*sampled[i]);
+      st->phase = seq_phase::decoding;
+    }
+  }
+}
+
+} // namespace lf::worker

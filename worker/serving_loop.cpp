@@ -1,0 +1,196 @@
+#include "worker/serving_loop.hpp"
+#include "worker/serving_loop_state.hpp"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "worker/engine/sampler.hpp"
+#include "worker/engine/text_stream.hpp"
+#include "worker/engine/tokenizer.hpp"
+
+namespace lf::worker {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double ms_between(time_point a, time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+request_result failure(serve_errc code, std::string message) {
+  request_result r;
+  r.outcome = code == serve_errc::cancelled ? request_outcome::cancelled : request_outcome::failed;
+  r.error = code;
+  r.message = std::move(message);
+  return r;
+}
+
+} // namespace
+
+std::string_view to_string(request_outcome o) {
+  switch (o) {
+    case request_outcome::finished: return "finished";
+    case request_outcome::cancelled: return "cancelled";
+    case request_outcome::failed: return "failed";
+  }
+  return "failed";
+}
+
+std::string_view to_string(batching_mode m) {
+  switch (m) {
+    case batching_mode::continuous: return "continuous";
+    case batching_mode::static_batch: return "static";
+    case batching_mode::static_no_cache: return "static_no_cache";
+  }
+  return "continuous";
+}
+
+std::optional<batching_mode> parse_batching_mode(std::string_view s) {
+  for (auto m : {batching_mode::continuous, batching_mode::static_batch, batching_mode::static_no_cache})
+    if (to_string(m) == s)
+      return m;
+  return std::nullopt;
+}
+
+serving_loop::serving_loop(engine::step_engine& engine, const engine::tokenizer& tok,
+                           serving_config cfg, static_generate_fn static_fn)
+  : engine_(engine), tok_(tok), cfg_(cfg), static_fn_(std::move(static_fn)),
+    blocks_({cfg.num_blocks, cfg.block_size, cfg.prefix_cache}), sched_(cfg.sched, blocks_) {
+  if (cfg.mode != batching_mode::continuous && !static_fn_)
+    throw std::invalid_argument("serving_loop: static batching needs a static generate function");
+  load_.total_blocks = cfg.num_blocks;
+  load_.free_blocks = cfg.num_blocks;
+  thread_ = std::thread([this] { run(); });
+}
+
+serving_loop::~serving_loop() { stop(false); }
+
+request_id serving_loop::submit(gen_request req, request_callbacks cb) {
+  std::string err;
+  serve_errc code = serve_errc::invalid_request;
+  if (req.prompt.empty())
+    err = "prompt is empty";
+  for (auto t : req.prompt)
+    if (err.empty() && (t < 0 || static_cast<std::size_t>(t) >= engine_.vocab_size()))
+      err = "prompt token id " + std::to_string(t) + " is outside the vocabulary [0, "
+            + std::to_string(engine_.vocab_size()) + ")";
+  if (err.empty())
+    if (auto bad = engine::validate(req.params))
+      err = *bad;
+  if (err.empty() && req.prompt.size() + static_cast<std::size_t>(req.params.max_tokens)
+                       > cfg_.sched.context_window) {
+    code = serve_errc::prompt_too_long;
+    err = "prompt (" + std::to_string(req.prompt.size()) + " tokens) + max_tokens ("
+          + std::to_string(req.params.max_tokens) + ") exceeds the context window of "
+          + std::to_string(cfg_.sched.context_window) + " tokens";
+  }
+  request_id id;
+  {
+    std::lock_guard<std::mutex> g(mtx_);
+    id = request_id{next_id_++};
+    if (err.empty() && stopping_) {
+      code = serve_errc::shutting_down;
+      err = "the worker is shutting down";
+    }
+    if (err.empty()) {
+      inbox_.push_back({id, std::move(req), std::move(cb), clock_type::now()});
+      cv_.notify_one();
+      return id;
+    }
+    ++load_.failed;
+  }
+  if (cb.on_done)
+    cb.on_done(failure(code, std::move(err)));
+  return id;
+}
+
+bool serving_loop::cancel(request_id id) {
+  std::lock_guard<std::mutex> g(mtx_);
+  if (id.value() == 0 || id.value() >= next_id_)
+    return false;
+  cancels_.push_back(id);
+  cv_.notify_one();
+  return true;
+}
+
+void serving_loop::stop(bool drain) {
+  {
+    std::lock_guard<std::mutex> g(mtx_);
+    if (!stopping_) {
+      stopping_ = true;
+      drain_ = drain;
+    }
+    cv_.notify_one();
+  }
+  if (thread_.joinable() && std::this_thread::get_id() != thread_.get_id())
+    thread_.join();
+}
+
+load_report serving_loop::load() const {
+  std::lock_guard<std::mutex> g(mtx_);
+  return load_;
+}
+
+void serving_loop::take_inbox(time_point now) {
+  std::deque<inbox_item> items;
+  std::vector<request_id> cancels;
+  {
+    std::lock_guard<std::mutex> g(mtx_);
+    items.swap(inbox_);
+    cancels.swap(cancels_);
+  }
+  for (auto& it : items) {
+    auto seed = cfg_.seed + it.id.value();
+    auto lr = std::unique_ptr<live_request>(new live_request{
+      std::move(it.req), std::move(it.cb), engine::sampler(it.req.params, seed),
+      engine::text_stream(it.req.params.stop), {}, it.submitted, {}, {}, 0, false});
+    auto& r = *lr;
+    live_.emplace(it.id, std::move(lr));
+    if (cfg_.mode == batching_mode::continuous) {
+      seq_spec spec{cache::seq_id{it.id.value()}, r.req.prompt, r.req.adapter,
+                    static_cast<std::uint32_t>(r.req.params.max_tokens), r.req.deadline};
+      if (auto err = sched_.add(std::move(spec), now))
+        end(it.id, failure(serve_errc::prompt_too_long, *err));
+    } else {
+      static_queue_.push_back(it.id);
+    }
+  }
+  for (auto id : cancels) {
+    if (!live_.count(id))
+      continue;  // already ended, or still in a static batch that checks cancels itself
+    sched_.finish(cache::seq_id{id.value()});
+    static_queue_.erase(std::remove(static_queue_.begin(), static_queue_.end(), id), static_queue_.end());
+    end(id, failure(serve_errc::cancelled, "cancelled"));
+  }
+}
+
+void serving_loop::end(request_id id, request_result res) {
+  auto it = live_.find(id);
+  if (it == live_.end())
+    return;
+  auto lr = std::move(it->second);
+  live_.erase(it);
+  auto now = clock_type::now();
+  res.text = lr->stream.emitted();
+  res.tokens = std::move(lr->generated);
+  res.usage.prompt_tokens = static_cast<std::uint32_t>(lr->req.prompt.size());
+  res.usage.completion_tokens = static_cast<std::uint32_t>(res.tokens.size());
+  res.usage.cached_tokens = lr->cached_tokens;
+  res.timings.total_ms = ms_between(lr->submitted, now);
+  if (lr->started)
+    res.timings.queue_ms = ms_between(lr->submitted, lr->scheduled);
+  if (!res.tokens.empty())
+    res.timings.ttft_ms = ms_between(lr->submitted, lr->first_token);
+  {
+    std::lock_guard<std::mutex> g(mtx_);
+    auto& counter = res.outcome == request_outcome::finished    ? load_.finished
+                    : res.outcome == request_outcome::cancelled ? load_.cancelled
+                                                                : load_.failed;
+    ++counter;
+  }
+  if (lr->cb.on_done)
+    lr->cb.on_done(std::move(res));
+}
+
+} // namespace lf::worker

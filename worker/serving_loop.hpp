@@ -1,0 +1,132 @@
+#pragma once
+/// The worker's serving loop: owns the scheduler and block manager, drives a step_engine on its
+/// own thread, samples, streams tokens and ends every request exactly once. submit() and cancel()
+/// are thread-safe and never block on the engine.
+///
+///   submit ──> inbox ──> [loop thread] scheduler.schedule(now) ──> engine.step(chunks)
+///                          ^                                           │
+///                          └── finish / preempt / expire <── sample ◄──┘ ──> on_token / on_done
+///
+/// Modes (for measurement): continuous batching over the paged cache (default); static batching
+/// (collect up to B requests or wait, left-pad, run the batch to completion); static batching
+/// without a KV cache (recompute every sequence each step).
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "cache/block_manager.hpp"
+#include "worker/engine/generator.hpp"
+#include "worker/engine/step_engine.hpp"
+#include "worker/request.hpp"
+#include "worker/scheduler.hpp"
+
+namespace lf::engine {
+class tokenizer;
+}
+
+namespace lf::worker {
+
+/// How the loop batches.
+enum class batching_mode { continuous, static_batch, static_no_cache };
+
+/// "continuous", "static", "static_no_cache".
+std::string_view to_string(batching_mode m);
+
+/// Parses to_string's spellings; std::nullopt otherwise.
+std::optional<batching_mode> parse_batching_mode(std::string_view s);
+
+/// Runs a left-padded batch to completion (engine::generate bound to a model).
+using static_generate_fn = std::function<engine::generation_batch_result(
+  const std::vector<engine::generation_request>&, const engine::generate_options&)>;
+
+/// Settings of one serving loop.
+struct serving_config {
+  scheduler_config sched;
+  std::uint32_t num_blocks = 0;   ///< KV blocks (must equal the engine's pool)
+  std::uint32_t block_size = 16;
+  bool prefix_cache = true;
+  batching_mode mode = batching_mode::continuous;
+  std::uint32_t static_batch = 8;                   ///< static modes: batch size B
+  std::chrono::milliseconds static_wait{20};        ///< static modes: wait for B this long
+  std::uint64_t seed = 0;                           ///< fallback seed base for unseeded requests
+  std::int32_t eos_id = 50256;
+};
+
+/// A snapshot of the loop's load, for the router and `status`.
+struct load_report {
+  std::uint32_t waiting = 0, running = 0;
+  std::uint64_t waiting_tokens = 0, running_tokens = 0;
+  std::uint32_t free_blocks = 0, total_blocks = 0;
+  double prefix_hit_rate = 0;
+  std::uint64_t steps = 0, preemptions = 0, finished = 0, failed = 0, cancelled = 0;
+};
+
+/// See the file comment.
+class serving_loop {
+public:
+  /// Starts the loop thread. `engine` and `tok` must outlive the loop. `static_fn` is needed only
+  /// for the static modes.
+  serving_loop(engine::step_engine& engine, const engine::tokenizer& tok, serving_config cfg,
+               static_generate_fn static_fn = {});
+
+  /// stop(false): cancels what is left, then joins the thread.
+  ~serving_loop();
+
+  serving_loop(const serving_loop&) = delete;
+  serving_loop& operator=(const serving_loop&) = delete;
+
+  /// Queues a request. Invalid requests (empty prompt, ids outside the vocabulary, bad sampling
+  /// parameters) and requests after stop() end at once with on_done(failed), on the caller's
+  /// thread. Returns the request's id either way.
+  request_id submit(gen_request req, request_callbacks cb);
+
+  /// Cancels a request in any state; its blocks are freed and on_done(cancelled) follows.
+  /// Returns false if the request is unknown or already ended.
+  bool cancel(request_id id);
+
+  /// Stops taking requests. drain = true: finish everything in flight first; false: cancel it.
+  /// Blocks until the loop thread has ended.
+  void stop(bool drain);
+
+  /// Thread-safe snapshot, updated after every step.
+  load_report load() const;
+
+private:
+  struct live_request;
+  struct inbox_item;
+
+  void run();
+  void run_continuous_step();
+  void run_static_batch();
+  void take_inbox(time_point now);
+  void end(request_id id, request_result res);
+  void on_sampled(request_id id, std::int32_t token);
+  void publish_load();
+
+  engine::step_engine& engine_;
+  const engine::tokenizer& tok_;
+  serving_config cfg_;
+  static_generate_fn static_fn_;
+  cache::block_manager blocks_;
+  scheduler sched_;
+
+  mutable std::mutex mtx_;
+  std::condition_variable cv_;
+  std::deque<inbox_item> inbox_;
+  std::vector<request_id> cancels_;
+  bool stopping_ = false, drain_ = false;
+  std::uint64_t next_id_ = 1;
+  load_report load_;
+
+  std::unordered_map<request_id, std::unique_ptr<live_request>> live_;  // loop thread only
+  std::deque<request_id> static_queue_;                                 // loop thread only
+  std::thread thread_;
+};
+
+} // namespace lf::worker

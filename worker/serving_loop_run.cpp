@@ -1,0 +1,255 @@
+// The serving loop's thread: one scheduler step (continuous) or one whole batch (static) at a time.
+#include "worker/serving_loop.hpp"
+#include "worker/serving_loop_state.hpp"
+
+#include <algorithm>
+#include <exception>
+
+#include "worker/engine/sampler.hpp"
+#include "worker/engine/text_stream.hpp"
+#include "worker/engine/tokenizer.hpp"
+
+namespace lf::worker {
+
+namespace {
+using clock_type = std::chrono::steady_clock;
+
+request_result finished(std::string reason) {
+  request_result r;
+  r.outcome = request_outcome::finished;
+  r.finish_reason = std::move(reason);
+  return r;
+}
+
+request_result failed(serve_errc code, std::string message) {
+  request_result r;
+  r.outcome = code == serve_errc::cancelled ? request_outcome::cancelled : request_outcome::failed;
+  r.error = code;
+  r.message = std::move(message);
+  return r;
+}
+} // namespace
+
+void serving_loop::run() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lk(mtx_);
+      // Sleep only when there is nothing to run; static mode waits for its batch inside.
+      cv_.wait(lk, [&] { return stopping_ || !inbox_.empty() || !cancels_.empty() || !live_.empty(); });
+    }
+    take_inbox(clock_type::now());
+    bool stopping, drain;
+    {
+      std::lock_guard<std::mutex> g(mtx_);
+      stopping = stopping_;
+      drain = drain_;
+    }
+    if (stopping && !drain) {
+      std::vector<request_id> ids;
+      for (auto& [id, lr] : live_)
+        ids.push_back(id);
+      for (auto id : ids) {
+        sched_.finish(cache::seq_id{id.value()});
+        end(id, failed(serve_errc::cancelled, "the worker is shutting down"));
+      }
+      static_queue_.clear();
+    }
+    if (stopping && live_.empty()) {
+      std::lock_guard<std::mutex> g(mtx_);
+      if (inbox_.empty())
+        break;
+      continue;
+    }
+    if (live_.empty())
+      continue;
+    if (cfg_.mode == batching_mode::continuous)
+      run_continuous_step();
+    else
+      run_static_batch();
+    publish_load();
+  }
+  publish_load();
+}
+
+void serving_loop::run_continuous_step() {
+  auto now = clock_type::now();
+  auto plan = sched_.schedule(now, [](cache::adapter_id) { return true; });
+  for (auto id : plan.expired)
+    end(request_id{id.value()}, failed(serve_errc::timeout, "deadline passed before the request finished"));
+  if (plan.chunks.empty()) {
+    // Nothing runnable (e.g. every waiting request needs a cold adapter): wait for news briefly.
+    std::unique_lock<std::mutex> lk(mtx_);
+    cv_.wait_for(lk, std::chrono::milliseconds(5),
+                 [&] { return stopping_ || !inbox_.empty() || !cancels_.empty(); });
+    return;
+  }
+  std::vector<engine::engine_chunk> chunks;
+  chunks.reserve(plan.chunks.size());
+  for (auto& c : plan.chunks) {
+    const auto& toks = sched_.tokens(c.id);
+    chunks.push_back({toks.data() + c.start, c.start, c.count, &blocks_.block_table(c.id), c.samples,
+                      sched_.adapter(c.id)});
+    auto& lr = *live_.at(request_id{c.id.value()});
+    if (!lr.started) {
+      lr.started = true;
+      lr.scheduled = now;
+      lr.cached_tokens = c.start;  // the first chunk starts after the prefix-cache hit
+    }
+  }
+  try {
+    engine_.step(chunks);
+  } catch (const std::exception& e) {
+    for (auto& c : plan.chunks) {
+      sched_.finish(c.id);
+      end(request_id{c.id.value()}, failed(serve_errc::internal, std::string("engine step failed: ") + e.what()));
+    }
+    return;
+  }
+  std::vector<std::optional<std::int32_t>> sampled(plan.chunks.size());
+  std::vector<request_id> broken;
+  std::size_t row = 0;
+  const auto vocab = engine_.vocab_size();
+  for (std::size_t i = 0; i < plan.chunks.size(); ++i) {
+    const auto& c = plan.chunks[i];
+    if (!c.samples)
+      continue;
+    auto& lr = *live_.at(request_id{c.id.value()});
+    try {
+      sampled[i] = lr.pick.sample(engine_.logits(row++), vocab, sched_.tokens(c.id));
+    } catch (const std::exception& e) {
+      broken.push_back(request_id{c.id.value()});
+      sampled[i] = 0;  // placeholder: the sequence is finished right after complete()
+    }
+  }
+  sched_.complete(plan, sampled);
+  for (auto id : broken) {
+    sched_.finish(cache::seq_id{id.value()});
+    end(id, failed(serve_errc::internal, "the model produced invalid logits (NaN or inf)"));
+  }
+  for (std::size_t i = 0; i < plan.chunks.size(); ++i)
+    if (sampled[i] && live_.count(request_id{plan.chunks[i].id.value()}))
+      on_sampled(request_id{plan.chunks[i].id.value()}, *sampled[i]);
+}
+
+void serving_loop::on_sampled(request_id id, std::int32_t token) {
+  auto& lr = *live_.at(id);
+  const auto& p = lr.req.params;
+  if (lr.generated.empty())
+    lr.first_token = clock_type::now();
+  std::string delta;
+  std::string reason;
+  if (token == cfg_.eos_id && !p.ignore_eos) {
+    delta = lr.stream.finish();
+    reason = lr.stream.stopped() ? "stop" : "eos";
+  } else {
+    lr.generated.push_back(token);
+    auto st = lr.stream.push(tok_.decode_token(token));
+    delta = std::move(st.delta);
+    if (st.stopped) {
+      reason = "stop";
+    } else if (static_cast<int>(lr.generated.size()) >= p.max_tokens
+               || lr.req.prompt.size() + lr.generated.size() >= cfg_.sched.context_window) {
+      delta += lr.stream.finish();
+      reason = lr.stream.stopped() ? "stop" : "length";
+    }
+  }
+  if (lr.cb.on_token && (!delta.empty() || token != cfg_.eos_id || p.ignore_eos))
+    lr.cb.on_token(token, delta);
+  if (!reason.empty()) {
+    sched_.finish(cache::seq_id{id.value()});
+    end(id, finished(reason));
+  }
+}
+
+void serving_loop::run_static_batch() {
+  if (static_queue_.empty()) {
+    std::unique_lock<std::mutex> lk(mtx_);
+    cv_.wait_for(lk, std::chrono::milliseconds(5), [&] { return stopping_ || !inbox_.empty() || !cancels_.empty(); });
+    return;
+  }
+  // Wait for a full batch, or until the oldest request has waited static_wait.
+  auto oldest = live_.at(static_queue_.front())->submitted;
+  auto ready_at = oldest + cfg_.static_wait;
+  if (static_queue_.size() < cfg_.static_batch && clock_type::now() < ready_at) {
+    std::unique_lock<std::mutex> lk(mtx_);
+    cv_.wait_until(lk, ready_at, [&] { return stopping_ || !inbox_.empty() || !cancels_.empty(); });
+    return;
+  }
+  std::vector<request_id> ids;
+  while (!static_queue_.empty() && ids.size() < cfg_.static_batch) {
+    ids.push_back(static_queue_.front());
+    static_queue_.pop_front();
+  }
+  std::vector<engine::generation_request> batch;
+  auto now = clock_type::now();
+  for (auto id : ids) {
+    auto& lr = *live_.at(id);
+    lr.started = true;
+    lr.scheduled = now;
+    batch.push_back({lr.req.prompt, lr.req.params});
+  }
+  engine::generate_options opts;
+  opts.use_kv_cache = cfg_.mode == batching_mode::static_batch;
+  opts.seed = cfg_.seed;
+  opts.on_token = [&](std::size_t row, std::int32_t tok, std::string_view delta) {
+    auto& lr = *live_.at(ids[row]);
+    if (lr.generated.empty())
+      lr.first_token = clock_type::now();
+    if (tok != cfg_.eos_id || lr.req.params.ignore_eos)
+      lr.generated.push_back(tok);
+    if (lr.cb.on_token)
+      lr.cb.on_token(tok, delta);
+  };
+  opts.is_cancelled = [&](std::size_t row) {
+    auto& lr = *live_.at(ids[row]);
+    if (lr.req.deadline && clock_type::now() >= *lr.req.deadline)
+      return true;
+    std::lock_guard<std::mutex> g(mtx_);
+    return (stopping_ && !drain_)
+           || std::find(cancels_.begin(), cancels_.end(), ids[row]) != cancels_.end();
+  };
+  engine::generation_batch_result res;
+  try {
+    res = static_fn_(batch, opts);
+  } catch (const std::exception& e) {
+    for (auto id : ids)
+      end(id, failed(serve_errc::internal, std::string("engine failed: ") + e.what()));
+    return;
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    auto& out = res.outputs[i];
+    auto& lr = *live_.at(ids[i]);
+    // The batch streamed through the generator's own text stream; mirror its text here.
+    lr.stream = engine::text_stream({});
+    lr.stream.push(out.text);
+    lr.stream.finish();
+    switch (out.reason) {
+      case engine::finish_reason::eos: end(ids[i], finished("eos")); break;
+      case engine::finish_reason::stop_sequence: end(ids[i], finished("stop")); break;
+      case engine::finish_reason::length:
+      case engine::finish_reason::context_full: end(ids[i], finished("length")); break;
+      case engine::finish_reason::cancelled:
+        if (lr.req.deadline && clock_type::now() >= *lr.req.deadline)
+          end(ids[i], failed(serve_errc::timeout, "deadline passed before the request finished"));
+        else
+          end(ids[i], failed(serve_errc::cancelled, "cancelled"));
+        break;
+    }
+  }
+}
+
+void serving_loop::publish_load() {
+  auto l = sched_.get_load();
+  auto st = blocks_.get_stats();
+  std::lock_guard<std::mutex> g(mtx_);
+  load_.waiting = l.waiting + static_cast<std::uint32_t>(static_queue_.size());
+  load_.running = l.running;
+  load_.waiting_tokens = l.waiting_tokens;
+  load_.running_tokens = l.running_tokens;
+  load_.free_blocks = blocks_.num_free_blocks();
+  load_.prefix_hit_rate = st.hit_rate();
+  load_.preemptions = l.preemptions;
+  ++load_.steps;
+}
+
+} // namespace lf::worker
