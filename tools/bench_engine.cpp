@@ -103,6 +103,7 @@ double decode_step_seconds(const gpt2_model& m, std::int64_t batch, std::int64_t
 } // namespace
 
 int main(int argc, char** argv) try {
+  std::cout << std::unitbuf;  // progress shows as it happens, also when redirected
   lf::tools::args a(argc, argv, 1, {"quick"});
   int threads = set_compute_threads(static_cast<int>(a.integer("threads", 2)));
   auto dtype = parse_compute_dtype(a.str("dtype", "f32"));

@@ -1,0 +1,63 @@
+// Load-test workloads: length ranges, arrival processes, adapter mixes; all seeded.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <numeric>
+
+#include "tools/loadtest/workload.hpp"
+
+using namespace lf::loadtest;
+
+namespace {
+std::string fake_text(std::uint32_t n, std::uint64_t) { return std::string(n, 'x'); }
+} // namespace
+
+TEST_CASE("length ranges parse and reject nonsense", "[loadtest]") {
+  CHECK(parse_length_range("128", "input").lo == 128);
+  auto r = parse_length_range("32-512", "input");
+  CHECK(r.lo == 32);
+  CHECK(r.hi == 512);
+  for (const char* bad : {"", "0", "-5", "9-3", "abc", "1-", "99999999999"})
+    CHECK_THROWS_WITH(parse_length_range(bad, "--input"), Catch::Contains("--input"));
+}
+
+TEST_CASE("poisson arrivals have the asked mean rate; burstiness keeps it", "[loadtest]") {
+  std::mt19937_64 rng(3);
+  for (double burst : {1.0, 0.25}) {
+    auto at = arrival_times(20.0, burst, 20000, rng);
+    CHECK(at.front() == 0);
+    CHECK(std::is_sorted(at.begin(), at.end()));
+    CHECK(at.back() / 20000 == Approx(1.0 / 20).epsilon(0.05));
+  }
+  CHECK_THROWS(arrival_times(0, 1, 3, rng));
+  CHECK_THROWS(arrival_times(1, -1, 3, rng));
+}
+
+TEST_CASE("plans are reproducible and follow lengths and adapter skew", "[loadtest]") {
+  workload_config c;
+  c.num_requests = 2000;
+  c.input = {32, 64};
+  c.output = {16, 16};
+  c.adapters = {"a", "b", "c", "d"};
+  c.skew = 0.8;
+  auto p1 = plan(c, fake_text), p2 = plan(c, fake_text);
+  REQUIRE(p1.size() == 2000);
+  std::map<std::string, int> per;
+  for (std::size_t i = 0; i < p1.size(); ++i) {
+    CHECK(p1[i].prompt == p2[i].prompt);
+    CHECK(p1[i].adapter == p2[i].adapter);
+    CHECK(p1[i].max_tokens == 16);
+    CHECK(p1[i].target_input_tokens >= 32);
+    CHECK(p1[i].target_input_tokens <= 64);
+    ++per[p1[i].adapter];
+  }
+  // 80% + 20% / 4 on "a".
+  CHECK(per["a"] / 2000.0 == Approx(0.85).margin(0.03));
+  CHECK(per["b"] / 2000.0 == Approx(0.05).margin(0.02));
+  c.prompts = {"one", "two"};
+  c.adapters.clear();
+  auto p3 = plan(c, fake_text);
+  CHECK(p3[0].prompt == "one");
+  CHECK(p3[3].prompt == "two");
+  CHECK(p3[0].adapter.empty());
+}

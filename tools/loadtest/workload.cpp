@@ -1,0 +1,69 @@
+#include "tools/loadtest/workload.hpp"
+
+#include <stdexcept>
+
+namespace lf::loadtest {
+
+std::uint32_t length_range::sample(std::mt19937_64& rng) const {
+  return lo == hi ? lo : std::uniform_int_distribution<std::uint32_t>{lo, hi}(rng);
+}
+
+length_range parse_length_range(const std::string& s, const std::string& what) {
+  auto bad = [&] { return std::invalid_argument(what + ": expected N or LO-HI with 1 <= LO <= HI, got '" + s + "'"); };
+  auto num = [&](const std::string& x) {
+    if (x.empty() || x.size() > 9 || x.find_first_not_of("0123456789") != std::string::npos)
+      throw bad();
+    return static_cast<std::uint32_t>(std::stoul(x));
+  };
+  length_range r;
+  if (auto dash = s.find('-'); dash != std::string::npos) {
+    r.lo = num(s.substr(0, dash));
+    r.hi = num(s.substr(dash + 1));
+  } else {
+    r.lo = r.hi = num(s);
+  }
+  if (r.lo < 1 || r.lo > r.hi)
+    throw bad();
+  return r;
+}
+
+std::vector<double> arrival_times(double rate, double burstiness, std::size_t n,
+                                  std::mt19937_64& rng) {
+  if (!(rate > 0) || !(burstiness > 0))
+    throw std::invalid_argument("arrival rate and burstiness must be > 0");
+  std::gamma_distribution<double> gap(burstiness, 1.0 / (rate * burstiness));
+  std::vector<double> at(n);
+  double t = 0;
+  for (auto& x : at) {
+    x = t;
+    t += gap(rng);
+  }
+  return at;
+}
+
+std::vector<planned_request> plan(const workload_config& cfg, text_maker make) {
+  std::mt19937_64 rng(cfg.seed);
+  std::vector<planned_request> out(cfg.num_requests);
+  std::vector<double> at;
+  if (cfg.mode == arrival_mode::poisson)
+    at = arrival_times(cfg.rate, cfg.burstiness, out.size(), rng);
+  std::uniform_real_distribution<double> unit(0, 1);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    auto& r = out[i];
+    r.at_s = at.empty() ? 0 : at[i];
+    r.target_input_tokens = cfg.input.sample(rng);
+    r.max_tokens = cfg.output.sample(rng);
+    r.prompt = cfg.prompts.empty() ? make(r.target_input_tokens, rng())
+                                   : cfg.prompts[i % cfg.prompts.size()];
+    if (!cfg.adapters.empty()) {
+      const auto n = cfg.adapters.size();
+      if (cfg.skew > 0 && unit(rng) < cfg.skew)
+        r.adapter = cfg.adapters[0];
+      else
+        r.adapter = cfg.adapters[std::uniform_int_distribution<std::size_t>{0, n - 1}(rng)];
+    }
+  }
+  return out;
+}
+
+} // namespace lf::loadtest
