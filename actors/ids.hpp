@@ -1,0 +1,20 @@
+#pragma once
+/// Ids the actors use. Standard library only, so the pure router cores (placement, admission)
+/// share them with the CAF messages.
+
+#include <cstdint>
+
+#include "actors/strong_id.hpp"
+
+namespace lf::actors {
+
+/// The client's id of a request: unique among the live requests of one sender.
+using client_request_id = lf::strong_id<struct client_request_tag, std::uint64_t>;
+
+/// The router's id of an accepted request (unique in one router).
+using route_id = lf::strong_id<struct route_tag, std::uint64_t>;
+
+/// A worker as the router numbers it (assigned at registration, from 1).
+using worker_id = lf::strong_id<struct worker_tag, std::uint32_t>;
+
+} // namespace lf::actors
