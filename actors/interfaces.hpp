@@ -1,0 +1,50 @@
+#pragma once
+/// Typed actor interfaces of the cluster. A message outside an interface does not compile.
+///
+/// Who talks to whom:
+///   gateway / client ──(generate_request | cancel_request)──> router_actor
+///   router_actor ──(token_event* then done_event | error_event)──> event_sink (the sender)
+///   worker_actor ──request(register_worker) -> worker_id──> router_actor, then worker_load
+///   router_actor ──(worker_submit | worker_cancel)──> worker_actor
+///   serving loop thread ──anon_send(worker_token | worker_done | worker_failed)──> router_actor
+
+#include <cstdint>
+
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "actors/messages.hpp"
+
+namespace lf::actors {
+
+/// Whatever receives a request's events: a gateway actor, or a scoped_actor in tests (cast with
+/// caf::actor_cast<event_sink>(self)). Exactly one done_event or error_event per request.
+using event_sink = caf::typed_actor<caf::reacts_to<token_event>, caf::reacts_to<done_event>,
+                                    caf::reacts_to<error_event>>;
+
+/// One worker: a shell around a serving loop.
+using worker_actor = caf::typed_actor<
+  caf::reacts_to<worker_submit>,                 // from the router
+  caf::reacts_to<worker_cancel>,                 // from the router
+  caf::reacts_to<request_ended>,                 // from its own serving loop
+  caf::reacts_to<report_atom>,                   // its own report timer
+  caf::replies_to<caf::get_atom>::with<worker_load>>;  // a load snapshot now
+
+/// The router: admission, placement, streaming back, worker supervision.
+using router_actor = caf::typed_actor<
+  // Clients. The sender is the event sink; anonymous requests are dropped (nowhere to reply).
+  caf::reacts_to<generate_request>,
+  caf::reacts_to<cancel_request>,
+  // Workers. The sender of register_worker is the worker; it is monitored from then on.
+  caf::replies_to<register_worker>::with<worker_id>,
+  caf::reacts_to<worker_load>,
+  caf::reacts_to<worker_token>,
+  caf::reacts_to<worker_done>,
+  caf::reacts_to<worker_failed>,
+  // Its own deadline timers.
+  caf::reacts_to<expire_atom, route_id>,
+  // Status: now, or once at least n workers are registered (readiness).
+  caf::replies_to<caf::get_atom>::with<router_stats>,
+  caf::replies_to<caf::wait_for_atom, std::uint32_t>::with<router_stats>>;
+
+} // namespace lf::actors

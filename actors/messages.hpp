@@ -1,0 +1,319 @@
+#pragma once
+/// Every message the actors exchange, their inspect() functions and the project's CAF type-id
+/// block. Typed actor interfaces live in actors/interfaces.hpp.
+///
+/// Client side (gateway or test <-> router): the sender of a generate_request is the request's
+/// event sink; it receives token_event* then exactly one done_event or error_event, all carrying
+/// the client's own request id.
+///
+///   client ──generate_request──> router ──worker_submit──> worker ──> serving_loop
+///   client <──token_event──────── router <──worker_token─── worker <── on_token (loop thread)
+///   client <──done/error_event─── router <──worker_done/failed──────── on_done  (loop thread)
+///
+/// CAF 0.17.6 note: the type-id block is CAF 0.18's syntax, backported; 0.17.6 uses it only to
+/// register the types (actors/system_config.hpp: add_message_types<caf::id_block::lorafleet>()).
+/// Atoms need no id there. Strings sent between nodes use these names, so keep them stable.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/atom.hpp>
+#include <caf/error.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/type_id.hpp>
+
+#include "actors/ids.hpp"
+#include "actors/serve_errc.hpp"
+#include "worker/engine/sampling_params.hpp"
+#include "worker/request.hpp"
+
+namespace lf::actors {
+
+// -- atoms (at most 10 characters) ----------------------------------------------------------------
+
+/// Worker: time to send a load report. Router: (expire_atom, route_id) a request's deadline.
+using report_atom = caf::atom_constant<caf::atom("lf_report")>;
+using expire_atom = caf::atom_constant<caf::atom("lf_expire")>;
+
+// -- client <-> router ----------------------------------------------------------------------------
+
+/// A generation request as the gateway decodes it. Sampling fields mirror
+/// engine::sampling_params (see sampling_of); the seed is split into has_seed + seed.
+struct generate_request {
+  client_request_id id;
+  std::string prompt;                       ///< prompt text; used when prompt_tokens is empty
+  std::vector<std::int32_t> prompt_tokens;  ///< pre-tokenized prompt (wins over prompt)
+  std::string adapter;                      ///< LoRA adapter name; empty => the base model
+  float temperature = 1.0f;                 ///< 0 => greedy
+  std::int32_t top_k = 0;
+  float top_p = 1.0f;
+  float repetition_penalty = 1.0f;
+  bool has_seed = false;
+  std::uint64_t seed = 0;
+  std::int32_t max_tokens = 16;
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+  std::uint32_t timeout_ms = 0;  ///< not finished this long after reaching the router => timeout; 0 => none
+};
+
+/// The sampling settings of `r`.
+inline engine::sampling_params sampling_of(const generate_request& r) {
+  engine::sampling_params p;
+  p.temperature = r.temperature;
+  p.top_k = r.top_k;
+  p.top_p = r.top_p;
+  p.repetition_penalty = r.repetition_penalty;
+  if (r.has_seed)
+    p.seed = r.seed;
+  p.max_tokens = r.max_tokens;
+  p.stop = r.stop;
+  p.ignore_eos = r.ignore_eos;
+  return p;
+}
+
+/// Cancels the sender's request `id`; its terminal event is error_event{cancelled} unless it
+/// ended before the cancel arrived.
+struct cancel_request {
+  client_request_id id;
+};
+
+/// One sampled token of request `id`.
+struct token_event {
+  client_request_id id;
+  std::int32_t token = 0;
+  std::string text;        ///< text that became final with this token (may be empty)
+  std::uint32_t index = 0; ///< 0 for the first generated token
+};
+
+/// Terminal: the request finished normally.
+struct done_event {
+  client_request_id id;
+  std::string finish_reason;  ///< "eos", "stop" or "length"
+  std::string text;           ///< everything streamed (stop sequence excluded)
+  std::vector<std::int32_t> tokens;
+  worker::usage_counts usage;
+  worker::request_timings timings;  ///< measured by the worker, from its submit
+  worker_id worker;                 ///< who served it
+};
+
+/// Terminal: the request failed, was cancelled or was rejected.
+struct error_event {
+  client_request_id id;
+  serve_errc code = serve_errc::internal;
+  std::string message;
+  std::uint32_t retry_after_ms = 0;  ///< overloaded: a hint when to try again
+};
+
+// -- router <-> worker ----------------------------------------------------------------------------
+
+/// What a worker tells the router when it registers (router replies with its worker_id).
+struct register_worker {
+  std::string name;
+  std::uint32_t context_window = 0;
+  std::uint32_t total_blocks = 0;
+  std::uint32_t block_size = 0;
+  std::uint32_t max_seqs = 0;
+  std::vector<std::string> adapters;  ///< adapters it holds (loaded) right now
+};
+
+/// Router -> worker: serve this request. The worker answers with worker_token* and then exactly
+/// one worker_done or worker_failed.
+struct worker_submit {
+  route_id rid;
+  generate_request req;
+  std::uint32_t timeout_ms = 0;  ///< time left until the deadline; 0 => none
+};
+
+/// Router -> worker: stop serving `rid` and free its blocks.
+struct worker_cancel {
+  route_id rid;
+};
+
+/// Worker -> router: a token of `rid` (ev.id is the client's id).
+struct worker_token {
+  worker_id wid;
+  route_id rid;
+  token_event ev;
+};
+
+/// Worker -> router: `rid` finished.
+struct worker_done {
+  worker_id wid;
+  route_id rid;
+  done_event ev;
+};
+
+/// Worker -> router: `rid` failed or was cancelled.
+struct worker_failed {
+  worker_id wid;
+  route_id rid;
+  error_event ev;
+};
+
+/// Serving loop -> its worker actor: `rid` has ended, forget it.
+struct request_ended {
+  route_id rid;
+};
+
+/// Worker -> router, periodically and on request: a snapshot of the worker's load.
+struct worker_load {
+  worker_id wid;
+  std::uint32_t waiting = 0, running = 0;
+  std::uint64_t waiting_tokens = 0, running_tokens = 0;
+  std::uint32_t free_blocks = 0, total_blocks = 0;
+  std::uint64_t finished = 0, failed = 0, cancelled = 0;
+  std::vector<std::string> adapters;  ///< adapters it holds right now
+};
+
+/// What the router has seen, for `status`, tests and readiness checks.
+struct router_stats {
+  std::uint32_t workers = 0;
+  std::uint32_t queued = 0;    ///< accepted, waiting for a worker
+  std::uint32_t inflight = 0;  ///< placed on a worker, not ended
+  std::uint64_t accepted = 0, overloaded = 0, rejected = 0;  ///< rejected: invalid requests
+  std::uint64_t completed = 0, failed = 0, cancelled = 0, timed_out = 0;
+  std::uint64_t replaced = 0;     ///< placed again after their worker died
+  std::uint64_t worker_lost = 0;  ///< ended with worker_lost
+  std::vector<worker_load> loads; ///< last report of each live worker
+};
+
+// -- inspect ---------------------------------------------------------------------------------------
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, generate_request& x) {
+  return f(caf::meta::type_name("lf.generate_request"), x.id, x.prompt, x.prompt_tokens, x.adapter,
+           x.temperature, x.top_k, x.top_p, x.repetition_penalty, x.has_seed, x.seed, x.max_tokens,
+           x.stop, x.ignore_eos, x.timeout_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cancel_request& x) {
+  return f(caf::meta::type_name("lf.cancel_request"), x.id);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, token_event& x) {
+  return f(caf::meta::type_name("lf.token_event"), x.id, x.token, x.text, x.index);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, done_event& x) {
+  return f(caf::meta::type_name("lf.done_event"), x.id, x.finish_reason, x.text, x.tokens, x.usage,
+           x.timings, x.worker);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, error_event& x) {
+  return f(caf::meta::type_name("lf.error_event"), x.id, x.code, x.message, x.retry_after_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, register_worker& x) {
+  return f(caf::meta::type_name("lf.register_worker"), x.name, x.context_window, x.total_blocks,
+           x.block_size, x.max_seqs, x.adapters);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_submit& x) {
+  return f(caf::meta::type_name("lf.worker_submit"), x.rid, x.req, x.timeout_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_cancel& x) {
+  return f(caf::meta::type_name("lf.worker_cancel"), x.rid);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_token& x) {
+  return f(caf::meta::type_name("lf.worker_token"), x.wid, x.rid, x.ev);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_done& x) {
+  return f(caf::meta::type_name("lf.worker_done"), x.wid, x.rid, x.ev);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_failed& x) {
+  return f(caf::meta::type_name("lf.worker_failed"), x.wid, x.rid, x.ev);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, request_ended& x) {
+  return f(caf::meta::type_name("lf.request_ended"), x.rid);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_load& x) {
+  return f(caf::meta::type_name("lf.worker_load"), x.wid, x.waiting, x.running, x.waiting_tokens,
+           x.running_tokens, x.free_blocks, x.total_blocks, x.finished, x.failed, x.cancelled,
+           x.adapters);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, router_stats& x) {
+  return f(caf::meta::type_name("lf.router_stats"), x.workers, x.queued, x.inflight, x.accepted,
+           x.overloaded, x.rejected, x.completed, x.failed, x.cancelled, x.timed_out, x.replaced,
+           x.worker_lost, x.loads);
+}
+
+} // namespace lf::actors
+
+namespace lf::worker {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, usage_counts& x) {
+  return f(caf::meta::type_name("lf.usage"), x.prompt_tokens, x.completion_tokens, x.cached_tokens);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, request_timings& x) {
+  return f(caf::meta::type_name("lf.timings"), x.queue_ms, x.ttft_ms, x.total_ms);
+}
+
+} // namespace lf::worker
+
+// serve_errc as a CAF error category: caf::error{serve_errc::overloaded, "detail"} and
+// caf::result<T> built from a serve_errc carry the category atom "serve".
+CAF_ERROR_CODE_ENUM(lf::serve_errc, "serve")
+
+CAF_BEGIN_TYPE_ID_BLOCK(lorafleet, caf::first_custom_type_id)
+  CAF_ADD_TYPE_ID(lorafleet, (lf::serve_errc))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::client_request_id))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::route_id))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_id))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::generate_request))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::cancel_request))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::token_event))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::done_event))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::error_event))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::register_worker))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_submit))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_cancel))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_token))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_done))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_failed))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::request_ended))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_load))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::router_stats))
+CAF_END_TYPE_ID_BLOCK(lorafleet)
+
+namespace lf::actors {
+
+/// The CAF error for `code` with `message` as context (category "serve").
+inline caf::error make_serve_error(serve_errc code, std::string message) {
+  return caf::make_error(code, std::move(message));
+}
+
+/// The serve_errc inside `e`, or serve_errc::internal for an error of another category (a CAF
+/// system error such as a broken connection); serve_errc::none for no error.
+inline serve_errc serve_code_of(const caf::error& e) {
+  if (!e)
+    return serve_errc::none;
+  if (e.category() != caf::atom("serve"))
+    return serve_errc::internal;
+  return static_cast<serve_errc>(e.code());
+}
+
+} // namespace lf::actors

@@ -1,0 +1,199 @@
+#include "actors/worker_actor.hpp"
+
+#include <exception>
+#include <type_traits>
+#include <unordered_map>
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "worker/engine/tokenizer.hpp"
+#include "worker/serving_loop.hpp"
+#include "worker/worker_runtime.hpp"
+
+namespace lf::actors {
+
+worker_backend backend_of(std::shared_ptr<worker::worker_runtime> rt) {
+  worker_backend b;
+  b.loop = &rt->loop();
+  b.tok = &rt->tokenizer();
+  b.context_window = rt->context_window();
+  b.block_size = rt->block_size();
+  b.max_seqs = rt->settings().max_seqs;
+  auto* raw = rt.get();
+  b.loaded_adapters = [raw] { return raw->adapters(); };
+  b.owner = std::move(rt);
+  return b;
+}
+
+namespace {
+
+/// Actor state. Lives until the actor ends; its destructor cancels what is still in the loop.
+struct worker_state {
+  static inline const char* name = "lf.worker";
+
+  worker_backend backend;
+  worker_options opts;
+  router_actor router;
+  worker_id wid;  ///< 0 until registered
+  std::unordered_map<route_id, worker::request_id> live;
+
+  ~worker_state() {
+    if (backend.loop)
+      for (auto& [rid, id] : live)
+        backend.loop->cancel(id);
+  }
+};
+
+using worker_self = worker_actor::stateful_pointer<worker_state>;
+
+error_event error_for(const generate_request& req, serve_errc code, std::string message) {
+  return error_event{req.id, code, std::move(message), 0};
+}
+
+worker_load snapshot(const worker_state& st) {
+  auto l = st.backend.loop->load();
+  worker_load w;
+  w.wid = st.wid;
+  w.waiting = l.waiting;
+  w.running = l.running;
+  w.waiting_tokens = l.waiting_tokens;
+  w.running_tokens = l.running_tokens;
+  w.free_blocks = l.free_blocks;
+  w.total_blocks = l.total_blocks;
+  w.finished = l.finished;
+  w.failed = l.failed;
+  w.cancelled = l.cancelled;
+  if (st.backend.loaded_adapters)
+    w.adapters = st.backend.loaded_adapters();
+  return w;
+}
+
+/// Callbacks that run on the loop thread: they touch no actor state, only send messages.
+worker::request_callbacks make_callbacks(worker_self self, route_id rid, client_request_id cid) {
+  auto router = self->state.router;
+  auto wid = self->state.wid;
+  auto me = caf::actor_cast<worker_actor>(self);
+  worker::request_callbacks cb;
+  cb.on_token = [router, wid, rid, cid, index = std::uint32_t{0}](std::int32_t token,
+                                                                 std::string_view text) mutable {
+    caf::anon_send(router, worker_token{wid, rid, token_event{cid, token, std::string(text), index++}});
+  };
+  cb.on_done = [router, wid, rid, cid, me](worker::request_result r) {
+    if (r.outcome == worker::request_outcome::finished) {
+      done_event ev{cid, std::move(r.finish_reason), std::move(r.text), std::move(r.tokens),
+                    r.usage, r.timings, wid};
+      caf::anon_send(router, worker_done{wid, rid, std::move(ev)});
+    } else {
+      auto code = r.error == serve_errc::none ? serve_errc::internal : r.error;
+      caf::anon_send(router, worker_failed{wid, rid, error_event{cid, code, std::move(r.message), 0}});
+    }
+    caf::anon_send(me, request_ended{rid});
+  };
+  return cb;
+}
+
+/// gen_request::adapter is the adapter's name once the LoRA integration lands (the loop then
+/// resolves it: unknown => unknown_adapter); while it is still a numeric id, only the base model
+/// is served. Drop the id branch when the name is in.
+template <class Field>
+bool set_adapter(Field& field, const std::string& name) {
+  if constexpr (std::is_same_v<Field, std::string>) {
+    field = name;
+    return true;
+  } else {
+    return name.empty();
+  }
+}
+
+/// Turns `req` into a loop request, or says why it cannot be served here.
+std::optional<error_event> build(const worker_state& st, const worker_submit& msg,
+                                 worker::gen_request& out) {
+  const auto& req = msg.req;
+  out.prompt = req.prompt_tokens.empty() ? st.backend.tok->encode(req.prompt) : req.prompt_tokens;
+  out.params = sampling_of(req);
+  if (out.prompt.empty())
+    return error_for(req, serve_errc::invalid_request, "prompt is empty");
+  if (st.backend.context_window > 0
+      && out.prompt.size() + static_cast<std::size_t>(std::max(req.max_tokens, 0))
+           > st.backend.context_window)
+    return error_for(req, serve_errc::prompt_too_long,
+                     "prompt (" + std::to_string(out.prompt.size()) + " tokens) + max_tokens ("
+                       + std::to_string(req.max_tokens) + ") exceeds the context window of "
+                       + std::to_string(st.backend.context_window) + " tokens");
+  if (!set_adapter(out.adapter, req.adapter))
+    return error_for(req, serve_errc::unknown_adapter,
+                     "worker " + st.opts.name + " serves the base model only");
+  if (msg.timeout_ms > 0)
+    out.deadline = worker::time_point::clock::now() + std::chrono::milliseconds(msg.timeout_ms);
+  return std::nullopt;
+}
+
+void on_submit(worker_self self, worker_submit& msg) {
+  auto& st = self->state;
+  auto fail = [&](error_event ev) { self->send(st.router, worker_failed{st.wid, msg.rid, std::move(ev)}); };
+  try {
+    if (st.live.count(msg.rid))
+      return fail(error_for(msg.req, serve_errc::invalid_request, "request already on this worker"));
+    worker::gen_request g;
+    if (auto err = build(st, msg, g))
+      return fail(std::move(*err));
+    auto id = st.backend.loop->submit(std::move(g), make_callbacks(self, msg.rid, msg.req.id));
+    st.live.emplace(msg.rid, id);
+  } catch (const std::exception& e) {
+    fail(error_for(msg.req, serve_errc::internal, std::string("worker ") + st.opts.name + ": " + e.what()));
+  }
+}
+
+worker_actor::behavior_type worker_impl(worker_self self, worker_backend backend,
+                                        router_actor router, worker_options opts) {
+  auto& st = self->state;
+  st.backend = std::move(backend);
+  st.opts = std::move(opts);
+  st.router = router;
+  self->monitor(router);
+  self->set_down_handler([self](const caf::down_msg& dm) {
+    if (dm.source == self->state.router.address())
+      self->quit(dm.reason);  // the state's destructor cancels what is left in the loop
+  });
+  register_worker reg{st.opts.name, st.backend.context_window, st.backend.loop->load().total_blocks,
+                      st.backend.block_size, st.backend.max_seqs, {}};
+  if (st.backend.loaded_adapters)
+    reg.adapters = st.backend.loaded_adapters();
+  self->request(router, caf::infinite, std::move(reg))
+    .then(
+      [self](worker_id id) {
+        self->state.wid = id;
+        self->send(caf::actor_cast<worker_actor>(self), report_atom::value);
+      },
+      [self](caf::error& err) { self->quit(std::move(err)); });
+  return {
+    [self](worker_submit& msg) { on_submit(self, msg); },
+    [self](const worker_cancel& msg) {
+      auto& st = self->state;
+      if (auto it = st.live.find(msg.rid); it != st.live.end())
+        st.backend.loop->cancel(it->second);  // on_done(cancelled) follows on the loop thread
+    },
+    [self](const request_ended& msg) { self->state.live.erase(msg.rid); },
+    [self](report_atom) {
+      auto& st = self->state;
+      self->send(st.router, snapshot(st));
+      self->delayed_send(caf::actor_cast<worker_actor>(self), st.opts.report_interval,
+                         report_atom::value);
+    },
+    [self](caf::get_atom) -> worker_load { return snapshot(self->state); },
+  };
+}
+
+} // namespace
+
+worker_actor spawn_worker(caf::actor_system& sys, worker_backend backend, router_actor router,
+                          worker_options opts) {
+  if (!backend.loop || !backend.tok)
+    throw std::invalid_argument("spawn_worker: the backend has no serving loop or tokenizer");
+  return sys.spawn(worker_impl, std::move(backend), std::move(router), std::move(opts));
+}
+
+} // namespace lf::actors

@@ -1,0 +1,67 @@
+#pragma once
+/// The worker actor: a thin shell around one serving loop. Serving runs on the loop's own thread;
+/// the actor only tokenizes, submits and cancels (none of which blocks), and the loop thread's
+/// callbacks send the results to the router with anon_send.
+///
+///   spawn ──request(register_worker)──> router ──worker_id──> [serving]
+///   [serving]  worker_submit ──> tokenize, check ──> loop.submit ─┐ (bad: worker_failed at once)
+///              worker_cancel ──> loop.cancel (frees KV blocks)    │
+///              report_atom (timer) ──> worker_load to the router  │
+///              get_atom ──> worker_load (reply)                   │
+///   loop thread: on_token ──> worker_token ───────────────────────┘──> router
+///                on_done  ──> worker_done | worker_failed ──> router; request_ended ──> self
+///   router down ──> cancel everything in the loop, quit
+///
+/// When the actor ends (killed or otherwise), its state's destructor cancels every request it
+/// submitted, so a dead worker leaves no sequence holding KV blocks.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <caf/fwd.hpp>
+
+#include "actors/interfaces.hpp"
+
+namespace lf::engine {
+class tokenizer;
+}
+
+namespace lf::worker {
+class serving_loop;
+class worker_runtime;
+}
+
+namespace lf::actors {
+
+/// What a worker actor serves with. Torch-free, so tests can give it a loop over a fake engine.
+struct worker_backend {
+  std::shared_ptr<void> owner;           ///< keeps `loop` and `tok` alive while the actor runs
+  worker::serving_loop* loop = nullptr;
+  const engine::tokenizer* tok = nullptr;
+  std::uint32_t context_window = 0;      ///< prompt + max_tokens at most
+  std::uint32_t block_size = 0, max_seqs = 0;
+  /// Adapters held right now (load reports; adapter_affinity placement); not set => none.
+  /// Requests name adapters as strings; the serving loop resolves them (without an adapter
+  /// manager every named adapter ends with unknown_adapter).
+  std::function<std::vector<std::string>()> loaded_adapters;
+};
+
+/// A backend over a worker_runtime (shares its ownership).
+worker_backend backend_of(std::shared_ptr<worker::worker_runtime> rt);
+
+/// Settings of a worker actor.
+struct worker_options {
+  std::string name = "worker";                       ///< for logs and stats
+  std::chrono::milliseconds report_interval{100};    ///< load reports to the router
+};
+
+/// Spawns a worker that registers itself with `router` (which may be remote: a handle from
+/// middleman().remote_actor<router_actor>(host, port)). If registration fails, the worker quits.
+worker_actor spawn_worker(caf::actor_system& sys, worker_backend backend, router_actor router,
+                          worker_options opts = {});
+
+} // namespace lf::actors
