@@ -26,7 +26,11 @@ using request_id = lf::strong_id<struct request_tag, std::uint64_t>;
 struct gen_request {
   std::vector<std::int32_t> prompt;
   engine::sampling_params params;
-  cache::adapter_id adapter = cache::base_model;
+  /// LoRA adapter by name: its path under the worker's adapter directory ("shakespeare",
+  /// "styles/kjv"); empty = the base model. A request that names an adapter is never served by
+  /// the base model: an unknown, refused or broken adapter ends it with unknown_adapter or
+  /// invalid_request.
+  std::string adapter;
   std::optional<time_point> deadline;  ///< not finished by then: ends with serve_errc::timeout
 };
 

@@ -54,17 +54,28 @@ std::optional<batching_mode> parse_batching_mode(std::string_view s) {
 }
 
 serving_loop::serving_loop(engine::step_engine& engine, const engine::tokenizer& tok,
-                           serving_config cfg, static_generate_fn static_fn)
-  : engine_(engine), tok_(tok), cfg_(cfg), static_fn_(std::move(static_fn)),
+                           serving_config cfg, static_generate_fn static_fn,
+                           cache::adapter_manager* adapters)
+  : engine_(engine), tok_(tok), adapters_(adapters), cfg_(cfg), static_fn_(std::move(static_fn)),
     blocks_({cfg.num_blocks, cfg.block_size, cfg.prefix_cache}), sched_(cfg.sched, blocks_) {
   if (cfg.mode != batching_mode::continuous && !static_fn_)
     throw std::invalid_argument("serving_loop: static batching needs a static generate function");
   load_.total_blocks = cfg.num_blocks;
   load_.free_blocks = cfg.num_blocks;
+  if (adapters_)
+    adapters_->set_listener([this] {
+      std::lock_guard<std::mutex> g(mtx_);
+      adapter_news_ = true;
+      cv_.notify_one();
+    });
   thread_ = std::thread([this] { run(); });
 }
 
-serving_loop::~serving_loop() { stop(false); }
+serving_loop::~serving_loop() {
+  stop(false);
+  if (adapters_)
+    adapters_->set_listener({});  // waits out a call in progress: none can reach us after this
+}
 
 request_id serving_loop::submit(gen_request req, request_callbacks cb) {
   std::string err;
@@ -142,13 +153,31 @@ void serving_loop::take_inbox(time_point now) {
   }
   for (auto& it : items) {
     auto seed = cfg_.seed + it.id.value();
+    // Built before the request is moved from (its stop strings would be gone).
+    engine::sampler pick(it.req.params, seed);
+    engine::text_stream stream(it.req.params.stop);
     auto lr = std::unique_ptr<live_request>(new live_request{
-      std::move(it.req), std::move(it.cb), engine::sampler(it.req.params, seed),
-      engine::text_stream(it.req.params.stop), {}, it.submitted, {}, {}, 0, false});
+      std::move(it.req), std::move(it.cb), std::move(pick), std::move(stream), {}, it.submitted,
+      {}, {}, 0, false, cache::base_model, false});
     auto& r = *lr;
     live_.emplace(it.id, std::move(lr));
+    if (!r.req.adapter.empty()) {
+      if (adapters_ == nullptr) {
+        end(it.id, failure(serve_errc::unknown_adapter,
+                           "this worker serves no LoRA adapters (it has no adapter directory)"));
+        continue;
+      }
+      // A cold adapter starts loading now; the request waits for it in the queue.
+      auto got = adapters_->acquire(r.req.adapter);
+      if (got.state == cache::adapter_state::failed) {
+        end(it.id, failure(got.error, std::move(got.message)));
+        continue;
+      }
+      r.adapter = got.id;
+      r.holds_adapter = true;
+    }
     if (cfg_.mode == batching_mode::continuous) {
-      seq_spec spec{cache::seq_id{it.id.value()}, r.req.prompt, r.req.adapter,
+      seq_spec spec{cache::seq_id{it.id.value()}, r.req.prompt, r.adapter,
                     static_cast<std::uint32_t>(r.req.params.max_tokens), r.req.deadline};
       if (auto err = sched_.add(std::move(spec), now))
         end(it.id, failure(serve_errc::prompt_too_long, *err));
@@ -171,6 +200,8 @@ void serving_loop::end(request_id id, request_result res) {
     return;
   auto lr = std::move(it->second);
   live_.erase(it);
+  if (lr->holds_adapter)
+    adapters_->release(lr->adapter);
   auto now = clock_type::now();
   res.text = lr->stream.emitted();
   res.tokens = std::move(lr->generated);

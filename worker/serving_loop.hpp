@@ -10,6 +10,13 @@
 /// Modes (for measurement): continuous batching over the paged cache (default); static batching
 /// (collect up to B requests or wait, left-pad, run the batch to completion); static batching
 /// without a KV cache (recompute every sequence each step).
+///
+/// LoRA: a request names its adapter (gen_request::adapter). With an adapter_manager the loop
+/// acquires the adapter when the request arrives (a cold one starts loading on the manager's
+/// loader thread) and releases it when the request ends, so the weights stay resident while the
+/// request is queued or running. Until the adapter is ready the request waits without blocking
+/// the queue (the scheduler's adapter_ready rule); when its load fails, the request ends with the
+/// load's error. Batches mix adapters and the base model freely.
 
 #include <condition_variable>
 #include <deque>
@@ -20,6 +27,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "cache/adapter_manager.hpp"
 #include "cache/block_manager.hpp"
 #include "worker/engine/generator.hpp"
 #include "worker/engine/step_engine.hpp"
@@ -41,7 +49,8 @@ std::string_view to_string(batching_mode m);
 /// Parses to_string's spellings; std::nullopt otherwise.
 std::optional<batching_mode> parse_batching_mode(std::string_view s);
 
-/// Runs a left-padded batch to completion (engine::generate bound to a model).
+/// Runs a left-padded batch to completion (engine::generate bound to a model). The loop fills
+/// the options, including `adapters` for the rows' LoRA adapters.
 using static_generate_fn = std::function<engine::generation_batch_result(
   const std::vector<engine::generation_request>&, const engine::generate_options&)>;
 
@@ -56,6 +65,10 @@ struct serving_config {
   std::chrono::milliseconds static_wait{20};        ///< static modes: wait for B this long
   std::uint64_t seed = 0;                           ///< fallback seed base for unseeded requests
   std::int32_t eos_id = 50256;
+  /// The naive LoRA baseline for measurement: a step (or static batch) holds sequences of one
+  /// adapter only; the next adapter's requests start once the current one's have all finished.
+  /// Base-model requests still join any continuous step.
+  bool single_adapter_batches = false;
 };
 
 /// A snapshot of the loop's load, for the router and `status`.
@@ -65,15 +78,18 @@ struct load_report {
   std::uint32_t free_blocks = 0, total_blocks = 0;
   double prefix_hit_rate = 0;
   std::uint64_t steps = 0, preemptions = 0, finished = 0, failed = 0, cancelled = 0;
+  cache::adapter_cache_stats adapters;  ///< zeros without an adapter manager
 };
 
 /// See the file comment.
 class serving_loop {
 public:
-  /// Starts the loop thread. `engine` and `tok` must outlive the loop. `static_fn` is needed only
-  /// for the static modes.
+  /// Starts the loop thread. `engine`, `tok` and `adapters` must outlive the loop. `static_fn` is
+  /// needed only for the static modes. Without `adapters`, requests that name an adapter fail
+  /// with unknown_adapter. The engine must find the manager's adapters (paged_runner constructed
+  /// with adapters->lookup()). The loop sets the manager's listener (one loop per manager).
   serving_loop(engine::step_engine& engine, const engine::tokenizer& tok, serving_config cfg,
-               static_generate_fn static_fn = {});
+               static_generate_fn static_fn = {}, cache::adapter_manager* adapters = nullptr);
 
   /// stop(false): cancels what is left, then joins the thread.
   ~serving_loop();
@@ -108,9 +124,18 @@ private:
   void end(request_id id, request_result res);
   void on_sampled(request_id id, std::int32_t token);
   void publish_load();
+  /// Whether a waiting request of adapter `a` may start now (readiness, single-adapter turn).
+  bool adapter_usable(cache::adapter_id a) const;
+  /// Single-adapter mode: the adapter whose turn it is (nullopt: any).
+  std::optional<cache::adapter_id> adapter_turn() const;
+  /// Ends the requests waiting for an adapter whose load failed (after a load settled).
+  void fail_adapter_waiters();
+  /// Sleeps up to 5 ms or until news (inbox, cancel, stop, a settled adapter load).
+  void wait_for_news();
 
   engine::step_engine& engine_;
   const engine::tokenizer& tok_;
+  cache::adapter_manager* adapters_;
   serving_config cfg_;
   static_generate_fn static_fn_;
   cache::block_manager blocks_;
@@ -121,11 +146,14 @@ private:
   std::deque<inbox_item> inbox_;
   std::vector<request_id> cancels_;
   bool stopping_ = false, drain_ = false;
+  bool adapter_news_ = false;  ///< an adapter load settled since the loop last looked
   std::uint64_t next_id_ = 1;
   load_report load_;
 
   std::unordered_map<request_id, std::unique_ptr<live_request>> live_;  // loop thread only
   std::deque<request_id> static_queue_;                                 // loop thread only
+  std::uint64_t settled_seen_ = 0;                                      // loop thread only
+  std::optional<cache::adapter_id> turn_;  // single-adapter mode, this step; loop thread only
   std::thread thread_;
 };
 

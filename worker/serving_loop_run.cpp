@@ -38,6 +38,7 @@ void serving_loop::run() {
       cv_.wait(lk, [&] { return stopping_ || !inbox_.empty() || !cancels_.empty() || !live_.empty(); });
     }
     take_inbox(clock_type::now());
+    fail_adapter_waiters();
     bool stopping, drain;
     {
       std::lock_guard<std::mutex> g(mtx_);
@@ -73,14 +74,13 @@ void serving_loop::run() {
 
 void serving_loop::run_continuous_step() {
   auto now = clock_type::now();
-  auto plan = sched_.schedule(now, [](cache::adapter_id) { return true; });
+  turn_ = adapter_turn();
+  auto plan = sched_.schedule(now, [this](cache::adapter_id a) { return adapter_usable(a); });
   for (auto id : plan.expired)
     end(request_id{id.value()}, failed(serve_errc::timeout, "deadline passed before the request finished"));
   if (plan.chunks.empty()) {
     // Nothing runnable (e.g. every waiting request needs a cold adapter): wait for news briefly.
-    std::unique_lock<std::mutex> lk(mtx_);
-    cv_.wait_for(lk, std::chrono::milliseconds(5),
-                 [&] { return stopping_ || !inbox_.empty() || !cancels_.empty(); });
+    wait_for_news();
     return;
   }
   std::vector<engine::engine_chunk> chunks;
@@ -162,33 +162,42 @@ void serving_loop::on_sampled(request_id id, std::int32_t token) {
 }
 
 void serving_loop::run_static_batch() {
-  if (static_queue_.empty()) {
-    std::unique_lock<std::mutex> lk(mtx_);
-    cv_.wait_for(lk, std::chrono::milliseconds(5), [&] { return stopping_ || !inbox_.empty() || !cancels_.empty(); });
+  // The requests that can run now, queue order: base model or a ready adapter (of the current
+  // turn in single-adapter mode). Requests of cold adapters keep their places.
+  turn_ = adapter_turn();
+  std::vector<request_id> ids;
+  for (auto id : static_queue_) {
+    if (ids.size() >= cfg_.static_batch)
+      break;
+    auto a = live_.at(id)->adapter;
+    if (a == cache::base_model ? !turn_ || *turn_ == a : adapter_usable(a))
+      ids.push_back(id);
+  }
+  if (ids.empty()) {
+    wait_for_news();
     return;
   }
   // Wait for a full batch, or until the oldest request has waited static_wait.
-  auto oldest = live_.at(static_queue_.front())->submitted;
+  auto oldest = live_.at(ids.front())->submitted;
   auto ready_at = oldest + cfg_.static_wait;
-  if (static_queue_.size() < cfg_.static_batch && clock_type::now() < ready_at) {
+  if (ids.size() < cfg_.static_batch && clock_type::now() < ready_at) {
     std::unique_lock<std::mutex> lk(mtx_);
     cv_.wait_until(lk, ready_at, [&] { return stopping_ || !inbox_.empty() || !cancels_.empty(); });
     return;
   }
-  std::vector<request_id> ids;
-  while (!static_queue_.empty() && ids.size() < cfg_.static_batch) {
-    ids.push_back(static_queue_.front());
-    static_queue_.pop_front();
-  }
+  for (auto id : ids)
+    static_queue_.erase(std::find(static_queue_.begin(), static_queue_.end(), id));
   std::vector<engine::generation_request> batch;
   auto now = clock_type::now();
   for (auto id : ids) {
     auto& lr = *live_.at(id);
     lr.started = true;
     lr.scheduled = now;
-    batch.push_back({lr.req.prompt, lr.req.params});
+    batch.push_back({lr.req.prompt, lr.req.params, lr.adapter});
   }
   engine::generate_options opts;
+  if (adapters_)
+    opts.adapters = adapters_->lookup();
   opts.use_kv_cache = cfg_.mode == batching_mode::static_batch;
   opts.seed = cfg_.seed;
   opts.on_token = [&](std::size_t row, std::int32_t tok, std::string_view delta) {
@@ -241,6 +250,7 @@ void serving_loop::run_static_batch() {
 void serving_loop::publish_load() {
   auto l = sched_.get_load();
   auto st = blocks_.get_stats();
+  auto ad = adapters_ ? adapters_->stats() : cache::adapter_cache_stats{};
   std::lock_guard<std::mutex> g(mtx_);
   load_.waiting = l.waiting + static_cast<std::uint32_t>(static_queue_.size());
   load_.running = l.running;
@@ -249,6 +259,7 @@ void serving_loop::publish_load() {
   load_.free_blocks = blocks_.num_free_blocks();
   load_.prefix_hit_rate = st.hit_rate();
   load_.preemptions = l.preemptions;
+  load_.adapters = ad;
   ++load_.steps;
 }
 

@@ -17,6 +17,8 @@ struct serving_loop::live_request {
   time_point submitted, scheduled{}, first_token{};
   std::uint32_t cached_tokens = 0;
   bool started = false;
+  cache::adapter_id adapter = cache::base_model;  ///< the registry's id for req.adapter
+  bool holds_adapter = false;  ///< acquired from the adapter manager; released by end()
 };
 
 struct serving_loop::inbox_item {

@@ -7,6 +7,7 @@
 
 #include "worker/engine/dense_attention.hpp"
 #include "worker/engine/gpt2_model.hpp"
+#include "worker/engine/lora_weights.hpp"
 #include "worker/engine/sampler.hpp"
 #include "worker/engine/text_stream.hpp"
 #include "worker/engine/tokenizer.hpp"
@@ -116,6 +117,15 @@ generation_batch_result generate(const gpt2_model& model, const tokenizer& tok,
   for (std::size_t b = 0; b < batch.size(); ++b)
     if (auto err = check_request(model, batch[b]); !err.empty())
       throw std::invalid_argument("request " + std::to_string(b) + ": " + err);
+  // Every row's adapter, held for the whole batch.
+  std::vector<std::shared_ptr<const lora_weights>> row_lora(batch.size());
+  for (std::size_t b = 0; b < batch.size(); ++b) {
+    try {
+      row_lora[b] = find_lora(opts.adapters, batch[b].adapter);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument("request " + std::to_string(b) + ": " + e.what());
+    }
+  }
   generation_batch_result res;
   if (batch.empty())
     return res;
@@ -172,7 +182,11 @@ generation_batch_result generate(const gpt2_model& model, const tokenizer& tok,
     if (!opts.use_kv_cache || !cache)  // no-cache mode: a fresh cache holding only this step
       cache.emplace(cfg, B, opts.use_kv_cache ? lmax + max_new : t, model.scalar_type());
     cache->begin_step(t, key_mask);
-    auto hidden = model.forward_hidden(in_ids, in_pos, *cache);
+    std::vector<const lora_weights*> rows(static_cast<std::size_t>(B * t));
+    for (std::size_t r = 0; r < rows.size(); ++r)  // row b's tokens are [b * t, (b + 1) * t)
+      rows[r] = row_lora[r / static_cast<std::size_t>(t)].get();
+    const auto lora = lora_batch::from_rows(rows);
+    auto hidden = model.forward_hidden(in_ids, in_pos, *cache, &lora);
     cache->end_step();
     auto last = at::arange(B, at::kLong).mul_(t).add_(t - 1);
     return model.logits(hidden.index_select(0, last)).contiguous();

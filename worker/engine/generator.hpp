@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "cache/adapter_manager.hpp"
+#include "cache/ids.hpp"
 #include "worker/engine/sampling_params.hpp"
 
 namespace lf::engine {
@@ -26,6 +28,8 @@ std::string_view to_string(finish_reason r);
 struct generation_request {
   std::vector<std::int32_t> prompt;
   sampling_params params;
+  /// LoRA adapter of this row (found through generate_options::adapters), or the base model.
+  cache::adapter_id adapter = cache::base_model;
 };
 
 /// What one row produced.
@@ -61,6 +65,9 @@ struct generate_options {
   token_callback on_token;
   /// Checked for every unfinished row after each step; true ends the row with reason cancelled.
   std::function<bool(std::size_t)> is_cancelled;
+  /// Finds the weights of the rows' adapters (e.g. cache::adapter_manager::lookup()); needed
+  /// only when some row names an adapter. Rows of different adapters share the batch.
+  cache::adapter_lookup_fn adapters;
 };
 
 /// Checks a request against the model before any work: non-empty prompt, ids inside the
@@ -69,7 +76,7 @@ struct generate_options {
 std::string check_request(const gpt2_model& model, const generation_request& req);
 
 /// Generates every request as one left-padded batch. Throws std::invalid_argument naming the
-/// row when check_request fails for one of them.
+/// row when check_request fails for one of them or its adapter is not loaded.
 generation_batch_result generate(const gpt2_model& model, const tokenizer& tok,
                                  const std::vector<generation_request>& batch,
                                  const generate_options& opts = {});

@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "worker/engine/lora_weights.hpp"
+
 namespace lf::engine {
 
 int set_compute_threads(int n) {
@@ -17,7 +19,7 @@ gpt2_model::gpt2_model(gpt2_weights weights) : w_(std::move(weights)) {
 }
 
 at::Tensor gpt2_model::forward_hidden(const at::Tensor& ids, const at::Tensor& positions,
-                                      attention_backend& attn) const {
+                                      attention_backend& attn, const lora_batch* lora) const {
   at::NoGradGuard no_grad;
   const auto& cfg = w_.config;
   const std::int64_t C = cfg.n_embd, H = cfg.n_head, D = cfg.head_dim();
@@ -25,18 +27,28 @@ at::Tensor gpt2_model::forward_hidden(const at::Tensor& ids, const at::Tensor& p
   const std::int64_t n = ids.size(0);
   auto x = w_.wte.index_select(0, ids).add_(w_.wpe.index_select(0, positions));
   const char* approx = exact_gelu_ ? "none" : "tanh";
+  if (lora != nullptr && lora->empty())
+    lora = nullptr;
+  // y = x W + b for every row, then each adapter's delta on its own rows.
+  auto linear = [&](const at::Tensor& in, const at::Tensor& w, const at::Tensor& bias, int layer,
+                    lora_module m) {
+    auto y = at::addmm(bias, in, w);
+    if (lora != nullptr)
+      lora->apply(y, in, layer, m);
+    return y;
+  };
   for (int l = 0; l < cfg.n_layer; ++l) {
     const auto& b = w_.blocks[static_cast<std::size_t>(l)];
     auto h = at::layer_norm(x, {C}, b.ln_1_w, b.ln_1_b, eps);
-    auto qkv = at::addmm(b.attn_b, h, b.attn_w);
+    auto qkv = linear(h, b.attn_w, b.attn_b, l, lora_module::attn_c_attn);
     auto q = qkv.narrow(1, 0, C).view({n, H, D});
     auto k = qkv.narrow(1, C, C).view({n, H, D});
     auto v = qkv.narrow(1, 2 * C, C).view({n, H, D});
     auto a = attn.attend(l, q, k, v);
-    x.add_(at::addmm(b.proj_b, a, b.proj_w));
+    x.add_(linear(a, b.proj_w, b.proj_b, l, lora_module::attn_c_proj));
     h = at::layer_norm(x, {C}, b.ln_2_w, b.ln_2_b, eps);
-    auto m = at::gelu(at::addmm(b.fc_b, h, b.fc_w), approx);
-    x.add_(at::addmm(b.mproj_b, m, b.mproj_w));
+    auto m = at::gelu(linear(h, b.fc_w, b.fc_b, l, lora_module::mlp_c_fc), approx);
+    x.add_(linear(m, b.mproj_w, b.mproj_b, l, lora_module::mlp_c_proj));
   }
   return at::layer_norm(x, {C}, w_.ln_f_w, w_.ln_f_b, eps);
 }

@@ -20,6 +20,8 @@ public:
                             const at::Tensor& v) = 0;
 };
 
+struct lora_batch;
+
 /// Sets the intra-op thread count of ATen (and 1 inter-op thread); returns the count in effect.
 int set_compute_threads(int n);
 
@@ -33,9 +35,11 @@ public:
   const gpt2_weights& weights() const noexcept { return w_; }
 
   /// Runs every block over N new tokens. `ids` and `positions`: int64 [N]. Returns the
-  /// final-layer-normed hidden states [N, C] in the compute dtype.
+  /// final-layer-normed hidden states [N, C] in the compute dtype. With `lora`, the rows of each
+  /// of its groups also get their adapter's low-rank delta on every module it adapts (the base
+  /// projections still run once over all rows).
   at::Tensor forward_hidden(const at::Tensor& ids, const at::Tensor& positions,
-                            attention_backend& attn) const;
+                            attention_backend& attn, const lora_batch* lora = nullptr) const;
 
   /// float32 logits [M, V] for hidden rows [M, C].
   at::Tensor logits(const at::Tensor& hidden) const;

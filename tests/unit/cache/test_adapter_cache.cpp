@@ -89,7 +89,7 @@ TEST_CASE("unreferenced adapters are evicted least recently used first", "[adapt
   CHECK(again.state == adapter_state::loading);
 }
 
-TEST_CASE("referenced adapters are never evicted; loads wait for room", "[adapter_cache]") {
+TEST_CASE("referenced adapters are never evicted, loads wait for room", "[adapter_cache]") {
   auto c = make(250);
   auto a = acquire_loaded(c, "a", 100);
   auto b = acquire_loaded(c, "b", 100);
