@@ -56,7 +56,7 @@ struct two_nodes {
 
 } // namespace
 
-TEST_CASE("a remote worker registers and serves; its death is seen across nodes", "[cluster][remote][model]") {
+TEST_CASE("a remote worker registers and serves, and its death is seen across nodes", "[cluster][remote][model]") {
   two_nodes n;
   client cl(n.router_sys, n.router);
   cl.submit(test::greedy(1, "Once upon a time", 8));
