@@ -2,6 +2,7 @@
 #include <filesystem>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -11,6 +12,7 @@
 #include "tools/commands.hpp"
 #include "worker/engine/generator.hpp"
 #include "worker/engine/gpt2_model.hpp"
+#include "worker/engine/lora_weights.hpp"
 #include "worker/engine/model_writer.hpp"
 #include "worker/engine/tokenizer.hpp"
 
@@ -46,6 +48,41 @@ sampling_params read_sampling(args& a) {
   return p;
 }
 
+/// Loads the adapters of `--adapter` (one for every prompt, or one per prompt; "-" or "none" is
+/// the base model) and sets each row's id. A value is a directory, or with `--adapters ROOT` a
+/// name under ROOT. Returns the lookup for generate_options::adapters.
+cache::adapter_lookup_fn load_row_adapters(const std::vector<std::string>& values,
+                                           const std::string& root, const gpt2_model& model,
+                                           std::vector<generation_request>& batch) {
+  if (values.empty())
+    return {};
+  if (values.size() != 1 && values.size() != batch.size())
+    throw std::invalid_argument("give one --adapter for every prompt or one per prompt ("
+                                + std::to_string(batch.size()) + "); '-' is the base model");
+  std::map<std::string, cache::adapter_id> ids;
+  std::map<cache::adapter_id, std::shared_ptr<const lora_weights>> loaded;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const auto& v = values[values.size() == 1 ? 0 : i];
+    if (v == "-" || v == "none")
+      continue;
+    auto [it, fresh] = ids.emplace(v, cache::adapter_id{static_cast<std::uint32_t>(ids.size() + 1)});
+    if (fresh) {
+      const auto dir = root.empty() ? v : resolve_adapter_path(root, v).string();
+      auto a = load_peft_adapter(dir, model.config());
+      auto w = std::make_shared<const lora_weights>(a, model.config(), model.scalar_type());
+      std::cerr << "adapter " << v << ": rank " << w->rank() << ", scale " << w->scale() << ", "
+                << a.modules().size() << " module kinds, " << w->bytes() / 1024 << " KiB\n";
+      loaded.emplace(it->second, std::move(w));
+    }
+    batch[i].adapter = it->second;
+  }
+  return [loaded = std::move(loaded)](cache::adapter_id id)
+           -> std::shared_ptr<const cache::adapter_payload> {
+    auto it = loaded.find(id);
+    return it == loaded.end() ? nullptr : it->second;
+  };
+}
+
 int default_threads() {
   auto n = static_cast<int>(std::thread::hardware_concurrency());
   return n > 0 ? n : 1;
@@ -64,6 +101,8 @@ int cmd_generate(int argc, char** argv) {
   auto dtype = parse_compute_dtype(a.str("dtype", "f32"));
   bool kv = !a.has("no-kv-cache");
   bool quiet = a.has("quiet");
+  auto adapters = a.all("adapter");
+  auto adapter_root = a.str("adapters");
   a.finish();
 
   auto tok = load_tokenizer(dir);
@@ -72,6 +111,7 @@ int cmd_generate(int argc, char** argv) {
   for (auto& p : prompts)
     batch.push_back({tok.encode(p), params});
   generate_options opts;
+  opts.adapters = load_row_adapters(adapters, adapter_root, model, batch);
   opts.use_kv_cache = kv;
   opts.seed = params.seed.value_or(0);
   if (batch.size() == 1 && !quiet) {

@@ -9,6 +9,7 @@ const char* default_tokenizer_dir();
 
 int cmd_generate(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
+int cmd_make_adapter(int argc, char** argv);
 int cmd_make_model(int argc, char** argv);
 
 } // namespace lf::tools

@@ -14,8 +14,14 @@ commands:
   generate    --model DIR --prompt TEXT [--prompt TEXT ...] [--max-tokens N] [--temperature T]
               [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--stop STR ...]
               [--ignore-eos] [--no-kv-cache] [--threads N] [--dtype f32|bf16]
-              generate a completion (several --prompt: one left-padded batch) and print timings
+              [--adapter DIR|NAME|- ...] [--adapters ROOT]
+              generate a completion (several --prompt: one left-padded batch) and print timings;
+              --adapter once for all prompts or once per prompt (- = base model), a directory or
+              with --adapters a name under ROOT
   tokenize    --model DIR [--decode]   UTF-8 text on stdin -> JSON token ids (or the reverse)
+  make-adapter --base DIR --out DIR [--rank R --alpha A --targets c_attn,c_proj,c_fc,mlp.c_proj
+              --seed S --init-std X --dtype f32|f16|bf16 --rslora]
+              write a random PEFT LoRA adapter for the base model in DIR
   make-model  --out DIR [--layers N --heads N --embd N --context N --seed S --dtype f32|f16|bf16
               --init-std X --prefix]   write a random GPT-2 checkpoint with the tokenizer files
 )";
@@ -33,6 +39,8 @@ int main(int argc, char** argv) {
       return lf::tools::cmd_generate(argc, argv);
     if (cmd == "tokenize")
       return lf::tools::cmd_tokenize(argc, argv);
+    if (cmd == "make-adapter")
+      return lf::tools::cmd_make_adapter(argc, argv);
     if (cmd == "make-model")
       return lf::tools::cmd_make_model(argc, argv);
     std::cerr << "lorafleet: unknown command '" << cmd << "'\n" << usage;

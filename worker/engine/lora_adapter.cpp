@@ -31,6 +31,42 @@ std::optional<lora_module> parse_lora_module(std::string_view s) noexcept {
   return std::nullopt;
 }
 
+std::vector<lora_module> parse_lora_targets(std::string_view list) {
+  std::array<bool, all_lora_modules.size()> on{};
+  auto set = [&on](lora_module m) { on[static_cast<std::size_t>(m)] = true; };
+  for (std::size_t begin = 0; begin <= list.size();) {
+    const std::size_t end = std::min(list.find(',', begin), list.size());
+    const std::string_view t = list.substr(begin, end - begin);
+    begin = end + 1;
+    if (t.empty())
+      continue;
+    if (t == "all" || t == "all-linear") {
+      for (auto m : all_lora_modules)
+        set(m);
+    } else if (t == "c_attn") {
+      set(lora_module::attn_c_attn);
+    } else if (t == "c_fc") {
+      set(lora_module::mlp_c_fc);
+    } else if (t == "c_proj") {
+      set(lora_module::attn_c_proj);
+      set(lora_module::mlp_c_proj);
+    } else if (auto m = parse_lora_module(t)) {
+      set(*m);
+    } else {
+      throw std::invalid_argument("unknown LoRA target \"" + std::string(t)
+                                  + "\" (expected attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj, "
+                                    "c_attn, c_proj, c_fc or all)");
+    }
+  }
+  std::vector<lora_module> out;
+  for (auto m : all_lora_modules)
+    if (on[static_cast<std::size_t>(m)])
+      out.push_back(m);
+  if (out.empty())
+    throw std::invalid_argument("the LoRA target list is empty");
+  return out;
+}
+
 lora_dims module_dims(const gpt2_config& base, lora_module m) noexcept {
   const std::int64_t c = base.n_embd;
   const std::int64_t inner = base.inner_dim();

@@ -40,6 +40,13 @@ std::string_view to_string(lora_module m) noexcept;
 /// Inverse of to_string (full names only, so "c_proj" is std::nullopt: it is ambiguous).
 std::optional<lora_module> parse_lora_module(std::string_view s) noexcept;
 
+/// Parses a comma-separated target list the way PEFT matches module names: "attn.c_attn",
+/// "attn.c_proj", "mlp.c_fc", "mlp.c_proj" by full name, "c_attn" and "c_fc" as suffixes of their
+/// only module, "c_proj" as both projections, "all" or "all-linear" as all four. Returns the
+/// modules in enum order without duplicates. Throws std::invalid_argument naming an unknown entry
+/// or for an empty list.
+std::vector<lora_module> parse_lora_targets(std::string_view list);
+
 /// Input and output widths of a module of `base`.
 struct lora_dims {
   std::int64_t in = 0;

@@ -144,6 +144,18 @@ TEST_CASE("lora module names and dimensions", "[lora]") {
   CHECK(module_dims(base, lora_module::mlp_c_proj).in == 32);
 }
 
+TEST_CASE("target lists use PEFT's suffix meaning", "[lora]") {
+  using v = std::vector<lora_module>;
+  const v all(all_lora_modules.begin(), all_lora_modules.end());
+  CHECK(parse_lora_targets("c_attn,c_proj,c_fc,mlp.c_proj") == all);
+  CHECK(parse_lora_targets("all") == all);
+  CHECK(parse_lora_targets("c_proj") == v{lora_module::attn_c_proj, lora_module::mlp_c_proj});
+  CHECK(parse_lora_targets("mlp.c_fc,attn.c_attn,c_attn,")
+        == v{lora_module::attn_c_attn, lora_module::mlp_c_fc});
+  CHECK_THROWS_WITH(parse_lora_targets("c_attn,wte"), Contains("unknown LoRA target \"wte\""));
+  CHECK_THROWS_AS(parse_lora_targets(","), std::invalid_argument);
+}
+
 TEST_CASE("PEFT tensor names are parsed strictly", "[lora]") {
   auto k = parse_peft_key("base_model.model.transformer.h.11.mlp.c_proj.lora_B.weight");
   REQUIRE(k);
