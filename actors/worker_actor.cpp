@@ -1,7 +1,6 @@
 #include "actors/worker_actor.hpp"
 
 #include <exception>
-#include <type_traits>
 #include <unordered_map>
 
 #include <caf/actor_system.hpp>
@@ -95,19 +94,6 @@ worker::request_callbacks make_callbacks(worker_self self, route_id rid, client_
   return cb;
 }
 
-/// gen_request::adapter is the adapter's name once the LoRA integration lands (the loop then
-/// resolves it: unknown => unknown_adapter); while it is still a numeric id, only the base model
-/// is served. Drop the id branch when the name is in.
-template <class Field>
-bool set_adapter(Field& field, const std::string& name) {
-  if constexpr (std::is_same_v<Field, std::string>) {
-    field = name;
-    return true;
-  } else {
-    return name.empty();
-  }
-}
-
 /// Turns `req` into a loop request, or says why it cannot be served here.
 std::optional<error_event> build(const worker_state& st, const worker_submit& msg,
                                  worker::gen_request& out) {
@@ -123,9 +109,7 @@ std::optional<error_event> build(const worker_state& st, const worker_submit& ms
                      "prompt (" + std::to_string(out.prompt.size()) + " tokens) + max_tokens ("
                        + std::to_string(req.max_tokens) + ") exceeds the context window of "
                        + std::to_string(st.backend.context_window) + " tokens");
-  if (!set_adapter(out.adapter, req.adapter))
-    return error_for(req, serve_errc::unknown_adapter,
-                     "worker " + st.opts.name + " serves the base model only");
+  out.adapter = req.adapter;  // the loop resolves it: unknown or broken => unknown_adapter
   if (msg.timeout_ms > 0)
     out.deadline = worker::time_point::clock::now() + std::chrono::milliseconds(msg.timeout_ms);
   return std::nullopt;

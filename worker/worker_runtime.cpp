@@ -7,6 +7,7 @@
 #include "cache/kv_pool.hpp"
 #include "worker/engine/generator.hpp"
 #include "worker/engine/gpt2_model.hpp"
+#include "worker/engine/lora_weights.hpp"
 #include "worker/engine/paged_runner.hpp"
 #include "worker/engine/tokenizer.hpp"
 #include "worker/engine/weights.hpp"
@@ -31,6 +32,8 @@ std::string check_settings(const worker_settings& s) {
            + std::to_string(s.max_batched_tokens) + ")";
   if (s.mode != batching_mode::continuous && s.static_batch == 0)
     return "static_batch must be > 0";
+  if (!s.adapter_dir.empty() && (s.adapter_budget_mb == 0 || s.max_adapters == 0))
+    return "adapter_budget_mb and max_adapters must be > 0";
   return {};
 }
 
@@ -38,6 +41,16 @@ namespace {
 
 engine::tokenizer load_tokenizer(const worker_settings& s) {
   return engine::tokenizer::from_dir(s.tokenizer_dir.empty() ? s.model_dir : s.tokenizer_dir);
+}
+
+std::unique_ptr<cache::adapter_manager> make_adapters(const worker_settings& s,
+                                                       const engine::gpt2_model& model) {
+  if (s.adapter_dir.empty())
+    return nullptr;
+  cache::adapter_cache_config cc;
+  cc.budget_bytes = s.adapter_budget_mb << 20;
+  cc.max_adapters = s.max_adapters;
+  return engine::make_lora_manager(s.adapter_dir, model, cc);
 }
 
 std::uint32_t pool_blocks(const worker_settings& s, const engine::gpt2_config& c) {
@@ -60,6 +73,7 @@ struct worker_runtime::impl {
   engine::gpt2_model model;
   engine::tokenizer tok;
   cache::kv_pool pool;
+  std::unique_ptr<cache::adapter_manager> adapters;  ///< null without an adapter_dir
   engine::paged_runner runner;
   serving_loop loop;
 
@@ -67,11 +81,13 @@ struct worker_runtime::impl {
     : settings(s), model(std::move(w)), tok(load_tokenizer(s)),
       pool({model.config().n_layer, model.config().n_head, model.config().head_dim(),
             pool_blocks(s, model.config()), s.block_size}),
-      runner(model, pool),
+      adapters(make_adapters(s, model)),
+      runner(model, pool, adapters ? adapters->lookup() : cache::adapter_lookup_fn{}),
       loop(runner, tok, make_config(s, model.config(), pool.config().num_blocks, tok),
            [this](const std::vector<engine::generation_request>& b, const engine::generate_options& o) {
              return engine::generate(model, tok, b, o);
-           }) {
+           },
+           adapters.get()) {
     settings.num_blocks = pool.config().num_blocks;
   }
 
@@ -100,6 +116,8 @@ engine::gpt2_weights load_weights(const worker_settings& s) {
     throw std::invalid_argument("worker settings: " + err);
   if (!std::filesystem::is_directory(s.model_dir))
     throw std::runtime_error("model directory " + s.model_dir + " does not exist");
+  if (!s.adapter_dir.empty() && !std::filesystem::is_directory(s.adapter_dir))
+    throw std::runtime_error("adapter directory " + s.adapter_dir + " does not exist");
   if (s.threads > 0)
     engine::set_compute_threads(s.threads);
   return engine::load_gpt2_weights(s.model_dir, engine::parse_compute_dtype(s.dtype));
@@ -135,6 +153,8 @@ std::uint32_t worker_runtime::block_size() const { return impl_->pool.config().b
 
 const worker_settings& worker_runtime::settings() const { return impl_->settings; }
 
-std::vector<std::string> worker_runtime::adapters() const { return {}; }
+std::vector<std::string> worker_runtime::adapters() const {
+  return impl_->adapters ? impl_->adapters->resident_names() : std::vector<std::string>{};
+}
 
 } // namespace lf::worker

@@ -3,7 +3,8 @@
 ///
 ///   model_dir ──> gpt2_weights ──> gpt2_model ─┐
 ///   kv_budget_mb ──> kv_pool (blocks_for_budget)├─> paged_runner ──> serving_loop
-///   model_dir/vocab.json ──> tokenizer ────────┘
+///   model_dir/vocab.json ──> tokenizer ────────┤
+///   adapter_dir ──> adapter_manager (LoRA) ────┘
 ///
 /// The header is torch-free (pimpl), so actor code can hold a runtime without paying for the
 /// torch headers; only worker_runtime.cpp includes ATen.
@@ -37,10 +38,12 @@ struct worker_settings {
   batching_mode mode = batching_mode::continuous;
   std::uint32_t static_batch = 8;          ///< static modes: batch size
   std::uint64_t seed = 0;                  ///< fallback seed base for unseeded requests
-  /// LoRA adapters: PEFT directories under this root, named by their relative path. Empty => the
-  /// worker serves the base model only. Not wired yet: the adapter registry plugs in here (the
-  /// runtime then exposes a resolver from adapter name to cache::adapter_id).
+  /// LoRA adapters: PEFT directories under this root, named by their path relative to it
+  /// ("shakespeare", "styles/kjv"), loaded on first use. Empty => base model only (requests that
+  /// name an adapter end with unknown_adapter).
   std::string adapter_dir;
+  std::size_t adapter_budget_mb = 256;  ///< resident adapter weights at most
+  std::uint32_t max_adapters = 64;      ///< resident + loading adapters at most
 };
 
 /// Checks settings that need no files: returns an error message or an empty string.
@@ -78,7 +81,8 @@ public:
   /// The settings it was built with (num_blocks filled in).
   const worker_settings& settings() const;
 
-  /// Names of the LoRA adapters this worker can serve; empty until the adapter registry lands.
+  /// Names of the LoRA adapters resident right now, most recently used first (empty without an
+  /// adapter_dir). Thread-safe.
   std::vector<std::string> adapters() const;
 
 private:
