@@ -165,7 +165,7 @@ TEST_CASE("cancel in every state frees the request's blocks", "[serving_loop]") 
   CHECK(loop.load().free_blocks == loop.load().total_blocks);
 }
 
-TEST_CASE("stop without drain cancels in-flight requests; later submits are refused", "[serving_loop]") {
+TEST_CASE("stop without drain cancels in-flight requests, later submits are refused", "[serving_loop]") {
   fake_engine eng;
   collector col;
   serving_loop loop(eng, tok(), small_config());
