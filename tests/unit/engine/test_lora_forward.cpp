@@ -42,7 +42,7 @@ fixture& fx() {
 at::Tensor hidden_of(const gpt2_model& m, const std::vector<std::int32_t>& seq,
                      const lora_weights* lora) {
   auto n = static_cast<std::int64_t>(seq.size());
-  dense_kv_cache c(m.config(), 1, n, at::kFloat);
+  dense_kv_cache c(m.config(), 1, n, m.scalar_type());
   c.begin_step(n, at::ones({1, n}, at::kBool));
   std::vector<std::int64_t> ids(seq.begin(), seq.end());
   auto batch = lora_batch::from_rows(std::vector<const lora_weights*>(seq.size(), lora));
@@ -77,6 +77,19 @@ TEST_CASE("an adapter gives the output of the merged weights, for every target m
       CHECK(max_diff(fx().model.logits(with_lora), merged.logits(reference)) < 1e-3);
     }
   }
+}
+
+TEST_CASE("bf16 compute applies the adapter in bf16", "[lora]") {
+  gpt2_model half(load_gpt2_weights(fx().dir, compute_dtype::bf16));
+  const auto prompt = fx().tok.encode("Four score and seven years ago");
+  lora_weights w16(fx().a1, half.config(), at::kBFloat16);
+  auto h16 = hidden_of(half, prompt, &w16).to(at::kFloat);
+  auto h32 = hidden_of(fx().model, prompt, fx().w1.get());
+  auto base32 = hidden_of(fx().model, prompt, nullptr);
+  const double rounding = (h16 - h32).abs().mean().item<double>();
+  const double effect = (h32 - base32).abs().mean().item<double>();
+  INFO("bf16 vs f32: " << rounding << ", adapter effect: " << effect);
+  CHECK(rounding < effect / 4);
 }
 
 TEST_CASE("lora_weights keeps A^T and scale * B^T and counts its bytes", "[lora]") {
