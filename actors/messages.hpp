@@ -20,6 +20,8 @@
 
 #include <caf/atom.hpp>
 #include <caf/error.hpp>
+#include <caf/make_message.hpp>
+#include <caf/message.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/type_id.hpp>
 

@@ -61,8 +61,10 @@ void serving_loop::run() {
         break;
       continue;
     }
-    if (live_.empty())
+    if (live_.empty()) {
+      publish_load();  // cancels may just have emptied it: the snapshot must say so
       continue;
+    }
     if (cfg_.mode == batching_mode::continuous)
       run_continuous_step();
     else

@@ -1,0 +1,328 @@
+#include "client/client.hpp"
+
+#include <atomic>
+#include <deque>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include <zmq.hpp>
+
+namespace lf::client {
+
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+struct live_entry {
+  stream_callbacks cb;
+  result acc;
+  std::optional<clock_type::time_point> deadline;
+};
+
+void configure_dealer(zmq::socket_t& s, const client_options& o) {
+  s.set(zmq::sockopt::linger, 0);
+  s.set(zmq::sockopt::sndhwm, 100000);
+  s.set(zmq::sockopt::rcvhwm, 100000);
+  s.set(zmq::sockopt::maxmsgsize, static_cast<std::int64_t>(proto::max_frame_bytes) * 2);
+  if (!o.server_public_key.empty()) {
+    std::string pub = o.public_key, sec = o.secret_key;
+    if (pub.empty() || sec.empty()) {
+      char p[41], k[41];
+      if (zmq_curve_keypair(p, k) != 0)
+        throw std::runtime_error("lorafleet client: CURVE is not available in this libzmq");
+      pub = p;
+      sec = k;
+    }
+    s.set(zmq::sockopt::curve_serverkey, o.server_public_key);
+    s.set(zmq::sockopt::curve_publickey, pub);
+    s.set(zmq::sockopt::curve_secretkey, sec);
+  }
+  s.connect(o.endpoint);
+}
+
+} // namespace
+
+struct client::impl {
+  client_options opts;
+  zmq::context_t ctx{1};
+  zmq::socket_t wake_in{ctx, zmq::socket_type::pull};   // I/O thread only
+  zmq::socket_t wake_out{ctx, zmq::socket_type::push};  // under `m`
+  mutable std::mutex m;
+  std::map<std::uint64_t, live_entry> live;  // node-based: entries stay put while others insert
+  std::vector<std::promise<bool>> pongs;
+  std::vector<std::promise<std::map<std::string, double>>> stats_waiters;
+  std::uint64_t next_id = 1;
+  std::atomic<bool> stopping{false};
+  std::thread io;
+
+  explicit impl(client_options o) : opts(std::move(o)) {
+    const auto name = "inproc://lf-client-" + std::to_string(reinterpret_cast<std::uintptr_t>(this));
+    wake_in.bind(name);
+    wake_out.connect(name);
+    wake_out.set(zmq::sockopt::sndhwm, 0);
+    wake_in.set(zmq::sockopt::rcvhwm, 0);
+  }
+
+  /// Queues a frame for the I/O thread to send (any thread).
+  void post(const std::string& frame) {
+    std::lock_guard<std::mutex> g(m);
+    wake_out.send(zmq::buffer(frame), zmq::send_flags::none);
+  }
+
+  /// Ends `id` with `r` (I/O thread).
+  void finish(std::uint64_t id, result r) {
+    stream_callbacks cb;
+    {
+      std::lock_guard<std::mutex> g(m);
+      auto it = live.find(id);
+      if (it == live.end())
+        return;
+      cb = std::move(it->second.cb);
+      live.erase(it);
+    }
+    if (cb.on_done)
+      cb.on_done(r);
+  }
+
+  void fail_all(serve_errc code, const std::string& why) {
+    std::vector<std::uint64_t> ids;
+    {
+      std::lock_guard<std::mutex> g(m);
+      for (auto& [id, e] : live)
+        ids.push_back(id);
+    }
+    for (auto id : ids) {
+      result r;
+      r.error = code;
+      r.message = why;
+      finish(id, std::move(r));
+    }
+  }
+
+  void on_frame(std::string_view bytes) {
+    auto decoded = proto::decode_server(bytes);
+    std::visit(
+      [&](auto&& msg) {
+        using T = std::decay_t<decltype(msg)>;
+        if constexpr (std::is_same_v<T, proto::pong_msg>) {
+          std::lock_guard<std::mutex> g(m);
+          for (auto& p : pongs)
+            p.set_value(true);
+          pongs.clear();
+        } else if constexpr (std::is_same_v<T, proto::stats_reply>) {
+          std::lock_guard<std::mutex> g(m);
+          for (auto& p : stats_waiters)
+            p.set_value(msg.values);
+          stats_waiters.clear();
+        } else if constexpr (std::is_same_v<T, proto::token_msg>) {
+          live_entry* e = nullptr;
+          {
+            std::lock_guard<std::mutex> g(m);
+            auto it = live.find(msg.id.value());
+            if (it == live.end())
+              return;
+            e = &it->second;
+            e->acc.text += msg.text;
+            e->acc.tokens.push_back(msg.token);
+          }
+          if (e->cb.on_token)
+            e->cb.on_token(msg);
+        } else if constexpr (std::is_same_v<T, proto::done_msg>) {
+          result r;
+          {
+            std::lock_guard<std::mutex> g(m);
+            auto it = live.find(msg.id.value());
+            if (it == live.end())
+              return;
+            r = std::move(it->second.acc);
+          }
+          if (msg.text)
+            r.text = *msg.text;
+          r.finish_reason = msg.finish_reason;
+          r.usage = msg.usage;
+          r.timings = msg.timings;
+          finish(msg.id.value(), std::move(r));
+        } else if constexpr (std::is_same_v<T, proto::error_msg>) {
+          if (!msg.id)
+            return;  // about a frame we sent that could not be read: nothing to end
+          result r;
+          r.error = msg.code;
+          r.message = msg.message;
+          r.retry_after_ms = msg.retry_after_ms;
+          finish(msg.id->value(), std::move(r));
+        } else if constexpr (std::is_same_v<T, proto::cancelled_msg>) {
+          result r;
+          r.error = serve_errc::cancelled;
+          r.message = "cancelled";
+          finish(msg.id.value(), std::move(r));
+        }
+        // accepted: nothing to do; decode_error: a frame we cannot read is dropped.
+      },
+      decoded);
+  }
+
+  void expire(clock_type::time_point now) {
+    std::vector<std::uint64_t> ids;
+    {
+      std::lock_guard<std::mutex> g(m);
+      for (auto& [id, e] : live)
+        if (e.deadline && *e.deadline <= now)
+          ids.push_back(id);
+    }
+    for (auto id : ids) {
+      wake_self_cancel(id);
+      result r;
+      r.error = serve_errc::timeout;
+      r.message = "no terminal reply within " + std::to_string(opts.request_timeout.count()) + " ms";
+      finish(id, std::move(r));
+    }
+  }
+
+  std::vector<std::uint64_t> pending_cancels;  // I/O thread only
+  void wake_self_cancel(std::uint64_t id) { pending_cancels.push_back(id); }
+
+  void run() {
+    auto dealer = std::make_unique<zmq::socket_t>(ctx, zmq::socket_type::dealer);
+    configure_dealer(*dealer, opts);
+    auto last_rx = clock_type::now(), last_ping = clock_type::now();
+    while (!stopping) {
+      zmq::pollitem_t items[] = {{static_cast<void*>(*dealer), 0, ZMQ_POLLIN, 0},
+                                 {static_cast<void*>(wake_in), 0, ZMQ_POLLIN, 0}};
+      zmq::poll(items, 2, std::chrono::milliseconds(50));
+      const auto now = clock_type::now();
+      if (items[1].revents & ZMQ_POLLIN) {
+        zmq::message_t msg;
+        while (wake_in.recv(msg, zmq::recv_flags::dontwait))
+          if (msg.size() > 0)
+            (void) dealer->send(msg, zmq::send_flags::dontwait);
+      }
+      if (items[0].revents & ZMQ_POLLIN) {
+        zmq::message_t msg;
+        while (dealer->recv(msg, zmq::recv_flags::dontwait)) {
+          last_rx = now;
+          on_frame(std::string_view(static_cast<const char*>(msg.data()), msg.size()));
+        }
+      }
+      expire(now);
+      for (auto id : pending_cancels)
+        (void) dealer->send(zmq::buffer(proto::encode(proto::cancel_msg{proto::client_request_id{id}})),
+                            zmq::send_flags::dontwait);
+      pending_cancels.clear();
+      bool busy;
+      {
+        std::lock_guard<std::mutex> g(m);
+        busy = !live.empty();
+      }
+      if (!busy) {
+        last_rx = now;  // silence while idle is not a failure
+        continue;
+      }
+      if (now - last_ping >= opts.heartbeat) {
+        (void) dealer->send(zmq::buffer(proto::encode(proto::ping_msg{})), zmq::send_flags::dontwait);
+        last_ping = now;
+      }
+      if (now - last_rx > 3 * opts.heartbeat) {
+        fail_all(serve_errc::worker_lost, "gateway unreachable at " + opts.endpoint
+                                            + " (no reply to heartbeats); reconnecting");
+        dealer = std::make_unique<zmq::socket_t>(ctx, zmq::socket_type::dealer);
+        configure_dealer(*dealer, opts);
+        last_rx = now;
+      }
+    }
+  }
+};
+
+client::client(client_options opts) : impl_(std::make_unique<impl>(std::move(opts))) {
+  impl_->io = std::thread([this] { impl_->run(); });
+}
+
+client::~client() {
+  impl_->stopping = true;
+  impl_->post("");  // wakes the poll
+  impl_->io.join();
+  impl_->fail_all(serve_errc::cancelled, "the client was destroyed");
+  std::lock_guard<std::mutex> g(impl_->m);
+  for (auto& p : impl_->pongs)
+    p.set_value(false);
+  for (auto& p : impl_->stats_waiters)
+    p.set_value({});
+}
+
+proto::client_request_id client::submit(proto::submit_msg m, stream_callbacks cb) {
+  std::string frame;
+  {
+    std::lock_guard<std::mutex> g(impl_->m);
+    m.id = proto::client_request_id{impl_->next_id++};
+    live_entry e;
+    e.cb = std::move(cb);
+    if (impl_->opts.request_timeout.count() > 0)
+      e.deadline = clock_type::now() + impl_->opts.request_timeout;
+    impl_->live.emplace(m.id.value(), std::move(e));
+    frame = proto::encode(m);
+    impl_->wake_out.send(zmq::buffer(frame), zmq::send_flags::none);
+  }
+  return m.id;
+}
+
+std::future<result> client::submit(proto::submit_msg m) {
+  auto p = std::make_shared<std::promise<result>>();
+  auto f = p->get_future();
+  stream_callbacks cb;
+  cb.on_done = [p](const result& r) { p->set_value(r); };
+  submit(std::move(m), std::move(cb));
+  return f;
+}
+
+bool client::cancel(proto::client_request_id id) {
+  {
+    std::lock_guard<std::mutex> g(impl_->m);
+    if (!impl_->live.count(id.value()))
+      return false;
+  }
+  impl_->post(proto::encode(proto::cancel_msg{id}));
+  return true;
+}
+
+std::optional<std::chrono::microseconds> client::ping(std::chrono::milliseconds timeout) {
+  std::promise<bool> p;
+  auto f = p.get_future();
+  {
+    std::lock_guard<std::mutex> g(impl_->m);
+    impl_->pongs.push_back(std::move(p));
+  }
+  const auto t0 = clock_type::now();
+  impl_->post(proto::encode(proto::ping_msg{}));
+  if (f.wait_for(timeout) != std::future_status::ready || !f.get())
+    return std::nullopt;
+  return std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - t0);
+}
+
+std::optional<std::map<std::string, double>> client::stats(std::chrono::milliseconds timeout) {
+  std::promise<std::map<std::string, double>> p;
+  auto f = p.get_future();
+  {
+    std::lock_guard<std::mutex> g(impl_->m);
+    impl_->stats_waiters.push_back(std::move(p));
+  }
+  impl_->post(proto::encode(proto::stats_msg{}));
+  if (f.wait_for(timeout) != std::future_status::ready)
+    return std::nullopt;
+  return f.get();
+}
+
+std::size_t client::in_flight() const {
+  std::lock_guard<std::mutex> g(impl_->m);
+  return impl_->live.size();
+}
+
+std::string describe(const result& r) {
+  if (r.ok())
+    return r.text;
+  std::ostringstream os;
+  os << "error " << to_string(r.error) << ": " << r.message;
+  return os.str();
+}
+
+} // namespace lf::client

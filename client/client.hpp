@@ -1,0 +1,89 @@
+#pragma once
+/// The C++ async client: many concurrent requests over one ZeroMQ DEALER socket, each either a
+/// future of the whole result or a stream of tokens through callbacks. Thread-safe; one I/O thread
+/// owns the socket and runs every callback.
+///
+///   lf::client::client c({"tcp://127.0.0.1:5555"});
+///   lf::proto::submit_msg m;
+///   m.prompt = "Once upon a time";
+///   auto fut = c.submit(m);                   // std::future<lf::client::result>
+///   c.submit(m, {on_token, on_done});         // streaming
+///
+/// Liveness: while requests are in flight the client pings the gateway every `heartbeat`; when
+/// nothing at all arrives for 3 heartbeats, every in-flight request ends with worker_lost
+/// ("gateway unreachable") and the socket is re-created (ZeroMQ then reconnects on its own).
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "client/protocol.hpp"
+
+namespace lf::client {
+
+/// Settings of a client.
+struct client_options {
+  std::string endpoint = "tcp://127.0.0.1:5555";
+  /// A request without a terminal reply after this long ends with `timeout` (and is cancelled
+  /// on the server). Zero: no limit.
+  std::chrono::milliseconds request_timeout{0};
+  std::chrono::milliseconds heartbeat{2000};
+  /// CURVE: the server's public key (Z85, 40 chars); empty = plaintext. The client's own key
+  /// pair is generated when left empty.
+  std::string server_public_key, public_key, secret_key;
+};
+
+/// The end of a request: finished (error == none) or not.
+struct result {
+  serve_errc error = serve_errc::none;
+  std::string message;                        ///< error detail
+  std::optional<std::uint32_t> retry_after_ms;  ///< with overloaded
+  std::string text;
+  std::string finish_reason;
+  std::vector<std::int32_t> tokens;           ///< streamed token ids (streaming requests)
+  proto::usage_info usage;
+  proto::timing_info timings;
+  bool ok() const noexcept { return error == serve_errc::none; }
+};
+
+/// Streaming callbacks, run on the client's I/O thread: on_token per token, then on_done once.
+struct stream_callbacks {
+  std::function<void(const proto::token_msg&)> on_token;
+  std::function<void(const result&)> on_done;
+};
+
+/// See the file comment.
+class client {
+public:
+  explicit client(client_options opts);
+  /// Ends every request still in flight with `cancelled` (locally) and joins the I/O thread.
+  ~client();
+  client(const client&) = delete;
+  client& operator=(const client&) = delete;
+
+  /// Sends `m` (its id is replaced by a fresh one) and returns the id at once.
+  proto::client_request_id submit(proto::submit_msg m, stream_callbacks cb);
+  /// Sends `m` and returns a future of its result (never throws through the future).
+  std::future<result> submit(proto::submit_msg m);
+  /// Asks the server to cancel; false if the request is not in flight.
+  bool cancel(proto::client_request_id id);
+  /// Round trip to the gateway; std::nullopt on timeout.
+  std::optional<std::chrono::microseconds> ping(std::chrono::milliseconds timeout);
+  /// The cluster's counters; std::nullopt on timeout.
+  std::optional<std::map<std::string, double>> stats(std::chrono::milliseconds timeout);
+  /// Requests sent and not yet ended.
+  std::size_t in_flight() const;
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+/// Reads "text" of `r` for printing: the text when ok, else "error CODE: message".
+std::string describe(const result& r);
+
+} // namespace lf::client

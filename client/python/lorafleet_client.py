@@ -1,0 +1,251 @@
+"""lorafleet asyncio client: many concurrent generation requests over one ZeroMQ DEALER socket.
+
+Uses Debian's python3-zmq and python3-msgpack only. The wire protocol is docs/protocol.md: every
+frame is one msgpack map {"v": 1, "type": ..., fields...}; each accepted request ends with exactly
+one terminal reply (done, error or cancelled).
+
+    async with Client("tcp://127.0.0.1:5555") as c:
+        req = await c.submit(prompt="Once upon a time", max_tokens=32)
+        async for delta in req:            # streamed text deltas
+            print(delta, end="", flush=True)
+        result = await req.result()       # Result(text, finish_reason, usage, timings)
+
+    # or simply
+    result = await c.generate(messages=[{"role": "user", "content": "Hi"}], max_tokens=20)
+"""
+
+import asyncio
+import itertools
+from dataclasses import dataclass, field
+from typing import AsyncIterator, Dict, List, Optional
+
+import msgpack
+import zmq
+import zmq.asyncio
+
+PROTOCOL_VERSION = 1
+TERMINAL = ("done", "error", "cancelled")
+
+
+class LorafleetError(Exception):
+    """A request ended with an error reply (or the connection failed)."""
+
+    def __init__(self, code: str, message: str, retry_after_ms: Optional[int] = None):
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.retry_after_ms = retry_after_ms
+
+
+class Cancelled(LorafleetError):
+    def __init__(self):
+        super().__init__("cancelled", "the request was cancelled")
+
+
+@dataclass
+class Result:
+    """A finished request."""
+    text: str
+    finish_reason: str
+    usage: Dict[str, int] = field(default_factory=dict)
+    timings: Dict[str, float] = field(default_factory=dict)
+    tokens: List[int] = field(default_factory=list)
+
+
+class Request:
+    """One in-flight request: iterate it for text deltas, await result() for the end."""
+
+    def __init__(self, client: "Client", rid: int, stream: bool):
+        self.id = rid
+        self._client = client
+        self._stream = stream
+        self._queue: asyncio.Queue = asyncio.Queue()
+        self._done: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._text: List[str] = []
+        self._tokens: List[int] = []
+
+    def _on_message(self, msg: dict) -> None:
+        t = msg.get("type")
+        if self._done.done():
+            return  # nothing may follow a terminal reply; ignore defensively
+        if t == "token":
+            self._text.append(msg.get("text", ""))
+            self._tokens.append(msg.get("token", -1))
+            self._queue.put_nowait(msg.get("text", ""))
+        elif t == "done":
+            text = msg.get("text") if msg.get("text") is not None else "".join(self._text)
+            self._done.set_result(Result(text, msg.get("finish_reason", ""), msg.get("usage", {}),
+                                         msg.get("timings", {}), self._tokens))
+            self._queue.put_nowait(None)
+        elif t == "error":
+            self._fail(LorafleetError(msg.get("code", "internal"), msg.get("message", ""),
+                                      msg.get("retry_after_ms")))
+        elif t == "cancelled":
+            self._fail(Cancelled())
+
+    def _fail(self, exc: Exception) -> None:
+        if not self._done.done():
+            self._done.set_exception(exc)
+            self._queue.put_nowait(None)
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._iterate()
+
+    async def _iterate(self):
+        while True:
+            delta = await self._queue.get()
+            if delta is None:
+                if self._done.exception() is not None:
+                    raise self._done.exception()
+                return
+            yield delta
+
+    async def result(self, timeout: Optional[float] = None) -> Result:
+        """The finished request; raises LorafleetError for an error reply."""
+        return await asyncio.wait_for(asyncio.shield(self._done), timeout)
+
+    async def cancel(self) -> None:
+        """Asks the server to cancel; the request then ends with Cancelled (or done, if first)."""
+        await self._client._send({"type": "cancel", "id": self.id})
+
+
+class Client:
+    """An asyncio client. One DEALER socket; ZeroMQ reconnects by itself after a server restart,
+    and requests in flight when the server goes silent fail after `timeout` seconds."""
+
+    def __init__(self, endpoint: str, *, timeout: Optional[float] = None,
+                 server_public_key: Optional[bytes] = None, public_key: Optional[bytes] = None,
+                 secret_key: Optional[bytes] = None):
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self._ctx = zmq.asyncio.Context.instance()
+        self._sock = self._ctx.socket(zmq.DEALER)
+        self._sock.setsockopt(zmq.LINGER, 0)
+        self._sock.setsockopt(zmq.RCVHWM, 100000)
+        self._sock.setsockopt(zmq.SNDHWM, 100000)
+        if server_public_key:
+            if not (public_key and secret_key):
+                public_key, secret_key = zmq.curve_keypair()
+            self._sock.curve_serverkey = server_public_key
+            self._sock.curve_publickey = public_key
+            self._sock.curve_secretkey = secret_key
+        self._sock.connect(endpoint)
+        self._ids = itertools.count(1)
+        self._live: Dict[int, Request] = {}
+        self._waiters: Dict[str, List[asyncio.Future]] = {"pong": [], "stats": []}
+        self._reader: Optional[asyncio.Task] = None
+        self._closed = False
+
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    def _ensure_reader(self) -> None:
+        if self._reader is None:
+            self._reader = asyncio.get_running_loop().create_task(self._read_loop())
+
+    async def _send(self, msg: dict) -> None:
+        msg = {"v": PROTOCOL_VERSION, **msg}
+        await self._sock.send(msgpack.packb(msg, use_bin_type=True))
+
+    async def _read_loop(self) -> None:
+        while not self._closed:
+            try:
+                frame = await self._sock.recv()
+            except (zmq.ZMQError, asyncio.CancelledError):
+                return
+            try:
+                msg = msgpack.unpackb(frame, raw=False, strict_map_key=True)
+            except Exception:
+                continue  # a frame we cannot read: nothing to route it to
+            if not isinstance(msg, dict):
+                continue
+            t = msg.get("type")
+            if t in self._waiters:
+                waiters, self._waiters[t] = self._waiters[t], []
+                for w in waiters:
+                    if not w.done():
+                        w.set_result(msg)
+                continue
+            rid = msg.get("id")
+            req = self._live.get(rid) if rid is not None else None
+            if req is None:
+                continue
+            req._on_message(msg)
+            if t in TERMINAL:
+                self._live.pop(rid, None)
+
+    async def submit(self, prompt: Optional[str] = None, *, messages: Optional[List[dict]] = None,
+                     adapter: Optional[str] = None, max_tokens: int = 16, temperature: float = 1.0,
+                     top_k: int = 0, top_p: float = 1.0, repetition_penalty: float = 1.0,
+                     seed: Optional[int] = None, stop: Optional[List[str]] = None,
+                     ignore_eos: bool = False, stream: bool = True,
+                     deadline_ms: Optional[int] = None) -> Request:
+        """Sends one request and returns its handle at once (no round trip)."""
+        if self._closed:
+            raise LorafleetError("invalid_request", "the client is closed")
+        self._ensure_reader()
+        rid = next(self._ids)
+        msg = {"type": "submit", "id": rid, "max_tokens": max_tokens,
+               "temperature": float(temperature), "top_k": top_k, "top_p": float(top_p),
+               "repetition_penalty": float(repetition_penalty), "stream": stream}
+        if messages is not None:
+            msg["messages"] = messages
+        else:
+            msg["prompt"] = prompt if prompt is not None else ""
+        if adapter:
+            msg["adapter"] = adapter
+        if seed is not None:
+            msg["seed"] = seed
+        if stop:
+            msg["stop"] = list(stop)
+        if ignore_eos:
+            msg["ignore_eos"] = True
+        if deadline_ms is not None:
+            msg["deadline_ms"] = deadline_ms
+        req = Request(self, rid, stream)
+        self._live[rid] = req
+        await self._send(msg)
+        if self.timeout is not None:
+            asyncio.get_running_loop().call_later(self.timeout, self._expire, rid)
+        return req
+
+    def _expire(self, rid: int) -> None:
+        req = self._live.pop(rid, None)
+        if req is not None:
+            req._fail(LorafleetError("timeout", f"no terminal reply within {self.timeout} s"))
+            asyncio.ensure_future(self._send({"type": "cancel", "id": rid}))
+
+    async def generate(self, prompt: Optional[str] = None, **kw) -> Result:
+        """submit() and wait for the result."""
+        req = await self.submit(prompt, **kw)
+        return await req.result()
+
+    async def _ask(self, kind: str, timeout: float) -> dict:
+        self._ensure_reader()
+        fut = asyncio.get_running_loop().create_future()
+        self._waiters["pong" if kind == "ping" else "stats"].append(fut)
+        await self._send({"type": kind})
+        return await asyncio.wait_for(fut, timeout)
+
+    async def ping(self, timeout: float = 5.0) -> float:
+        """Round-trip time in seconds; raises asyncio.TimeoutError when the server is silent."""
+        t0 = asyncio.get_running_loop().time()
+        await self._ask("ping", timeout)
+        return asyncio.get_running_loop().time() - t0
+
+    async def stats(self, timeout: float = 5.0) -> Dict[str, float]:
+        """The cluster's counters: flat dotted names to numbers."""
+        return (await self._ask("stats", timeout)).get("values", {})
+
+    async def close(self) -> None:
+        """Fails what is still in flight locally and closes the socket."""
+        self._closed = True
+        for req in list(self._live.values()):
+            req._fail(LorafleetError("cancelled", "the client was closed"))
+        self._live.clear()
+        if self._reader is not None:
+            self._reader.cancel()
+        self._sock.close(0)
