@@ -16,6 +16,8 @@
 //   naive8/naive64  8 / 64 uniform, but a step holds one adapter only (single_adapter_batches):
 //            the next adapter's requests wait until the current one's have all finished
 // Adapters are loaded into the cache before the clock starts (the load time is reported).
+// First, the forward pass alone: one decode step of 32 rows with 0, 1, 8 or 32 distinct adapters
+// (each adapter's rows contiguous, as the paged runner orders them), steps interleaved, median.
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -34,6 +36,7 @@
 #include "cache/kv_pool.hpp"
 #include "tools/args.hpp"
 #include "tools/bench_stats.hpp"
+#include "worker/engine/dense_attention.hpp"
 #include "worker/engine/generator.hpp"
 #include "worker/engine/gpt2_model.hpp"
 #include "worker/engine/lora_weights.hpp"
@@ -176,6 +179,41 @@ outcome run(const scenario& sc, const settings& st, const gpt2_model& model, con
   return out;
 }
 
+/// Median decode-step milliseconds at batch 32 for each adapter count in `counts` (0 = base).
+std::vector<double> step_overhead(const gpt2_model& m,
+                                  const std::vector<std::shared_ptr<const lora_weights>>& ws,
+                                  const std::vector<int>& counts, int reps) {
+  const std::int64_t batch = 32, prompt = 32;
+  const auto steps = static_cast<std::int64_t>(reps) * static_cast<std::int64_t>(counts.size());
+  dense_kv_cache cache(m.config(), batch, prompt + steps + 1, m.scalar_type());
+  cache.begin_step(prompt, at::ones({batch, prompt}, at::kBool));
+  m.forward_hidden(at::randint(0, m.config().vocab_size, {batch * prompt}, at::kLong),
+                   at::arange(prompt, at::kLong).repeat({batch}), cache);
+  cache.end_step();
+  std::vector<lora_batch> batches;
+  for (int k : counts) {
+    std::vector<const lora_weights*> rows(static_cast<std::size_t>(batch), nullptr);
+    for (std::int64_t r = 0; k > 0 && r < batch; ++r)
+      rows[static_cast<std::size_t>(r)] = ws[static_cast<std::size_t>(r * k / batch)].get();
+    batches.push_back(lora_batch::from_rows(rows));
+  }
+  std::vector<std::vector<double>> ms(counts.size());
+  auto ids = at::randint(0, m.config().vocab_size, {batch}, at::kLong);
+  for (int rep = 0; rep < reps; ++rep)
+    for (std::size_t v = 0; v < counts.size(); ++v) {
+      const auto len = cache.length();
+      auto t0 = clock_type::now();
+      cache.begin_step(1, at::ones({batch, len + 1}, at::kBool));
+      m.logits(m.forward_hidden(ids, at::full({batch}, len, at::kLong), cache, &batches[v]));
+      cache.end_step();
+      ms[v].push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
+    }
+  std::vector<double> out;
+  for (auto& v : ms)
+    out.push_back(tools::percentile(v, 50));
+  return out;
+}
+
 } // namespace
 
 int main(int argc, char** argv) try {
@@ -216,12 +254,15 @@ int main(int argc, char** argv) try {
   auto tok = tokenizer::from_dir(LF_TOKENIZER_DIR);
   const auto adapter_root = (tmp / "adapters").string();
   std::size_t adapter_bytes = 0;
+  std::vector<std::shared_ptr<const lora_weights>> in_memory;  // for the forward-pass figures
   for (int i = 0; i < num_adapters; ++i) {
     auto ad = make_random_adapter(model.config(), rank, 2.0f * static_cast<float>(rank),
                                   {all_lora_modules.begin(), all_lora_modules.end()},
                                   static_cast<std::uint64_t>(100 + i));
     adapter_bytes = ad.bytes();
     write_peft_adapter(adapter_root + "/" + adapter_name(i), ad, dtype::f16);
+    if (i < 32)
+      in_memory.push_back(std::make_shared<const lora_weights>(ad, model.config(), model.scalar_type()));
   }
   const auto& mc = model.config();
   std::cout << "model: " << mc.n_layer << " layers, " << mc.n_embd << " wide, "
@@ -235,6 +276,20 @@ int main(int argc, char** argv) try {
             << " concurrent (closed loop), " << st.prompt_tokens << " prompt tokens, "
             << st.max_tokens << " generated tokens each\n\n";
 
+  const std::vector<int> counts = {0, 1, 8, 32};
+  const auto step_ms = step_overhead(model, in_memory, counts, quick ? 6 : 20);
+  std::cout << "forward pass, one decode step of 32 rows (median ms):";
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    std::cout << "  " << counts[i] << (counts[i] == 1 ? " adapter " : " adapters ")
+              << std::setprecision(1) << step_ms[i];
+    if (i > 0) {
+      const double pct = 100.0 * (step_ms[i] / step_ms[0] - 1.0);
+      std::cout << " (" << (pct >= 0 ? "+" : "") << std::setprecision(0) << pct << "%)";
+    }
+  }
+  std::cout << "\n\n";
+  in_memory.clear();
+
   const std::vector<scenario> all = {
     {"base", "base model only", 0, false, false},
     {"1", "1 adapter", 1, false, false},
@@ -246,6 +301,8 @@ int main(int argc, char** argv) try {
   };
   nlohmann::json report;
   report["threads"] = threads;
+  for (std::size_t i = 0; i < counts.size(); ++i)
+    report["decode_step_ms_batch32"][std::to_string(counts[i])] = step_ms[i];
   report["settings"] = {{"requests", st.requests}, {"concurrency", st.concurrency},
                         {"prompt_tokens", st.prompt_tokens}, {"max_tokens", st.max_tokens},
                         {"rank", rank}, {"quick", quick}, {"n_layer", mc.n_layer},
