@@ -11,5 +11,8 @@ int cmd_generate(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_make_adapter(int argc, char** argv);
 int cmd_make_model(int argc, char** argv);
+int cmd_serve(int argc, char** argv);
+int cmd_client(int argc, char** argv);
+int cmd_status(int argc, char** argv);
 
 } // namespace lf::tools

@@ -11,6 +11,16 @@ namespace {
 const char* usage = R"(usage: lorafleet <command> [options]
 
 commands:
+  serve       [--model DIR] [--adapters DIR] [--workers N] [--listen EP] [--threads N per worker]
+              [--dtype f32|bf16] [--kv-cache-mb MB] [--max-seqs N] [--max-batched-tokens N]
+              [--mode continuous|static|static_no_cache] [--no-prefix-cache] [--block-size N]
+              [--policy round_robin|least_loaded|adapter_affinity] [--queue-limit N]
+              [--drain-timeout S] [--ready-file PATH]
+              router + workers + ZeroMQ gateway in one process (default model: models/default)
+  client      [--endpoint EP] (--prompt TEXT | --user TEXT [--system TEXT]) [--adapter NAME]
+              [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--stop STR]
+              [--no-stream] [--timeout S]   send one request and stream the answer
+  status      [ENDPOINT]   the cluster's workers, load and counters
   generate    --model DIR --prompt TEXT [--prompt TEXT ...] [--max-tokens N] [--temperature T]
               [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--stop STR ...]
               [--ignore-eos] [--no-kv-cache] [--threads N] [--dtype f32|bf16]
@@ -43,6 +53,12 @@ int main(int argc, char** argv) {
       return lf::tools::cmd_make_adapter(argc, argv);
     if (cmd == "make-model")
       return lf::tools::cmd_make_model(argc, argv);
+    if (cmd == "serve")
+      return lf::tools::cmd_serve(argc, argv);
+    if (cmd == "client")
+      return lf::tools::cmd_client(argc, argv);
+    if (cmd == "status")
+      return lf::tools::cmd_status(argc, argv);
     std::cerr << "lorafleet: unknown command '" << cmd << "'\n" << usage;
     return 2;
   } catch (const std::invalid_argument& e) {

@@ -1,0 +1,143 @@
+// `lorafleet serve`, `lorafleet client` and `lorafleet status`: a local cluster behind a ZeroMQ
+// gateway, a one-shot streaming client, and the cluster's counters.
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include <pthread.h>
+
+#include "client/client.hpp"
+#include "router/local_cluster.hpp"
+#include "tools/args.hpp"
+#include "tools/commands.hpp"
+#include "tools/serve_options.hpp"
+
+namespace lf::tools {
+
+namespace fs = std::filesystem;
+
+int cmd_serve(int argc, char** argv) {
+  args a(argc, argv, 2);
+  auto s = cluster_settings_from(a);
+  const auto drain = std::chrono::seconds(a.integer("drain-timeout", 30));
+  const auto ready_file = a.str("ready-file");
+  a.finish();
+  // Signals go to this thread only (sigwait below); every thread started later inherits the mask.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  std::cerr << "lorafleet serve: loading " << s.worker.model_dir << " into " << s.workers
+            << " worker(s), " << s.worker.threads << " thread(s) each, "
+            << s.worker.kv_budget_mb << " MiB KV cache each, mode " << worker::to_string(s.worker.mode)
+            << (s.worker.adapter_dir.empty() ? std::string() : ", adapters from " + s.worker.adapter_dir)
+            << "\n";
+  router::local_cluster cluster(s);
+  std::cout << "lorafleet serve: serving on " << cluster.endpoint() << " with " << s.workers
+            << " worker(s), placement " << actors::to_string(s.router.placement.policy)
+            << "; Ctrl-C drains and stops" << std::endl;
+  if (!ready_file.empty())
+    std::ofstream(ready_file) << cluster.endpoint() << "\n";
+  int sig = 0;
+  sigwait(&sigs, &sig);
+  std::cerr << "lorafleet serve: " << (sig == SIGINT ? "SIGINT" : "SIGTERM")
+            << ": not accepting new requests; draining for up to " << drain.count() << " s\n";
+  const auto st = cluster.stats();
+  const auto cancelled = cluster.shutdown(drain);
+  std::cerr << "lorafleet serve: stopped (" << st.completed << " completed, " << st.failed
+            << " failed, " << cancelled << " cancelled at shutdown)\n";
+  return 0;
+}
+
+int cmd_client(int argc, char** argv) {
+  args a(argc, argv, 2, {"no-stream", "ignore-eos", "quiet"});
+  client::client_options co;
+  co.endpoint = a.str("endpoint", "tcp://127.0.0.1:5555");
+  co.request_timeout = std::chrono::milliseconds(static_cast<long>(a.real("timeout", 300) * 1000));
+  co.server_public_key = a.str("server-key");
+  proto::submit_msg m;
+  m.prompt = a.str("prompt");
+  const auto system = a.str("system"), user = a.str("user");
+  if (!user.empty()) {
+    if (!system.empty())
+      m.messages.push_back({proto::chat_role::system, system});
+    m.messages.push_back({proto::chat_role::user, user});
+  }
+  if (m.prompt.empty() == m.messages.empty())
+    throw std::invalid_argument("give either --prompt TEXT or --user TEXT [--system TEXT]");
+  m.adapter = a.str("adapter");
+  m.max_tokens = static_cast<int>(a.integer("max-tokens", 64));
+  m.temperature = static_cast<float>(a.real("temperature", 0.8));
+  m.top_k = static_cast<int>(a.integer("top-k", 0));
+  m.top_p = static_cast<float>(a.real("top-p", 0.95));
+  m.repetition_penalty = static_cast<float>(a.real("repetition-penalty", 1.0));
+  if (a.has("seed"))
+    m.seed = static_cast<std::uint64_t>(a.integer("seed", 0));
+  m.stop = a.all("stop");
+  m.ignore_eos = a.has("ignore-eos");
+  m.stream = !a.has("no-stream");
+  const bool quiet = a.has("quiet");
+  a.finish();
+  client::client c(co);
+  client::stream_callbacks cb;
+  std::promise<client::result> done;
+  cb.on_token = [](const proto::token_msg& t) { std::cout << t.text << std::flush; };
+  cb.on_done = [&](const client::result& r) { done.set_value(r); };
+  c.submit(m, cb);
+  auto r = done.get_future().get();
+  if (!r.ok()) {
+    std::cerr << "\nlorafleet client: " << client::describe(r) << "\n";
+    return 1;
+  }
+  if (!m.stream)
+    std::cout << r.text;
+  std::cout << std::endl;
+  if (!quiet)
+    std::cerr << std::fixed << std::setprecision(1) << "[" << r.finish_reason << "; "
+              << r.usage.prompt_tokens << " prompt + " << r.usage.completion_tokens
+              << " completion tokens (" << r.usage.cached_tokens << " cached); queue "
+              << r.timings.queue_ms << " ms, first token " << r.timings.ttft_ms << " ms, total "
+              << r.timings.total_ms << " ms]\n";
+  return 0;
+}
+
+int cmd_status(int argc, char** argv) {
+  args a(argc, argv, 2);
+  auto endpoint = a.positional().empty() ? a.str("endpoint", "tcp://127.0.0.1:5555") : a.positional()[0];
+  client::client_options co;
+  co.endpoint = endpoint;
+  co.server_public_key = a.str("server-key");
+  a.finish();
+  client::client c(co);
+  auto rtt = c.ping(std::chrono::seconds(5));
+  if (!rtt) {
+    std::cerr << "lorafleet status: no answer from " << endpoint << " within 5 s\n";
+    return 1;
+  }
+  auto st = c.stats(std::chrono::seconds(5));
+  if (!st) {
+    std::cerr << "lorafleet status: " << endpoint << " answered ping but not stats\n";
+    return 1;
+  }
+  std::cout << endpoint << ": ping " << rtt->count() / 1000.0 << " ms\n";
+  std::map<std::string, std::map<std::string, double>> groups;
+  for (const auto& [k, v] : *st) {
+    auto dot = k.rfind('.');
+    groups[k.substr(0, dot)][k.substr(dot + 1)] = v;
+  }
+  for (const auto& [g, kv] : groups) {
+    std::cout << "  " << std::left << std::setw(12) << g << std::right;
+    for (const auto& [k, v] : kv)
+      std::cout << " " << k << "=" << v;
+    std::cout << "\n";
+  }
+  return 0;
+}
+
+} // namespace lf::tools

@@ -1,0 +1,22 @@
+#pragma once
+/// The cluster flags shared by `lorafleet serve` (and the load tester's self-hosted mode):
+/// model, adapters, workers, threads, KV budget, batching, placement, limits, endpoint.
+
+#include "router/local_cluster.hpp"
+#include "tools/args.hpp"
+
+namespace lf::tools {
+
+/// The repository's default model and adapter directories (models/default, models/adapters);
+/// empty strings when absent.
+std::string default_model_dir();
+std::string default_adapter_dir();
+
+/// Reads the flags below from `a`, checking each:
+///   --model DIR --adapters DIR --workers N --listen EP --threads N (per worker) --dtype f32|bf16
+///   --kv-cache-mb MB --block-size N --max-seqs N --max-batched-tokens N --mode MODE
+///   --no-prefix-cache --policy P --queue-limit N --max-inflight-per-worker N
+///   --adapter-cache-mb MB --curve-secret-key K --curve-public-key K
+router::cluster_settings cluster_settings_from(args& a);
+
+} // namespace lf::tools
