@@ -21,6 +21,12 @@ commands:
               [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--stop STR]
               [--no-stream] [--timeout S]   send one request and stream the answer
   status      [ENDPOINT]   the cluster's workers, load and counters
+  loadtest    ENDPOINT | --self-host [serve flags]   [--arrival closed|poisson] [--concurrency N]
+              [--rate R --burstiness B] [--sweep-concurrency 1,2,4 | --sweep-rate 1,2,4]
+              [--requests N] [--duration S] [--input N|LO-HI] [--output N|LO-HI] [--prompts FILE]
+              [--adapters a,b --skew F] [--chat] [--no-ignore-eos] [--goodput-ttft-ms X
+              --goodput-tpot-ms X --goodput-e2e-ms X] [--out PREFIX] [--timeout S]
+              measure throughput, TTFT/TPOT/ITL/E2E percentiles, goodput; write JSON, CSV, SVG
   generate    --model DIR --prompt TEXT [--prompt TEXT ...] [--max-tokens N] [--temperature T]
               [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--stop STR ...]
               [--ignore-eos] [--no-kv-cache] [--threads N] [--dtype f32|bf16]
@@ -59,6 +65,8 @@ int main(int argc, char** argv) {
       return lf::tools::cmd_client(argc, argv);
     if (cmd == "status")
       return lf::tools::cmd_status(argc, argv);
+    if (cmd == "loadtest")
+      return lf::tools::cmd_loadtest(argc, argv);
     std::cerr << "lorafleet: unknown command '" << cmd << "'\n" << usage;
     return 2;
   } catch (const std::invalid_argument& e) {

@@ -21,7 +21,7 @@ TEST_CASE("length ranges parse and reject nonsense", "[loadtest]") {
     CHECK_THROWS_WITH(parse_length_range(bad, "--input"), Catch::Contains("--input"));
 }
 
-TEST_CASE("poisson arrivals have the asked mean rate; burstiness keeps it", "[loadtest]") {
+TEST_CASE("poisson arrivals have the asked mean rate and burstiness keeps it", "[loadtest]") {
   std::mt19937_64 rng(3);
   for (double burst : {1.0, 0.25}) {
     auto at = arrival_times(20.0, burst, 20000, rng);

@@ -1,0 +1,30 @@
+#!/bin/bash
+# A short real load test against an in-process cluster on a tiny model: it must finish, account
+# for every request (exit code 0 means none lost), and write valid JSON, CSV and SVG.
+# Usage: loadtest_selfhost.sh LORAFLEET_BINARY
+set -euo pipefail
+bin=$1
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+"$bin" make-model --out "$tmp/model" --layers 2 --heads 4 --embd 64 --context 256 --seed 1 > /dev/null
+"$bin" loadtest --self-host --model "$tmp/model" --workers 2 --threads 1 --kv-cache-mb 32 \
+  --requests 24 --sweep-concurrency 1,4,8 --input 16-48 --output 8-24 --quiet --out "$tmp/sweep"
+"$bin" loadtest --self-host --model "$tmp/model" --workers 1 --threads 1 --kv-cache-mb 32 \
+  --requests 30 --arrival poisson --rate 30 --input 32 --output 16 --goodput-ttft-ms 5000 \
+  --quiet --out "$tmp/one"
+/usr/bin/python3 - "$tmp" <<'PY'
+import csv, json, sys, xml.etree.ElementTree as ET
+d = sys.argv[1]
+sweep = json.load(open(f"{d}/sweep.json"))
+assert [p["x"] for p in sweep["points"]] == [1, 4, 8], sweep
+for p in sweep["points"]:
+    assert p["sent"] == 24 and p["completed"] == 24 and p["lost"] == 0, p
+    assert p["output_tokens_per_s"] > 0 and p["tpot_ms"]["p99"] >= p["tpot_ms"]["p50"] > 0, p
+one = json.load(open(f"{d}/one.json"))["points"][0]
+assert one["completed"] == 30 and one["lost"] == 0 and one["good"] == 30, one
+rows = list(csv.DictReader(open(f"{d}/one.csv")))
+assert len(rows) == 30 and all(r["status"] == "done" and int(r["tokens_out"]) == 16 for r in rows), rows[:2]
+for f in ("sweep.svg", "one.svg"):
+    root = ET.parse(f"{d}/{f}").getroot()
+    assert root.tag.endswith("svg"), root.tag
+print("loadtest outputs: ok")
+PY
