@@ -46,13 +46,36 @@ case "$action" in
     ctest --preset "$preset" -j "${JOBS:-$(nproc)}" --timeout 1500
     ;;
   demo)
-    model=build/demo-model
+    # A local cluster (router + 2 workers + gateway) on the embedded default model and its style
+    # adapters, then concurrent streaming requests through the Python client library.
+    model=models/default adapters=models/adapters
     if [ ! -f "$model/model.safetensors" ]; then
-      "$bin/lorafleet" make-model --out "$model" --layers 4 --heads 4 --embd 256 --seed 1
+      echo "setup: models/default is missing; serving a random model instead (its text is gibberish)"
+      model=build/demo-model adapters=""
+      [ -f "$model/model.safetensors" ] ||
+        "$bin/lorafleet" make-model --out "$model" --layers 4 --heads 4 --embd 256 --seed 1 > /dev/null
     fi
-    "$bin/lorafleet" generate --model "$model" --max-tokens 24 --temperature 0.8 --seed 7 \
-      --prompt "The quick brown fox" --prompt "Once upon a time, in a land far away," \
-      --prompt "To be, or not to be:"
+    names=""
+    if [ -n "$adapters" ]; then
+      for d in "$adapters"/*/; do
+        [ -f "$d/adapter_config.json" ] && names="$names${names:+,}$(basename "$d")"
+      done
+    fi
+    port=${LORAFLEET_PORT:-5555}
+    rm -f build/demo.ready
+    "$bin/lorafleet" serve --model "$model" ${adapters:+--adapters "$adapters"} --workers 2 \
+      --threads 1 --kv-cache-mb 128 --listen "tcp://127.0.0.1:$port" --ready-file build/demo.ready &
+    server=$!
+    trap 'kill -TERM $server 2>/dev/null || true' EXIT
+    for _ in $(seq 1 240); do
+      [ -s build/demo.ready ] && break
+      kill -0 $server 2>/dev/null || { echo "setup: the server failed to start" >&2; exit 1; }
+      sleep 0.5
+    done
+    /usr/bin/python3 client/python/examples/demo.py --endpoint "tcp://127.0.0.1:$port" --adapters "$names"
+    kill -TERM $server
+    wait $server
+    trap - EXIT
     ;;
   *)
     echo "usage: $0 [demo|test|build]" >&2
