@@ -110,6 +110,9 @@ int cmd_loadtest(int argc, char** argv) {
   if (a.has("prompts"))
     w.prompts = read_prompts(a.str("prompts"));
   w.seed = static_cast<std::uint64_t>(a.integer("seed", 1));
+  w.long_every = static_cast<std::uint32_t>(a.integer("long-every", 0));
+  w.long_output = static_cast<std::uint32_t>(a.integer("long-output", 100));
+  const auto per_client = static_cast<std::uint32_t>(a.integer("per-client", 0));
   const auto sweep_c = a.has("sweep-concurrency") ? parse_list(a.str("sweep-concurrency"), "sweep-concurrency") : std::vector<double>{};
   const auto sweep_r = a.has("sweep-rate") ? parse_list(a.str("sweep-rate"), "sweep-rate") : std::vector<double>{};
   goodput_limits lim;
@@ -152,6 +155,8 @@ int cmd_loadtest(int argc, char** argv) {
       point p{"concurrency " + std::to_string(static_cast<int>(x)), x, w, d};
       p.w.mode = p.d.mode = arrival_mode::closed;
       p.w.concurrency = p.d.concurrency = static_cast<std::uint32_t>(x);
+      if (per_client > 0)
+        p.w.num_requests = per_client * p.w.concurrency;
       points.push_back(p);
     }
   } else if (!sweep_r.empty()) {

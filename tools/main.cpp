@@ -24,6 +24,7 @@ commands:
   loadtest    ENDPOINT | --self-host [serve flags]   [--arrival closed|poisson] [--concurrency N]
               [--rate R --burstiness B] [--sweep-concurrency 1,2,4 | --sweep-rate 1,2,4]
               [--requests N] [--duration S] [--input N|LO-HI] [--output N|LO-HI] [--prompts FILE]
+              [--per-client N (sweeps)] [--long-every K --long-output N]
               [--adapters a,b --skew F] [--chat] [--no-ignore-eos] [--goodput-ttft-ms X
               --goodput-tpot-ms X --goodput-e2e-ms X] [--out PREFIX] [--timeout S]
               measure throughput, TTFT/TPOT/ITL/E2E percentiles, goodput; write JSON, CSV, SVG

@@ -53,6 +53,8 @@ std::vector<planned_request> plan(const workload_config& cfg, text_maker make) {
     r.at_s = at.empty() ? 0 : at[i];
     r.target_input_tokens = cfg.input.sample(rng);
     r.max_tokens = cfg.output.sample(rng);
+    if (cfg.long_every > 0 && i % cfg.long_every == 0)
+      r.max_tokens = cfg.long_output;
     r.prompt = cfg.prompts.empty() ? make(r.target_input_tokens, rng())
                                    : cfg.prompts[i % cfg.prompts.size()];
     if (!cfg.adapters.empty()) {

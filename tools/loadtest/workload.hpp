@@ -36,6 +36,9 @@ struct workload_config {
   bool chat = false;
   std::vector<std::string> prompts;   ///< from a file; empty: synthetic text of `input` tokens
   std::uint64_t seed = 1;
+  /// > 0: every long_every-th request (the 1st, the (1+k)-th, ...) asks for long_output tokens
+  /// instead (the course's mix: 1 in 8 wants 100, the rest 10).
+  std::uint32_t long_every = 0, long_output = 0;
 };
 
 /// One request to send.

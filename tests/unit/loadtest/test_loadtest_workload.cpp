@@ -61,3 +61,18 @@ TEST_CASE("plans are reproducible and follow lengths and adapter skew", "[loadte
   CHECK(p3[3].prompt == "two");
   CHECK(p3[0].adapter.empty());
 }
+
+TEST_CASE("the course's mix: one request in eight asks for the long output", "[loadtest]") {
+  workload_config c;
+  c.num_requests = 32;
+  c.output = {10, 10};
+  c.long_every = 8;
+  c.long_output = 100;
+  auto p = plan(c, fake_text);
+  int longs = 0;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    CHECK(p[i].max_tokens == (i % 8 == 0 ? 100u : 10u));
+    longs += p[i].max_tokens == 100 ? 1 : 0;
+  }
+  CHECK(longs == 4);
+}
