@@ -5,6 +5,7 @@
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
+#include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -26,6 +27,15 @@ void router_state::init(self_ptr self, router_config cfg) {
   cfg_ = std::move(cfg);
   placer_ = placer(cfg_.placement);
   queue_ = admission_queue<route_id>(cfg_.max_queue);
+}
+
+router_state::~router_state() {
+  for (auto& [rid, e] : routes_) {
+    if (e.state != route_state::queued)
+      if (auto w = workers_.find(e.worker); w != workers_.end())
+        caf::anon_send(w->second.handle, worker_cancel{rid});
+    caf::anon_send(e.sink, error_event{e.req.id, serve_errc::shutting_down, "the router is stopping", 0});
+  }
 }
 
 worker_id router_state::add_worker(worker_actor handle, register_worker info) {

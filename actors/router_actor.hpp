@@ -13,6 +13,7 @@
 ///   streaming, worker dies ─────────────────────────────> error_event{worker_lost}
 ///   deadline (any state) ──> error_event{timeout};  cancel_request ──> error_event{cancelled}
 ///   sink (client) dies ──> cancelled silently
+///   router stops ──> error_event{shutting_down} for everything still live
 ///
 /// Every accepted request gets exactly one terminal event (done_event or error_event); events
 /// from a worker that no longer owns a request (it died, or the request was re-placed or ended)

@@ -53,6 +53,10 @@ public:
 
   router_state() : queue_(0) {}
 
+  /// The router is stopping: every live request ends with shutting_down (its sink still gets its
+  /// one terminal event) and is cancelled on its worker.
+  ~router_state();
+
   /// Called once from the behavior factory (CAF constructs states before their actor runs).
   void init(self_ptr self, router_config cfg);
 

@@ -158,3 +158,16 @@ TEST_CASE("a client that goes away has its requests cancelled", "[cluster][model
   auto w = c.workers[0];
   CHECK(eventually([&] { return load_of(cl, w).cancelled == 1; }));
 }
+
+TEST_CASE("a stopping router ends what is live with shutting_down", "[cluster][model]") {
+  cluster c(router_config{}, {test::tiny_worker()});
+  client cl(c.sys, c.router);
+  cl.submit(test::greedy(1, "Once upon a time", 240));
+  REQUIRE(cl.run_until([](const client& k) { return k.log.count(1) && !k.log.at(1).tokens.empty(); }));
+  caf::anon_send_exit(c.router, caf::exit_reason::user_shutdown);
+  REQUIRE(cl.run_until_terminals(1));
+  REQUIRE(cl.log[1].error);
+  CHECK(cl.log[1].error->code == serve_errc::shutting_down);
+  // The worker saw its router go, cancelled its requests and quit.
+  CHECK(eventually([&] { return c.runtimes[0]->loop().load().cancelled == 1; }));
+}
