@@ -1,0 +1,163 @@
+#pragma once
+/// A multi-node cluster described by one TOML file (docs/cluster.md, key by key): the nodes, which
+/// of them runs the router and the client gateway, the workers on each node, model and adapter
+/// directories, placement, limits, heartbeats, reconnection, security and launch settings.
+///
+///   auto cfg = lf::cluster::load_cluster_config("cluster-configs/three-nodes.toml");
+///   const auto& head = cfg.router();          // the node that runs router + gateway
+///   for (const auto& n : cfg.nodes) ...       // n.workers.count workers each
+///
+/// Loading validates everything at once and throws config_error listing every problem as
+/// "FILE:LINE:COL: KEY: reason" (unknown key, wrong type, value out of range, missing model
+/// directory, duplicate node name, port clash, bad CURVE key, ...). Relative paths in the file
+/// are resolved against the file's own directory. Pure C++ (no CAF, torch or zmq).
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "actors/placement.hpp"
+#include "actors/request_checks.hpp"
+
+namespace lf::cluster {
+
+/// Where a value came from in the file (1-based; 0 = unknown).
+struct source_pos {
+  std::uint32_t line = 0, column = 0;
+};
+
+/// One problem found in a config file.
+struct config_issue {
+  std::string file;    ///< the config file as given
+  source_pos pos;
+  std::string key;     ///< dotted key path, "nodes[2].port"; empty for file-level problems
+  std::string reason;
+};
+
+/// "FILE:LINE:COL: KEY: reason" (parts that are unknown left out).
+std::string to_string(const config_issue& issue);
+
+/// Thrown by load_cluster_config: every problem of the file, in file order.
+class config_error : public std::runtime_error {
+public:
+  explicit config_error(std::vector<config_issue> issues);
+  const std::vector<config_issue>& issues() const noexcept { return issues_; }
+
+private:
+  std::vector<config_issue> issues_;
+};
+
+/// The workers of one node: `count` identical workers sharing the node's process.
+struct worker_group {
+  std::uint32_t count = 1;
+  std::string device = "cpu";       ///< only "cpu" in this build
+  int threads = 1;                  ///< ATen intra-op threads per worker (process-wide setting)
+  std::string dtype = "f32";        ///< "f32" or "bf16"
+  std::size_t kv_cache_mb = 256;    ///< K/V pool per worker
+  std::uint32_t block_size = 16;
+  std::uint32_t max_seqs = 32;
+  std::uint32_t max_batched_tokens = 512;
+  bool prefix_cache = true;
+  std::size_t adapter_cache_mb = 256;
+  std::uint32_t max_adapters = 64;
+  std::chrono::milliseconds report_interval{100};  ///< load reports to the router
+};
+
+/// One node: an operating-system process on some host.
+struct node_config {
+  std::string name;
+  std::string host;            ///< where it runs, and where other nodes reach it
+  std::uint16_t port = 0;      ///< CAF port; 0 = none (worker nodes only)
+  std::string bind;            ///< address the CAF port binds to; empty = host
+  worker_group workers;
+  /// `lorafleet launch` starts this node over ssh with this target ("user@host"); empty: it
+  /// starts it only when the host is local, and otherwise prints the command to run there.
+  std::string ssh;
+  std::string tls_certificate, tls_key;  ///< this node's own certificate (overrides [security.nodes])
+};
+
+/// Router settings ([router] and [limits]).
+struct router_settings {
+  actors::placement_options placement;
+  std::size_t queue_limit = 256;
+  std::uint32_t max_inflight_per_worker = 64;
+  std::uint32_t retry_after_ms = 200;
+  actors::request_limits limits;
+};
+
+/// CURVE on the client gateway ([security.clients]); keys are Z85 (40 characters).
+struct client_security {
+  std::string public_key, secret_key;         ///< the gateway's key pair; empty: plaintext
+  std::vector<std::string> allowed_keys;      ///< client public keys; empty: any CURVE client
+  bool enabled() const noexcept { return !secret_key.empty(); }
+};
+
+/// Mutual TLS between nodes ([security.nodes]): CAF's OpenSSL module.
+struct node_security {
+  std::string certificate, key, ca_file;  ///< PEM files (absolute after loading)
+  std::string passphrase;                 ///< of the key, if it is encrypted
+  bool enabled() const noexcept { return !ca_file.empty(); }
+};
+
+/// How `lorafleet launch` runs the cluster ([launch]).
+struct launch_settings {
+  std::chrono::seconds ready_timeout{120};  ///< all workers registered within this
+  std::chrono::seconds stop_timeout{30};    ///< SIGTERM, then SIGKILL after this
+  bool restart = true;                      ///< restart a local node process that dies
+  std::string remote_binary;                ///< lorafleet on other hosts; empty: this binary's path
+  std::string remote_config;                ///< the config's path on other hosts; empty: same path
+  std::vector<std::string> ssh_options;     ///< extra ssh arguments ("-p", "2222")
+  /// CURVE key pair launch polls the gateway with (needed with an allow-list; Z85).
+  std::string client_public_key, client_secret_key;
+};
+
+/// A whole validated cluster config.
+struct cluster_config {
+  std::string file;            ///< absolute path of the config file
+  std::string name;
+  std::string model_dir;       ///< absolute
+  std::string tokenizer_dir;   ///< absolute; empty => model_dir
+  std::string adapter_dir;     ///< absolute; empty => base model only
+  std::string router_node;     ///< name of the node with router + gateway
+  std::string gateway_listen = "tcp://127.0.0.1:5555";
+  std::size_t max_per_connection = 1024;
+  router_settings router_cfg;
+  std::chrono::milliseconds heartbeat_interval{1000};  ///< 0: no heartbeats
+  std::chrono::milliseconds heartbeat_timeout{5000};   ///< a silent peer is dropped after this
+  std::chrono::milliseconds reconnect_initial{200};    ///< worker nodes: first retry delay
+  std::chrono::milliseconds reconnect_max{5000};       ///< worker nodes: largest retry delay
+  client_security clients;
+  node_security tls;
+  launch_settings launch;
+  std::vector<node_config> nodes;  ///< in file order
+
+  /// The node named `name`, or nullptr.
+  const node_config* find(const std::string& name) const;
+  /// The router node (exists in a validated config).
+  const node_config& router() const;
+  /// Workers over all nodes.
+  std::uint32_t total_workers() const;
+};
+
+/// Loading options.
+struct load_options {
+  /// Check that directories and files named by the config exist (model, adapters, keys, TLS).
+  /// Off: only the syntax and the values are checked (a config meant for other hosts).
+  bool check_paths = true;
+};
+
+/// Reads and validates a config file; throws config_error with every problem found.
+cluster_config load_cluster_config(const std::string& path, load_options opts = {});
+
+/// Same from text; `path` names the file in messages and anchors relative paths.
+cluster_config parse_cluster_config(const std::string& text, const std::string& path,
+                                    load_options opts = {});
+
+/// Is `key` a Z85-encoded 32-byte CURVE key (40 characters of the Z85 alphabet)?
+bool valid_z85_key(const std::string& key) noexcept;
+
+} // namespace lf::cluster

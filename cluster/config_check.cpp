@@ -1,0 +1,195 @@
+// Pass 2 of the config loader: relations between values, and the file system when asked.
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "cluster/config_detail.hpp"
+#include "cluster/endpoints.hpp"
+
+namespace lf::cluster::detail {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+bool valid_name(const std::string& s) {
+  return !s.empty() && s.size() <= 64
+         && std::all_of(s.begin(), s.end(), [](char c) {
+              return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+                     || c == '-' || c == '_';
+            });
+}
+
+bool has_space(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c); });
+}
+
+void check_workers(const worker_group& w, const std::string& path, parse_state& st) {
+  if (w.device != "cpu")
+    st.add(path + ".device", "\"" + w.device + "\" is not available: this build runs workers on \"cpu\" only");
+  if (w.dtype != "f32" && w.dtype != "bf16")
+    st.add(path + ".dtype", "\"" + w.dtype + "\" is not a compute dtype (f32 or bf16)");
+  if (w.max_batched_tokens < w.max_seqs)
+    st.add(path + ".max_batched_tokens", "must be at least max_seqs (" + std::to_string(w.max_seqs)
+                                           + "), or a full batch of decodes never fits a step");
+}
+
+void check_nodes(cluster_config& c, parse_state& st) {
+  if (c.nodes.empty()) {
+    if (!st.reported("nodes"))
+      st.add("nodes", "no [[nodes]]: a cluster needs at least the router node");
+    return;
+  }
+  std::map<std::string, std::size_t> by_name;
+  std::map<std::pair<std::string, std::uint16_t>, std::size_t> by_port;  // (host key, port)
+  std::uint32_t workers = 0;
+  for (std::size_t i = 0; i < c.nodes.size(); ++i) {
+    auto& n = c.nodes[i];
+    const auto p = "nodes[" + std::to_string(i + 1) + "]";
+    if (!valid_name(n.name)) {
+      by_name.emplace(n.name, i);  // still a node: no "router_node names no node" on top
+      st.add(n.name.empty() ? p : p + ".name",
+             n.name.empty() ? "missing name" : "\"" + n.name + "\": use letters, digits, '-' and '_' (at most 64)");
+    } else if (auto [it, fresh] = by_name.emplace(n.name, i); !fresh) {
+      const auto first = "nodes[" + std::to_string(it->second + 1) + "]";
+      st.add(p + ".name", "duplicate node name \"" + n.name + "\" (also " + first + " at line "
+                            + std::to_string(st.positions[first].line) + ")");
+    }
+    if (n.host.empty() || has_space(n.host))
+      st.add(n.host.empty() ? p : p + ".host", n.host.empty() ? "missing host" : "host has spaces");
+    if (n.bind.empty())
+      n.bind = n.host;
+    const bool is_router = n.name == c.router_node;
+    if (is_router && n.port == 0 && !st.reported(p + ".port"))
+      st.add(p, "the router node needs a port (worker nodes connect to it there)");
+    if (n.port != 0 && !n.host.empty()) {
+      auto [it, fresh] = by_port.emplace(std::make_pair(host_key(n.host), n.port), i);
+      if (!fresh)
+        st.add(p + ".port", "port " + std::to_string(n.port) + " on " + n.host + " is already used by node \""
+                              + c.nodes[it->second].name + "\"");
+    }
+    if (!is_router && n.workers.count == 0)
+      st.add(p + ".workers.count", "a worker node needs at least one worker");
+    if (has_space(n.ssh))
+      st.add(p + ".ssh", "expected an ssh target like user@host");
+    check_workers(n.workers, p + ".workers", st);
+    workers += n.workers.count;
+  }
+  if (c.router_node.empty()) {
+    st.add("cluster.router_node", "missing: name the node that runs the router and the gateway");
+  } else if (!by_name.count(c.router_node)) {
+    std::string names;
+    for (const auto& [n, i] : by_name)
+      names += (names.empty() ? "" : ", ") + n;
+    st.add("cluster.router_node", "no node named \"" + c.router_node + "\" (nodes: " + names + ")");
+  }
+  if (workers == 0)
+    st.add("nodes", "no workers on any node");
+  // The gateway's port must not be a CAF port of the router's machine.
+  if (auto ep = parse_endpoint(c.gateway_listen); ep && ep->transport == "tcp") {
+    if (const auto* r = c.find(c.router_node)) {
+      const auto h = host_key(ep->host == "*" || ep->host == "0.0.0.0" ? r->host : ep->host);
+      if (auto it = by_port.find({h, ep->port}); it != by_port.end())
+        st.add("gateway.listen", "port " + std::to_string(ep->port) + " is node \""
+                                   + c.nodes[it->second].name + "\"'s CAF port");
+    }
+  }
+}
+
+void check_security(cluster_config& c, parse_state& st) {
+  auto& k = c.clients;
+  if (k.public_key.empty() != k.secret_key.empty() && !st.reported("security.clients"))
+    st.add("security.clients", "give both public_key and secret_key (lorafleet keygen writes a pair)");
+  for (std::size_t i = 0; i < k.allowed_keys.size(); ++i)
+    if (!valid_z85_key(k.allowed_keys[i]))
+      st.add("security.clients.allowed_keys", "[" + std::to_string(i) + "] is not a CURVE key (40 Z85 characters)");
+  if (!k.allowed_keys.empty() && !k.enabled())
+    st.add("security.clients.allowed_keys", "an allow-list needs CURVE: set public_key and secret_key");
+  auto& l = c.launch;
+  if (l.client_public_key.empty() != l.client_secret_key.empty())
+    st.add("launch", "give both client_public_key and client_secret_key");
+  if (!l.client_public_key.empty() && !k.allowed_keys.empty()
+      && std::find(k.allowed_keys.begin(), k.allowed_keys.end(), l.client_public_key) == k.allowed_keys.end())
+    st.add("launch.client_public_key", "not in security.clients.allowed_keys: the gateway would refuse launch");
+
+  auto& t = c.tls;
+  const bool any_cert = !t.certificate.empty() || !t.key.empty()
+                        || std::any_of(c.nodes.begin(), c.nodes.end(), [](const node_config& n) {
+                             return !n.tls_certificate.empty() || !n.tls_key.empty();
+                           });
+  if (any_cert && t.ca_file.empty())
+    st.add("security.nodes", "TLS needs ca_file (the cluster CA that signs every node's certificate)");
+  if (t.enabled()) {
+    for (std::size_t i = 0; i < c.nodes.size(); ++i) {
+      const auto& n = c.nodes[i];
+      if ((n.tls_certificate.empty() ? t.certificate : n.tls_certificate).empty()
+          || (n.tls_key.empty() ? t.key : n.tls_key).empty())
+        st.add("nodes[" + std::to_string(i + 1) + "]",
+               "TLS is on (security.nodes.ca_file) but node \"" + n.name
+                 + "\" has no certificate and key (security.nodes or tls_certificate/tls_key)");
+    }
+  }
+}
+
+void need_file(parse_state& st, const std::string& key, const std::string& path, const char* what) {
+  std::error_code ec;
+  if (!path.empty() && !fs::is_regular_file(path, ec))
+    st.add(key, std::string(what) + " " + path + " does not exist");
+}
+
+void check_paths(const cluster_config& c, parse_state& st) {
+  std::error_code ec;
+  bool model_ok = false;
+  if (!c.model_dir.empty()) {
+    if (!fs::is_directory(c.model_dir, ec))
+      st.add("cluster.model_dir", "model directory " + c.model_dir + " does not exist");
+    else if (!fs::is_regular_file(fs::path(c.model_dir) / "config.json", ec))
+      st.add("cluster.model_dir", c.model_dir + " has no config.json (not a model directory)");
+    else
+      model_ok = true;
+  }
+  const auto tok = c.tokenizer_dir.empty() ? c.model_dir : c.tokenizer_dir;
+  if (!tok.empty() && (model_ok || !c.tokenizer_dir.empty()) && fs::is_directory(tok, ec)
+      && (!fs::is_regular_file(fs::path(tok) / "vocab.json", ec)
+          || !fs::is_regular_file(fs::path(tok) / "merges.txt", ec)))
+    st.add(c.tokenizer_dir.empty() ? "cluster.model_dir" : "cluster.tokenizer_dir",
+           tok + " has no vocab.json and merges.txt (set tokenizer_dir)");
+  if (!c.tokenizer_dir.empty() && !fs::is_directory(c.tokenizer_dir, ec))
+    st.add("cluster.tokenizer_dir", "tokenizer directory " + c.tokenizer_dir + " does not exist");
+  if (!c.adapter_dir.empty() && !fs::is_directory(c.adapter_dir, ec))
+    st.add("cluster.adapter_dir", "adapter directory " + c.adapter_dir + " does not exist");
+  need_file(st, "security.nodes.certificate", c.tls.certificate, "certificate");
+  need_file(st, "security.nodes.key", c.tls.key, "key file");
+  need_file(st, "security.nodes.ca_file", c.tls.ca_file, "CA file");
+  for (std::size_t i = 0; i < c.nodes.size(); ++i) {
+    const auto p = "nodes[" + std::to_string(i + 1) + "]";
+    need_file(st, p + ".tls_certificate", c.nodes[i].tls_certificate, "certificate");
+    need_file(st, p + ".tls_key", c.nodes[i].tls_key, "key file");
+  }
+}
+
+} // namespace
+
+void check_config(cluster_config& c, parse_state& st) {
+  if (c.model_dir.empty() && !st.reported("cluster.model_dir"))
+    st.add("cluster.model_dir", "missing: the model directory every worker loads");
+  if (c.name.empty())
+    c.name = fs::path(st.file).stem().string();
+  std::string why;
+  if (!parse_endpoint(c.gateway_listen, &why))
+    st.add("gateway.listen", "\"" + c.gateway_listen + "\": " + why);
+  if (c.heartbeat_interval.count() > 0 && c.heartbeat_timeout.count() > 0
+      && c.heartbeat_timeout < 2 * c.heartbeat_interval)
+    st.add("heartbeat.timeout_ms", "must be at least twice interval_ms ("
+                                     + std::to_string(2 * c.heartbeat_interval.count())
+                                     + "), or a live peer is dropped between two heartbeats");
+  if (c.reconnect_max < c.reconnect_initial)
+    st.add("reconnect.max_ms", "must be at least initial_ms");
+  check_nodes(c, st);
+  check_security(c, st);
+  if (st.opts.check_paths)
+    check_paths(c, st);
+}
+
+} // namespace lf::cluster::detail

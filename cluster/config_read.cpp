@@ -1,0 +1,196 @@
+// Pass 1 of the config loader: TOML syntax, known keys, value types and ranges, paths resolved
+// against the file's directory, CURVE keys read from their files. Relations between values are
+// pass 2's (config_check.cpp).
+#include <limits>
+
+#include "cluster/config_detail.hpp"
+#include "cluster/toml_reader.hpp"
+
+namespace lf::cluster::detail {
+
+namespace {
+
+constexpr std::int64_t max_ms = 24LL * 3600 * 1000;  // a day, as an upper bound for durations
+constexpr std::int64_t u32_max = std::numeric_limits<std::uint32_t>::max();
+
+void read_workers(toml_reader& r, worker_group& w, bool with_count) {
+  if (with_count)
+    r.set("count", w.count, 0, 256);
+  r.set("device", w.device);
+  r.set("threads", w.threads, 1, 256);
+  r.set("dtype", w.dtype);
+  r.set("kv_cache_mb", w.kv_cache_mb, 1, 1 << 20);
+  r.set("block_size", w.block_size, 1, 1024);
+  r.set("max_seqs", w.max_seqs, 1, 4096);
+  r.set("max_batched_tokens", w.max_batched_tokens, 1, 1 << 20);
+  r.set("prefix_cache", w.prefix_cache);
+  r.set("adapter_cache_mb", w.adapter_cache_mb, 1, 1 << 20);
+  r.set("max_adapters", w.max_adapters, 1, 1 << 16);
+  r.set_duration("report_interval_ms", w.report_interval, 10, 60'000);
+}
+
+void read_cluster(toml_reader& r, cluster_config& c) {
+  r.set("name", c.name);
+  r.set("router_node", c.router_node);
+  r.set_path("model_dir", c.model_dir);
+  r.set_path("tokenizer_dir", c.tokenizer_dir);
+  r.set_path("adapter_dir", c.adapter_dir);
+  r.finish();
+}
+
+void read_router(toml_reader& r, router_settings& rs, parse_state& st) {
+  if (auto p = r.str("placement")) {
+    if (auto pol = actors::parse_placement_policy(*p))
+      rs.placement.policy = *pol;
+    else
+      st.add(r.key_path("placement"), "unknown policy \"" + *p
+                                        + "\" (round_robin, least_loaded or adapter_affinity)");
+  }
+  r.set("queue_limit", rs.queue_limit, 0, 1'000'000);
+  r.set("max_inflight_per_worker", rs.max_inflight_per_worker, 1, 1'000'000);
+  r.set("retry_after_ms", rs.retry_after_ms, 0, max_ms);
+  r.set("adapter_load_cost_tokens", rs.placement.adapter_load_cost_tokens, 0, u32_max);
+  r.finish();
+}
+
+void read_limits(toml_reader& r, actors::request_limits& l) {
+  r.set("max_prompt_bytes", l.max_prompt_bytes, 1, 1 << 30);
+  r.set("max_tokens", l.max_tokens_limit, 1, 1 << 20);
+  r.set("max_stop", l.max_stop, 0, 1024);
+  r.set("max_stop_len", l.max_stop_len, 1, 1 << 16);
+  r.finish();
+}
+
+void read_security(toml_reader& r, cluster_config& c, parse_state& st) {
+  if (const auto* t = r.table("clients")) {
+    toml_reader cr(*t, r.key_path("clients"), st);
+    cr.set_curve_key("public_key", c.clients.public_key);
+    cr.set_curve_key("secret_key", c.clients.secret_key);
+    if (auto keys = cr.strings("allowed_keys"))
+      c.clients.allowed_keys = *keys;
+    if (auto files = cr.strings("allowed_key_files")) {
+      for (std::size_t i = 0; i < files->size(); ++i) {
+        std::string why;
+        auto key = read_curve_key_file(resolve_path(st.dir, (*files)[i]), why);
+        if (why.empty())
+          c.clients.allowed_keys.push_back(key);
+        else
+          st.add(cr.key_path("allowed_key_files"), "[" + std::to_string(i) + "]: " + why);
+      }
+    }
+    cr.finish();
+  }
+  if (const auto* t = r.table("nodes")) {
+    toml_reader nr(*t, r.key_path("nodes"), st);
+    nr.set_path("certificate", c.tls.certificate);
+    nr.set_path("key", c.tls.key);
+    nr.set_path("ca_file", c.tls.ca_file);
+    nr.set("passphrase", c.tls.passphrase);
+    nr.finish();
+  }
+  r.finish();
+}
+
+void read_launch(toml_reader& r, launch_settings& l) {
+  r.set_duration("ready_timeout_s", l.ready_timeout, 1, 86'400);
+  r.set_duration("stop_timeout_s", l.stop_timeout, 1, 3'600);
+  r.set("restart", l.restart);
+  r.set("remote_binary", l.remote_binary);
+  r.set("remote_config", l.remote_config);
+  if (auto o = r.strings("ssh_options"))
+    l.ssh_options = *o;
+  r.set_curve_key("client_public_key", l.client_public_key);
+  r.set_curve_key("client_secret_key", l.client_secret_key);
+  r.finish();
+}
+
+void read_node(toml_reader& r, node_config& n, const worker_group& defaults, parse_state& st) {
+  n.workers = defaults;
+  r.set("name", n.name);
+  r.set("host", n.host);
+  r.set("port", n.port, 1, 65535);
+  r.set("bind", n.bind);
+  r.set("ssh", n.ssh);
+  r.set_path("tls_certificate", n.tls_certificate);
+  r.set_path("tls_key", n.tls_key);
+  if (const auto* w = r.table("workers")) {
+    toml_reader wr(*w, r.key_path("workers"), st);
+    read_workers(wr, n.workers, true);
+    wr.finish();
+  }
+  r.finish();
+}
+
+} // namespace
+
+bool read_config(const std::string& text, cluster_config& c, parse_state& st) {
+  toml::table root;
+  try {
+    root = toml::parse(text, st.file);
+  } catch (const toml::parse_error& e) {
+    st.add_at({static_cast<std::uint32_t>(e.source().begin.line),
+               static_cast<std::uint32_t>(e.source().begin.column)},
+              "", "TOML syntax: " + std::string(e.description()));
+    return false;
+  }
+  toml_reader r(root, "", st);
+  // [workers] first: nodes start from these defaults whatever the order in the file.
+  worker_group defaults;
+  if (const auto* t = r.table("workers")) {
+    toml_reader wr(*t, "workers", st);
+    read_workers(wr, defaults, true);
+    wr.finish();
+  }
+  if (const auto* t = r.table("cluster")) {
+    toml_reader cr(*t, "cluster", st);
+    read_cluster(cr, c);
+  } else {
+    st.add("", "missing [cluster] table (router_node and model_dir are required)");
+  }
+  if (const auto* t = r.table("gateway")) {
+    toml_reader g(*t, "gateway", st);
+    g.set("listen", c.gateway_listen);
+    g.set("max_per_connection", c.max_per_connection, 1, 1'000'000);
+    g.finish();
+  }
+  if (const auto* t = r.table("router")) {
+    toml_reader rr(*t, "router", st);
+    read_router(rr, c.router_cfg, st);
+  }
+  if (const auto* t = r.table("limits")) {
+    toml_reader lr(*t, "limits", st);
+    read_limits(lr, c.router_cfg.limits);
+  }
+  if (const auto* t = r.table("heartbeat")) {
+    toml_reader hr(*t, "heartbeat", st);
+    hr.set_duration("interval_ms", c.heartbeat_interval, 0, max_ms);
+    hr.set_duration("timeout_ms", c.heartbeat_timeout, 0, max_ms);
+    hr.finish();
+  }
+  if (const auto* t = r.table("reconnect")) {
+    toml_reader rc(*t, "reconnect", st);
+    rc.set_duration("initial_ms", c.reconnect_initial, 1, max_ms);
+    rc.set_duration("max_ms", c.reconnect_max, 1, max_ms);
+    rc.finish();
+  }
+  if (const auto* t = r.table("security")) {
+    toml_reader sr(*t, "security", st);
+    read_security(sr, c, st);
+  }
+  if (const auto* t = r.table("launch")) {
+    toml_reader lr(*t, "launch", st);
+    read_launch(lr, c.launch);
+  }
+  if (const auto* a = r.tables("nodes")) {
+    for (std::size_t i = 0; i < a->size(); ++i) {
+      toml_reader nr(*a->get(i)->as_table(), "nodes[" + std::to_string(i + 1) + "]", st);
+      node_config n;
+      read_node(nr, n, defaults, st);
+      c.nodes.push_back(std::move(n));
+    }
+  }
+  r.finish();
+  return true;
+}
+
+} // namespace lf::cluster::detail
