@@ -35,7 +35,7 @@ std::string join(const std::vector<config_issue>& issues) {
 } // namespace
 
 config_error::config_error(std::vector<config_issue> issues)
-    : std::runtime_error(join(issues)), issues_(std::move(issues)) {}
+    : std::invalid_argument(join(issues)), issues_(std::move(issues)) {}
 
 const node_config* cluster_config::find(const std::string& name) const {
   for (const auto& n : nodes)

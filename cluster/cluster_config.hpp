@@ -41,8 +41,9 @@ struct config_issue {
 /// "FILE:LINE:COL: KEY: reason" (parts that are unknown left out).
 std::string to_string(const config_issue& issue);
 
-/// Thrown by load_cluster_config: every problem of the file, in file order.
-class config_error : public std::runtime_error {
+/// Thrown by load_cluster_config: every problem of the file, in file order (an invalid_argument:
+/// `lorafleet` exits with status 2 for it, as for a bad flag).
+class config_error : public std::invalid_argument {
 public:
   explicit config_error(std::vector<config_issue> issues);
   const std::vector<config_issue>& issues() const noexcept { return issues_; }

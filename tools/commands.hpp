@@ -14,6 +14,9 @@ int cmd_make_model(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
 int cmd_client(int argc, char** argv);
 int cmd_status(int argc, char** argv);
+int cmd_node(int argc, char** argv);
+int cmd_launch(int argc, char** argv);
+int cmd_keygen(int argc, char** argv);
 int cmd_loadtest(int argc, char** argv);
 
 } // namespace lf::tools

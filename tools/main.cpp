@@ -21,6 +21,12 @@ commands:
               [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--stop STR]
               [--no-stream] [--timeout S]   send one request and stream the answer
   status      [ENDPOINT]   the cluster's workers, load and counters
+  node        CONFIG --name NODE [--drain-timeout S] [--ready-file PATH]
+              run one node of a cluster config (docs/cluster.md): the router node (router +
+              gateway + its workers) or a worker node (connects to the router node, reconnects)
+  launch      CONFIG [--dry-run] [--ready-file PATH]   start the config's local nodes as processes,
+              wait for every worker, print the client endpoint; Ctrl-C stops them all
+  keygen      --out DIR [--name NAME] [--force]   write a CURVE key pair NAME.public / NAME.secret
   loadtest    ENDPOINT | --self-host [serve flags]   [--arrival closed|poisson] [--concurrency N]
               [--rate R --burstiness B] [--sweep-concurrency 1,2,4 | --sweep-rate 1,2,4]
               [--requests N] [--duration S] [--input N|LO-HI] [--output N|LO-HI] [--prompts FILE]
@@ -66,6 +72,12 @@ int main(int argc, char** argv) {
       return lf::tools::cmd_client(argc, argv);
     if (cmd == "status")
       return lf::tools::cmd_status(argc, argv);
+    if (cmd == "node")
+      return lf::tools::cmd_node(argc, argv);
+    if (cmd == "launch")
+      return lf::tools::cmd_launch(argc, argv);
+    if (cmd == "keygen")
+      return lf::tools::cmd_keygen(argc, argv);
     if (cmd == "loadtest")
       return lf::tools::cmd_loadtest(argc, argv);
     std::cerr << "lorafleet: unknown command '" << cmd << "'\n" << usage;

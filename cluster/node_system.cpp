@@ -1,0 +1,116 @@
+#include "cluster/node_system.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/io/middleman_actor.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/openssl/manager.hpp>
+#include <caf/openssl/publish.hpp>
+#include <caf/openssl/remote_actor.hpp>
+
+#include "actors/system_config.hpp"
+
+namespace lf::cluster {
+
+node_system_config::node_system_config(const cluster_config& cfg, const node_config& node) {
+  actors::add_lorafleet_types(*this);
+  load<caf::io::middleman>();
+  if (cfg.heartbeat_interval.count() > 0) {
+    // Heartbeats are off by default in CAF 0.17; without them a frozen or unplugged peer is
+    // never noticed (a crashed one is, by its closed TCP connection).
+    set("middleman.heartbeat-interval", caf::timespan{cfg.heartbeat_interval});
+    set("middleman.connection-timeout", caf::timespan{cfg.heartbeat_timeout});
+  }
+  if (cfg.tls.enabled()) {
+    tls_ = true;
+    openssl_certificate = node.tls_certificate.empty() ? cfg.tls.certificate : node.tls_certificate;
+    openssl_key = node.tls_key.empty() ? cfg.tls.key : node.tls_key;
+    openssl_cafile = cfg.tls.ca_file;
+    openssl_passphrase = cfg.tls.passphrase;
+    load<caf::openssl::manager>();
+  }
+}
+
+caf::expected<std::uint16_t> publish_router(caf::actor_system& sys, const actors::router_actor& router,
+                                            const cluster_config& cfg, bool tls) {
+  const auto& node = cfg.router();
+  const char* in = node.bind == "0.0.0.0" || node.bind == "*" ? nullptr : node.bind.c_str();
+  // SO_REUSEADDR: a restarted router node binds its port at once, with old connections in
+  // TIME_WAIT.
+  if (tls)
+    return caf::openssl::publish(router, node.port, in, true);
+  return sys.middleman().publish(router, node.port, in, true);
+}
+
+caf::expected<actors::router_actor> connect_router(caf::actor_system& sys, const cluster_config& cfg,
+                                                   bool tls, std::chrono::milliseconds timeout) {
+  const auto& node = cfg.router();
+  // The middleman actor's connect, with a timeout: middleman().remote_actor() waits for ever
+  // when the peer accepts TCP but never answers the handshake (a frozen process).
+  caf::io::middleman_actor mm = tls ? sys.openssl_manager().actor_handle() : sys.middleman().actor_handle();
+  caf::expected<actors::router_actor> out{caf::make_error(caf::sec::request_timeout)};
+  caf::scoped_actor self{sys};
+  self->request(mm, timeout, caf::connect_atom::value, node.host, node.port)
+    .receive(
+      [&](const caf::node_id&, caf::strong_actor_ptr& ptr, const std::set<std::string>& ifs) {
+        if (!ptr)
+          out = caf::make_error(caf::sec::no_actor_published_at_port, node.port);
+        else if (!sys.assignable<actors::router_actor>(ifs))
+          out = caf::make_error(caf::sec::unexpected_actor_messaging_interface);
+        else
+          out = caf::actor_cast<actors::router_actor>(std::move(ptr));
+      },
+      [&](caf::error& e) { out = std::move(e); });
+  return out;
+}
+
+worker::worker_settings worker_settings_for(const cluster_config& cfg, const worker_group& g) {
+  worker::worker_settings s;
+  s.model_dir = cfg.model_dir;
+  s.tokenizer_dir = cfg.tokenizer_dir;
+  s.adapter_dir = cfg.adapter_dir;
+  s.threads = g.threads;
+  s.dtype = g.dtype;
+  s.kv_budget_mb = g.kv_cache_mb;
+  s.block_size = g.block_size;
+  s.max_seqs = g.max_seqs;
+  s.max_batched_tokens = g.max_batched_tokens;
+  s.prefix_cache = g.prefix_cache;
+  s.adapter_budget_mb = g.adapter_cache_mb;
+  s.max_adapters = g.max_adapters;
+  return s;
+}
+
+actors::router_config router_config_for(const cluster_config& cfg) {
+  actors::router_config r;
+  r.placement = cfg.router_cfg.placement;
+  r.max_queue = cfg.router_cfg.queue_limit;
+  r.max_inflight_per_worker = cfg.router_cfg.max_inflight_per_worker;
+  r.retry_after_ms = cfg.router_cfg.retry_after_ms;
+  r.limits = cfg.router_cfg.limits;
+  return r;
+}
+
+router::gateway_options gateway_options_for(const cluster_config& cfg) {
+  router::gateway_options g;
+  g.endpoint = cfg.gateway_listen;
+  g.max_per_connection = cfg.max_per_connection;
+  g.curve_public_key = cfg.clients.public_key;
+  g.curve_secret_key = cfg.clients.secret_key;
+  g.allowed_client_keys = cfg.clients.allowed_keys;
+  return g;
+}
+
+std::vector<std::shared_ptr<worker::worker_runtime>> load_workers(const cluster_config& cfg,
+                                                                  const worker_group& group,
+                                                                  std::uint32_t count) {
+  const auto s = worker_settings_for(cfg, group);
+  if (auto err = worker::check_settings(s); !err.empty())
+    throw std::invalid_argument(err);
+  std::vector<std::shared_ptr<worker::worker_runtime>> out;
+  for (std::uint32_t i = 0; i < count; ++i)
+    out.push_back(std::make_shared<worker::worker_runtime>(s));
+  return out;
+}
+
+} // namespace lf::cluster

@@ -1,0 +1,66 @@
+#pragma once
+/// What every node process of a cluster shares: its actor-system config (message types,
+/// middleman, heartbeats, TLS), the way it publishes or reaches the router (plain BASP or CAF's
+/// OpenSSL module), and the worker / router / gateway settings derived from the cluster config.
+///
+///   node_system_config cfg(cluster, node);   // middleman + heartbeats (+ OpenSSL with TLS)
+///   caf::actor_system sys{cfg};
+///   auto router = connect_router(sys, cluster);   // worker nodes
+///   publish_router(sys, router, cluster);         // the router node
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include <caf/actor_system_config.hpp>
+#include <caf/expected.hpp>
+
+#include "actors/router_actor.hpp"
+#include "cluster/cluster_config.hpp"
+#include "router/gateway.hpp"
+#include "worker/worker_runtime.hpp"
+
+namespace lf::cluster {
+
+/// Writes one log line (the node prefixes nothing; `lorafleet launch` prefixes the node's name).
+using log_fn = std::function<void(const std::string&)>;
+
+/// The actor-system config of one node: lorafleet's message types, the middleman with
+/// `middleman.heartbeat-interval` / `middleman.connection-timeout` from [heartbeat], and with
+/// [security.nodes] the OpenSSL module with this node's certificate, key and the cluster CA
+/// (mutual TLS: both sides must present a certificate signed by the CA).
+class node_system_config : public caf::actor_system_config {
+public:
+  node_system_config(const cluster_config& cfg, const node_config& node);
+  /// Is TLS on for this node?
+  bool tls() const noexcept { return tls_; }
+
+private:
+  bool tls_ = false;
+};
+
+/// Publishes the router on the router node's CAF port (its `bind` address), through TLS when on.
+caf::expected<std::uint16_t> publish_router(caf::actor_system& sys, const actors::router_actor& router,
+                                            const cluster_config& cfg, bool tls);
+
+/// A handle on the router node's router, through TLS when on; blocks up to `timeout`.
+caf::expected<actors::router_actor> connect_router(caf::actor_system& sys, const cluster_config& cfg,
+                                                   bool tls, std::chrono::milliseconds timeout);
+
+/// The settings of one worker of `group` (model, tokenizer and adapters from the cluster).
+worker::worker_settings worker_settings_for(const cluster_config& cfg, const worker_group& group);
+
+/// The router's settings from [router] and [limits].
+actors::router_config router_config_for(const cluster_config& cfg);
+
+/// The gateway's settings from [gateway] and [security.clients].
+router::gateway_options gateway_options_for(const cluster_config& cfg);
+
+/// Loads `count` worker runtimes of `group` (the model, once per worker); throws like
+/// worker_runtime does, naming the file.
+std::vector<std::shared_ptr<worker::worker_runtime>> load_workers(const cluster_config& cfg,
+                                                                  const worker_group& group,
+                                                                  std::uint32_t count);
+
+} // namespace lf::cluster

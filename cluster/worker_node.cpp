@@ -1,0 +1,154 @@
+#include "cluster/worker_node.hpp"
+
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+
+#include <caf/actor_system.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+
+#include "actors/worker_actor.hpp"
+#include "cluster/launch_plan.hpp"
+
+namespace lf::cluster {
+
+namespace {
+using clock = std::chrono::steady_clock;
+}
+
+struct worker_node::impl {
+  const cluster_config& cfg;
+  const node_config& self;
+  log_fn log;
+  node_system_config sys_cfg;
+  caf::actor_system sys{sys_cfg};
+  std::vector<std::shared_ptr<worker::worker_runtime>> runtimes;
+
+  std::mutex m;
+  std::condition_variable cv;
+  bool stopping = false;
+
+  impl(const cluster_config& c, const node_config& s, log_fn l)
+      : cfg(c), self(s), log(std::move(l)), sys_cfg(c, s) {}
+
+  /// Waits `d` or until stop(); true when stopping.
+  bool wait(std::chrono::milliseconds d) {
+    std::unique_lock<std::mutex> lk(m);
+    return cv.wait_for(lk, d, [&] { return stopping; });
+  }
+
+  bool stop_requested() {
+    std::lock_guard<std::mutex> lk(m);
+    return stopping;
+  }
+
+  std::string router_address() const {
+    return cfg.router().host + ":" + std::to_string(cfg.router().port);
+  }
+
+  /// Serves with `router` until it is lost (returns true) or stop() (returns false).
+  bool serve(const actors::router_actor& router, backoff& retry);
+};
+
+bool worker_node::impl::serve(const actors::router_actor& router, backoff& retry) {
+  caf::scoped_actor me{sys};
+  me->monitor(router);  // a proxy of a router that is already gone reports down at once
+  std::vector<actors::worker_actor> workers(runtimes.size());
+  std::vector<std::optional<clock::time_point>> respawn_at(runtimes.size(), clock::now());
+  std::vector<std::string> why(runtimes.size());  ///< why a worker actor ended
+  bool lost = false;
+  while (!lost && !stop_requested()) {
+    for (std::size_t i = 0; i < workers.size(); ++i) {
+      if (!respawn_at[i] || clock::now() < *respawn_at[i])
+        continue;
+      actors::worker_options o;
+      o.name = self.name + "/" + std::to_string(i + 1);
+      if (!why[i].empty())
+        log("worker " + o.name + " ended (" + why[i] + "); starting it again");
+      o.report_interval = self.workers.report_interval;
+      workers[i] = actors::spawn_worker(sys, actors::backend_of(runtimes[i]), router, o);
+      me->monitor(workers[i]);
+      respawn_at[i].reset();
+    }
+    me->receive(
+      [&](caf::down_msg& dm) {
+        if (dm.source == router.address()) {
+          lost = true;
+          log("lost the router at " + router_address() + " (" + sys.render(dm.reason) + ")");
+          return;
+        }
+        for (std::size_t i = 0; i < workers.size(); ++i) {
+          if (workers[i] && dm.source == workers[i].address()) {
+            // Registration refused or the actor failed while the router lives: start it again
+            // later. When the router is gone too, its own down_msg ends this loop first.
+            why[i] = sys.render(dm.reason);
+            workers[i] = nullptr;
+            respawn_at[i] = clock::now() + retry.next();
+          }
+        }
+      },
+      caf::after(std::chrono::milliseconds(100)) >> [] {});
+  }
+  for (auto& w : workers)
+    if (w)
+      caf::anon_send_exit(w, caf::exit_reason::user_shutdown);  // cancels what they hold
+  return lost;
+}
+
+worker_node::worker_node(const cluster_config& cfg, const node_config& self, log_fn log)
+    : impl_(std::make_unique<impl>(cfg, self, std::move(log))) {
+  auto& st = *impl_;
+  st.log("loading " + std::to_string(self.workers.count) + " worker(s) from " + cfg.model_dir);
+  st.runtimes = load_workers(cfg, self.workers, self.workers.count);
+}
+
+worker_node::~worker_node() {
+  stop();
+  for (auto& rt : impl_->runtimes)
+    rt->loop().stop(false);
+}
+
+void worker_node::stop() {
+  {
+    std::lock_guard<std::mutex> lk(impl_->m);
+    impl_->stopping = true;
+  }
+  impl_->cv.notify_all();
+}
+
+void worker_node::run() {
+  auto& st = *impl_;
+  backoff retry(st.cfg.reconnect_initial, st.cfg.reconnect_max);
+  // A connect attempt may take as long as a peer may stay silent, but not less than 5 s.
+  const auto connect_timeout = std::max<std::chrono::milliseconds>(std::chrono::seconds(5), st.cfg.heartbeat_timeout);
+  std::uint32_t failures = 0;
+  while (!st.stop_requested()) {
+    auto router = connect_router(st.sys, st.cfg, st.sys_cfg.tls(), connect_timeout);
+    if (!router) {
+      const auto d = retry.next();
+      ++failures;
+      if ((failures & (failures - 1)) == 0)  // the 1st, 2nd, 4th, 8th ... failure
+        st.log("cannot reach the router at " + st.router_address() + " (" + st.sys.render(router.error())
+               + "); next try in " + std::to_string(d.count()) + " ms");
+      if (st.wait(d))
+        break;
+      continue;
+    }
+    failures = 0;
+    retry.reset();
+    ++connections_;
+    st.log("connected to the router at " + st.router_address() + (st.sys_cfg.tls() ? " (mutual TLS)" : "")
+           + "; registering " + std::to_string(st.runtimes.size()) + " worker(s)");
+    if (!st.serve(*router, retry))
+      break;
+    st.log("reconnecting");
+    if (st.wait(retry.next()))
+      break;
+  }
+  st.log("stopping " + std::to_string(st.runtimes.size()) + " worker(s)");
+  for (auto& rt : st.runtimes)
+    rt->loop().stop(false);
+}
+
+} // namespace lf::cluster
