@@ -52,6 +52,13 @@ struct gateway_cluster {
   std::string endpoint() const { return cluster->endpoint(); }
 };
 
+/// Client options for `endpoint`, everything else default.
+inline client::client_options opts_for(const std::string& endpoint) {
+  client::client_options o;
+  o.endpoint = endpoint;
+  return o;
+}
+
 /// A greedy request ignoring EOS, so its length is exactly `max_tokens`.
 inline proto::submit_msg greedy(std::string prompt, int max_tokens,
                                 proto::client_request_id id = proto::client_request_id{0}) {

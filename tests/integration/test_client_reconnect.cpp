@@ -72,7 +72,7 @@ TEST_CASE("memory stays flat across repeated overload bursts", "[gateway][model]
   rc.max_queue = 16;
   rc.max_inflight_per_worker = 8;
   gateway_cluster gc(rc, 1);
-  client::client c({gc.endpoint()});
+  client::client c(opts_for(gc.endpoint()));
   auto burst = [&] {
     std::vector<std::future<client::result>> fs;
     for (int i = 0; i < 400; ++i)

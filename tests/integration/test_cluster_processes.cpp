@@ -54,7 +54,7 @@ std::pair<int, int> check_terminals(const std::vector<std::unique_ptr<load_clien
 
 } // namespace
 
-TEST_CASE("three nodes as processes: a worker node killed under load; every request ends once; it rejoins and gets work",
+TEST_CASE("three nodes as processes: a worker node killed under load, every request ends once, it rejoins and gets work",
           "[cluster][processes]") {
   launched_cluster c(three_nodes);
   const auto before = c.stats();
@@ -110,7 +110,7 @@ TEST_CASE("three nodes as processes: a worker node killed under load; every requ
   CHECK_THAT(c.log(), Catch::Matchers::Contains("[launch] stopped"));
 }
 
-TEST_CASE("three nodes as processes: a frozen worker node is dropped within the heartbeat timeout; the router node restarts",
+TEST_CASE("three nodes as processes: a frozen worker node is dropped within the heartbeat timeout, the router node restarts",
           "[cluster][processes]") {
   launched_cluster c(three_nodes);
   const auto pids = c.pids();

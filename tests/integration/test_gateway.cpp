@@ -15,7 +15,7 @@ TEST_CASE("200 concurrent requests from 4 clients: one terminal each, same text 
   // Each prompt alone first (one request in the whole cluster at a time).
   std::vector<std::string> alone;
   {
-    client::client c({gc.endpoint()});
+    client::client c(opts_for(gc.endpoint()));
     for (std::size_t i = 0; i < prompts().size(); ++i) {
       auto r = c.submit(greedy(prompts()[i], 12)).get();
       REQUIRE(r.ok());
@@ -25,7 +25,7 @@ TEST_CASE("200 concurrent requests from 4 clients: one terminal each, same text 
   constexpr int per_client = 50;
   std::vector<std::unique_ptr<client::client>> clients;
   for (int k = 0; k < 4; ++k)
-    clients.push_back(std::make_unique<client::client>(client::client_options{gc.endpoint()}));
+    clients.push_back(std::make_unique<client::client>(opts_for(gc.endpoint())));
   std::mutex m;
   std::map<std::pair<int, std::uint64_t>, std::string> streamed;
   std::vector<std::pair<std::pair<int, std::uint64_t>, std::size_t>> sent;
@@ -69,7 +69,7 @@ TEST_CASE("an overload burst gets `overloaded` at once for the excess, the rest 
   rc.max_queue = 8;
   rc.max_inflight_per_worker = 4;
   gateway_cluster gc(rc);
-  client::client c({gc.endpoint()});
+  client::client c(opts_for(gc.endpoint()));
   std::vector<std::future<client::result>> fs;
   const int burst = 2 * (8 + 2 * 4);
   for (int i = 0; i < burst; ++i)
@@ -95,7 +95,7 @@ TEST_CASE("an overload burst gets `overloaded` at once for the excess, the rest 
 TEST_CASE("cancel while streaming, cancel of an unknown id, and a vanished client",
           "[gateway][model]") {
   gateway_cluster gc;
-  client::client c({gc.endpoint()});
+  client::client c(opts_for(gc.endpoint()));
   std::promise<void> first_token;
   std::atomic<bool> once{false};
   client::stream_callbacks cb;
@@ -149,7 +149,7 @@ TEST_CASE("cancel while streaming, cancel of an unknown id, and a vanished clien
 
 TEST_CASE("a worker killed mid-batch: every request ends once, none hangs", "[gateway][model]") {
   gateway_cluster gc;
-  client::client c({gc.endpoint()});
+  client::client c(opts_for(gc.endpoint()));
   std::vector<std::future<client::result>> fs;
   for (int i = 0; i < 24; ++i)
     fs.push_back(c.submit(greedy(prompts()[static_cast<std::size_t>(i) % prompts().size()], 64)));

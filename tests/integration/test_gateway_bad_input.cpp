@@ -26,7 +26,7 @@ void expect_error_reply(raw_client& raw, serve_errc code, const std::string& wha
 
 TEST_CASE("malformed frames get errors while another client is served", "[gateway][model]") {
   gateway_cluster gc({}, 1);
-  client::client good({gc.endpoint()});
+  client::client good(opts_for(gc.endpoint()));
   auto background = good.submit(greedy("Once upon a time", 48));
   raw_client raw(gc.endpoint());
 
