@@ -18,5 +18,8 @@ int cmd_node(int argc, char** argv);
 int cmd_launch(int argc, char** argv);
 int cmd_keygen(int argc, char** argv);
 int cmd_loadtest(int argc, char** argv);
+int cmd_train(int argc, char** argv);
+int cmd_train_lora(int argc, char** argv);
+int cmd_eval_loss(int argc, char** argv);
 
 } // namespace lf::tools

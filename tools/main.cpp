@@ -47,6 +47,15 @@ commands:
               write a random PEFT LoRA adapter for the base model in DIR
   make-model  --out DIR [--layers N --heads N --embd N --context N --seed S --dtype f32|f16|bf16
               --init-std X --prefix]   write a random GPT-2 checkpoint with the tokenizer files
+  train       --corpus FILE[,FILE] --out DIR [--layers N --heads N --embd N --context N --steps N
+              --batch N --micro-batch N --lr X --warmup N --val-fraction F --mix-power P
+              --eval-every N --eval-tokens N --dropout P --seed S --threads N --dtype bf16|f32
+              --save-dtype f32|f16|bf16 --resume --stop-after N]
+              pretrain a GPT-2 on text (AdamW, warmup + cosine, held-out split, checkpoints)
+  train-lora  --base DIR --corpus FILE --out DIR [--rank R --alpha A --targets c_attn,c_proj,c_fc
+              --steps N --lr X ... as train]   train a PEFT LoRA adapter on a frozen base model
+  eval-loss   --model DIR [--adapter DIR] --corpus FILE[,FILE] [--val-fraction F --context N
+              --eval-tokens N --dtype f32|bf16]   held-out loss per corpus file, split as train does
 )";
 
 } // namespace
@@ -80,6 +89,12 @@ int main(int argc, char** argv) {
       return lf::tools::cmd_keygen(argc, argv);
     if (cmd == "loadtest")
       return lf::tools::cmd_loadtest(argc, argv);
+    if (cmd == "train")
+      return lf::tools::cmd_train(argc, argv);
+    if (cmd == "train-lora")
+      return lf::tools::cmd_train_lora(argc, argv);
+    if (cmd == "eval-loss")
+      return lf::tools::cmd_eval_loss(argc, argv);
     std::cerr << "lorafleet: unknown command '" << cmd << "'\n" << usage;
     return 2;
   } catch (const std::invalid_argument& e) {
