@@ -9,6 +9,7 @@
 #include <caf/openssl/remote_actor.hpp>
 
 #include "actors/system_config.hpp"
+#include "cluster/openssl_guard.hpp"
 
 namespace lf::cluster {
 
@@ -27,6 +28,9 @@ node_system_config::node_system_config(const cluster_config& cfg, const node_con
     openssl_key = node.tls_key.empty() ? cfg.tls.key : node.tls_key;
     openssl_cafile = cfg.tls.ca_file;
     openssl_passphrase = cfg.tls.passphrase;
+    if (!openssl_guard_active())
+      throw std::runtime_error("TLS: the OpenSSL error-queue workaround is not active in this "
+                               "executable (cluster/openssl_guard.hpp); refusing to run TLS");
     load<caf::openssl::manager>();
   }
 }

@@ -115,7 +115,7 @@ allowed_key_files = ["keys/alice.public", "keys/launcher.public"]
   REQUIRE(c.stop(60s));
 }
 
-TEST_CASE("mutual TLS between nodes: nodes with the cluster CA's certificates serve; a node with another CA's or none is refused",
+TEST_CASE("mutual TLS between nodes: nodes with the cluster CA's certificates serve, a node with another CA's or none is refused",
           "[cluster][processes][security]") {
   if (!run_to_end({"openssl", "version"}, 10s)) {
     WARN("skipped: no openssl command to make certificates with");
