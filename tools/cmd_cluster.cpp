@@ -15,6 +15,7 @@
 #include "router/local_cluster.hpp"
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
+#include "tools/curve_flags.hpp"
 #include "tools/serve_options.hpp"
 
 namespace lf::tools {
@@ -60,7 +61,7 @@ int cmd_client(int argc, char** argv) {
   client::client_options co;
   co.endpoint = a.str("endpoint", "tcp://127.0.0.1:5555");
   co.request_timeout = std::chrono::milliseconds(static_cast<long>(a.real("timeout", 300) * 1000));
-  co.server_public_key = a.str("server-key");
+  apply_curve_flags(a, co);
   proto::submit_msg m;
   m.prompt = a.str("prompt");
   const auto system = a.str("system"), user = a.str("user");
@@ -112,7 +113,7 @@ int cmd_status(int argc, char** argv) {
   auto endpoint = a.positional().empty() ? a.str("endpoint", "tcp://127.0.0.1:5555") : a.positional()[0];
   client::client_options co;
   co.endpoint = endpoint;
-  co.server_public_key = a.str("server-key");
+  apply_curve_flags(a, co);
   a.finish();
   client::client c(co);
   auto rtt = c.ping(std::chrono::seconds(5));

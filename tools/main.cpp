@@ -21,6 +21,7 @@ commands:
               [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--stop STR]
               [--no-stream] [--timeout S]   send one request and stream the answer
   status      [ENDPOINT]   the cluster's workers, load and counters
+              client and status, CURVE: [--server-key KEY|FILE] [--client-key DIR/NAME] (keygen's pair)
   node        CONFIG --name NODE [--drain-timeout S] [--ready-file PATH]
               run one node of a cluster config (docs/cluster.md): the router node (router +
               gateway + its workers) or a worker node (connects to the router node, reconnects)
