@@ -22,6 +22,7 @@ public:
   child_process(const child_process&) = delete;
   child_process& operator=(const child_process&) = delete;
 
+  /// The child's process id.
   pid_t pid() const noexcept { return pid_; }
   /// The read end of the output pipe (non-blocking); -1 after EOF.
   int output_fd() const noexcept { return fd_; }
@@ -31,6 +32,7 @@ public:
   void signal(int sig) noexcept;
   /// Reaps the child if it has exited (non-blocking); its wait status then.
   std::optional<int> poll_exit() noexcept;
+  /// Not reaped yet (call poll_exit() to find out whether it ended).
   bool running() const noexcept { return !status_; }
 
 private:

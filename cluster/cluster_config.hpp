@@ -45,7 +45,9 @@ std::string to_string(const config_issue& issue);
 /// `lorafleet` exits with status 2 for it, as for a bad flag).
 class config_error : public std::invalid_argument {
 public:
+  /// what() lists the issues, one per line.
   explicit config_error(std::vector<config_issue> issues);
+  /// The issues, in file order.
   const std::vector<config_issue>& issues() const noexcept { return issues_; }
 
 private:
@@ -94,6 +96,7 @@ struct router_settings {
 struct client_security {
   std::string public_key, secret_key;         ///< the gateway's key pair; empty: plaintext
   std::vector<std::string> allowed_keys;      ///< client public keys; empty: any CURVE client
+  /// CURVE is on.
   bool enabled() const noexcept { return !secret_key.empty(); }
 };
 
@@ -101,6 +104,7 @@ struct client_security {
 struct node_security {
   std::string certificate, key, ca_file;  ///< PEM files (absolute after loading)
   std::string passphrase;                 ///< of the key, if it is encrypted
+  /// TLS is on.
   bool enabled() const noexcept { return !ca_file.empty(); }
 };
 

@@ -28,10 +28,9 @@ struct launch_options {
   std::string self_binary;  ///< the lorafleet executable the local nodes run
   std::string ready_file;   ///< written once the cluster is ready; empty: none
   bool dry_run = false;     ///< print the plan and exit
-  /// Log level passed through to nothing yet; output goes to stdout, one line at a time.
 };
 
-/// Runs a launch to its end; returns the process exit status (0 after a clean stop, 1 when the
+/// Runs a launch to its end (output: stdout, one line at a time); returns the process exit status (0 after a clean stop, 1 when the
 /// cluster did not become ready or could not start). Blocks SIGINT and SIGTERM in the calling
 /// thread and reads them through a signalfd.
 int run_launch(const cluster_config& cfg, const launch_options& opts);

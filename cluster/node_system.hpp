@@ -32,6 +32,8 @@ using log_fn = std::function<void(const std::string&)>;
 /// (mutual TLS: both sides must present a certificate signed by the CA).
 class node_system_config : public caf::actor_system_config {
 public:
+  /// The config of `node` of `cfg`; throws std::runtime_error when TLS is on but cannot be made
+  /// safe (cluster/openssl_guard.hpp).
   node_system_config(const cluster_config& cfg, const node_config& node);
   /// Is TLS on for this node?
   bool tls() const noexcept { return tls_; }

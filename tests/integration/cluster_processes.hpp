@@ -41,7 +41,9 @@ public:
   /// SIGKILLs the launcher if still running (its nodes get SIGTERM from the kernel).
   ~launched_cluster();
 
+  /// The temp dir with the model, the config and the ready file.
   const temp_dir& dir() const { return dir_; }
+  /// Where clients connect.
   std::string endpoint() const { return endpoint_; }
   /// pid of each node process as the ready file says now.
   std::map<std::string, pid_t> pids() const;
@@ -87,7 +89,9 @@ public:
   void stop_submitting() { submitting_ = false; }
   /// Waits until every submitted request has its terminal reply.
   bool wait_all_ended(std::chrono::milliseconds limit);
+  /// Every request so far, by id.
   std::map<std::uint64_t, request_record> records() const;
+  /// Requests without their terminal reply yet.
   int live() const;
 
 private:
