@@ -86,6 +86,16 @@ void check_nodes(cluster_config& c, parse_state& st) {
   }
   if (workers == 0)
     st.add("nodes", "no workers on any node");
+  // Nodes on other machines reach the router node at its host: it cannot be a loopback name.
+  if (const auto* r = c.find(c.router_node); r && host_key(r->host) == "loopback") {
+    for (std::size_t i = 0; i < c.nodes.size(); ++i)
+      if (!c.nodes[i].host.empty() && host_key(c.nodes[i].host) != "loopback") {
+        st.add("nodes[" + std::to_string(i + 1) + "].host",
+               "node \"" + c.nodes[i].name + "\" is on " + c.nodes[i].host + " but the router node's host is "
+                 + r->host + ", which only reaches this machine (give the router node a real address)");
+        break;
+      }
+  }
   // The gateway's port must not be a CAF port of the router's machine.
   if (auto ep = parse_endpoint(c.gateway_listen); ep && ep->transport == "tcp") {
     if (const auto* r = c.find(c.router_node)) {

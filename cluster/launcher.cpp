@@ -1,5 +1,6 @@
 #include "cluster/launcher.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <csignal>
@@ -222,6 +223,9 @@ int launch_run::run(std::vector<node_start> plan) {
   if (sfd < 0)
     throw std::runtime_error("signalfd failed");
 
+  // Nodes started by hand on other hosts may come late: then the ready timeout only warns.
+  const bool manual_nodes = std::any_of(plan.begin(), plan.end(),
+                                        [](const node_start& s) { return s.mode == start_mode::manual; });
   for (auto& s : plan) {
     if (s.mode == start_mode::manual)
       continue;
@@ -273,7 +277,7 @@ int launch_run::run(std::vector<node_start> plan) {
         say("launch", "cluster \"" + cfg_.name + "\" ready: " + std::to_string(cfg_.total_workers())
                         + " worker(s) on " + std::to_string(cfg_.nodes.size())
                         + " node(s); clients connect to " + client_endpoint(cfg_) + "; Ctrl-C stops it");
-      } else if (clock::now() > ready_by) {
+      } else if (clock::now() > ready_by && !manual_nodes) {
         say("launch", "not ready after " + std::to_string(cfg_.launch.ready_timeout.count()) + " s ("
                         + std::to_string(std::max(0, probe->workers())) + " of "
                         + std::to_string(cfg_.total_workers()) + " workers registered); stopping");
@@ -281,9 +285,11 @@ int launch_run::run(std::vector<node_start> plan) {
         enter(phase::stopping_router);
       } else if (clock::now() - last_report > 10s) {
         last_report = clock::now();
-        say("launch", "waiting for workers: " + (probe->workers() < 0 ? std::string("gateway not answering yet")
-                                                                       : std::to_string(probe->workers()) + " of "
-                                                                           + std::to_string(cfg_.total_workers())));
+        say("launch", "waiting for workers: "
+                        + (probe->workers() < 0 ? std::string("gateway not answering yet")
+                                                : std::to_string(probe->workers()) + " of "
+                                                    + std::to_string(cfg_.total_workers()))
+                        + (manual_nodes ? " (start the nodes on the other hosts with the commands above)" : ""));
       }
     }
     step_phase();

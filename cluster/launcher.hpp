@@ -7,7 +7,8 @@
 ///       v
 ///   [ready]     "clients connect to tcp://..." printed, --ready-file written
 ///       │       a node process that dies is started again (restart = true) after a backoff
-///       │ SIGINT / SIGTERM (or the ready timeout in [starting]: exit status 1)
+///       │ SIGINT / SIGTERM (or the ready timeout in [starting]: exit status 1; with nodes
+///       │ to be started by hand on other hosts the timeout only warns, launch keeps waiting)
 ///       v
 ///   [stopping router]  SIGTERM to the router node (it drains its requests); SIGKILL after stop_timeout
 ///   [stopping workers] SIGTERM to the other nodes; SIGKILL after stop_timeout

@@ -16,6 +16,7 @@
 #include <zmq.h>
 
 #include "cluster/child_process.hpp"
+#include "cluster/endpoints.hpp"
 #include "cluster/launcher.hpp"
 #include "cluster/router_node.hpp"
 #include "cluster/worker_node.hpp"
@@ -83,7 +84,9 @@ int cmd_node(int argc, char** argv) {
   if (name == cfg.router_node) {
     log_line("router node \"" + name + "\" of cluster \"" + cfg.name + "\" starting");
     cluster::router_node rn(cfg, *node, log_line);
-    log_line("ready: clients connect to " + rn.endpoint() + "; SIGINT/SIGTERM drains and stops");
+    // A wildcard bind ("tcp://0.0.0.0:5555") is reached at the router node's host.
+    const auto ep = rn.endpoint().find("0.0.0.0") == std::string::npos ? rn.endpoint() : cluster::client_endpoint(cfg);
+    log_line("ready: clients connect to " + ep + "; SIGINT/SIGTERM drains and stops");
     if (!ready_file.empty())
       std::ofstream(ready_file) << rn.endpoint() << "\n";
     sigwait(&sigs, &sig);

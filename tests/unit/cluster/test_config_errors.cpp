@@ -141,17 +141,21 @@ TEST_CASE("nodes: duplicate names, unknown router node, port clashes", "[cluster
   i = d.issue(with("\n[[nodes]]\nname = \"w1\"\nhost = \"localhost\"\nport = 4200\n"));
   CHECK(i.key == "nodes[2].port");
   CHECK(i.reason == "port 4200 on localhost is already used by node \"head\"");
-  // Other machines may reuse a port.
-  CHECK(d.load(with("\n[[nodes]]\nname = \"w1\"\nhost = \"10.1.1.1\"\nport = 4200\n")).nodes.size() == 2);
+  // Other machines may reuse a port, but must be able to reach the router node.
+  auto far = replaced("host = \"127.0.0.1\"", "host = \"10.1.1.0\"");
+  CHECK(d.load(far + "\n[[nodes]]\nname = \"w1\"\nhost = \"10.1.1.1\"\nport = 4200\n").nodes.size() == 2);
+  i = d.issue(with("\n[[nodes]]\nname = \"w1\"\nhost = \"10.1.1.1\"\n"));
+  CHECK(i.key == "nodes[2].host");
+  CHECK_THAT(i.reason, Contains("only reaches this machine"));
 
   i = d.issue(with("\n[gateway]\nlisten = \"tcp://*:4200\"\n"));
   CHECK(i.key == "gateway.listen");
   CHECK_THAT(i.reason, Contains("\"head\"'s CAF port"));
 
   CHECK(d.issue(replaced("port = 4200", "")).reason == "the router node needs a port (worker nodes connect to it there)");
-  CHECK(d.issue(with("\n[[nodes]]\nname = \"w 1\"\nhost = \"10.1.1.1\"\n")).key == "nodes[2].name");
+  CHECK(d.issue(with("\n[[nodes]]\nname = \"w 1\"\nhost = \"localhost\"\n")).key == "nodes[2].name");
   CHECK(d.issue(replaced("host = \"127.0.0.1\"", "")).reason == "missing host");
-  i = d.issue(with("\n[[nodes]]\nname = \"w1\"\nhost = \"10.1.1.1\"\n[nodes.workers]\ncount = 0\n"));
+  i = d.issue(with("\n[[nodes]]\nname = \"w1\"\nhost = \"localhost\"\n[nodes.workers]\ncount = 0\n"));
   CHECK(i.key == "nodes[2].workers.count");
   CHECK(d.issue(replaced("count = 2", "count = 0")).reason == "no workers on any node");
   CHECK_THAT(d.issue("[cluster]\nrouter_node = \"x\"\nmodel_dir = \"model\"\n").reason, Contains("no [[nodes]]"));

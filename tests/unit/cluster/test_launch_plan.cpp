@@ -40,7 +40,9 @@ TEST_CASE("loopback names are one machine; this host's names are local", "[clust
 
 TEST_CASE("a launch plan starts local nodes, ssh nodes, and prints the rest", "[cluster][launch]") {
   test::config_dir d;
-  auto c = d.load(std::string(test::minimal_config) + R"(
+  std::string head = test::minimal_config;
+  head.replace(head.find("127.0.0.1"), 9, "box7");
+  auto c = d.load(head + R"(
 [gateway]
 listen = "tcp://0.0.0.0:5555"
 [launch]
@@ -62,7 +64,7 @@ name = "mine"
 host = "box7"
 port = 4300
 )");
-  CHECK(client_endpoint(c) == "tcp://127.0.0.1:5555");
+  CHECK(client_endpoint(c) == "tcp://box7:5555");  // the wildcard becomes the router node's host
   auto plan = plan_launch(c, "/usr/bin/lorafleet", {"box7"});
   REQUIRE(plan.size() == 4);
   CHECK(plan[0].node == "head");  // the router node first
