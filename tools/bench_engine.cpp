@@ -1,6 +1,7 @@
 // bench_engine: the GPT-2 engine's speed on this machine, as a program (not a test).
 //
 //   bench_engine [--model DIR] [--threads N] [--dtype f32|bf16] [--json FILE] [--quick]
+//                [--kv-compare-tokens N (default 256; 0 skips KV cache vs no cache)]
 //
 // Without --model it writes a GPT-2-124M-shaped random checkpoint to a temporary directory first.
 // Prints: memory read bandwidth, load RSS, prefill tokens/s (128-token prompts), decode tokens/s at
@@ -110,6 +111,7 @@ int main(int argc, char** argv) try {
   auto model_dir = a.str("model");
   auto json_path = a.str("json");
   bool quick = a.has("quick");
+  const auto kv_tokens = a.integer("kv-compare-tokens", quick ? 64 : 256);  // 0: skip the comparison
   a.finish();
   nlohmann::json report;
   report["threads"] = threads;
@@ -190,25 +192,27 @@ int main(int argc, char** argv) try {
               << std::setw(9) << tps / tps1 << "x\n" << std::setprecision(1);
   }
 
-  auto tok = tokenizer::from_dir(LF_TOKENIZER_DIR);
-  generation_request req;
-  req.prompt = tok.encode("The history of the world is a long and complicated story of");
-  req.params.temperature = 0;
-  req.params.ignore_eos = true;
-  req.params.max_tokens = quick ? 64 : 256;
-  std::cout << "\nKV cache vs no cache, " << req.params.max_tokens << " generated tokens, batch 1:\n";
-  for (bool kv : {true, false}) {
-    generate_options o;
-    o.use_kv_cache = kv;
-    auto t = clock_type::now();
-    auto r = generate(m, tok, {req}, o);
-    double s = seconds_since(t);
-    report[kv ? "kv_cache_seconds" : "no_cache_seconds"] = s;
-    std::cout << "  " << (kv ? "kv cache" : "no cache") << ": " << std::setprecision(2) << s
-              << " s (" << r.timing.generated_tokens / s << " tokens/s)\n";
+  if (kv_tokens > 0) {
+    auto tok = tokenizer::from_dir(LF_TOKENIZER_DIR);
+    generation_request req;
+    req.prompt = tok.encode("The history of the world is a long and complicated story of");
+    req.params.temperature = 0;
+    req.params.ignore_eos = true;
+    req.params.max_tokens = static_cast<int>(kv_tokens);
+    std::cout << "\nKV cache vs no cache, " << req.params.max_tokens << " generated tokens, batch 1:\n";
+    for (bool kv : {true, false}) {
+      generate_options o;
+      o.use_kv_cache = kv;
+      auto t = clock_type::now();
+      auto r = generate(m, tok, {req}, o);
+      double s = seconds_since(t);
+      report[kv ? "kv_cache_seconds" : "no_cache_seconds"] = s;
+      std::cout << "  " << (kv ? "kv cache" : "no cache") << ": " << std::setprecision(2) << s
+                << " s (" << r.timing.generated_tokens / s << " tokens/s)\n";
+    }
+    report["kv_speedup"] = report["no_cache_seconds"].get<double>() / report["kv_cache_seconds"].get<double>();
+    std::cout << "  speedup from the KV cache: " << report["kv_speedup"].get<double>() << "x\n";
   }
-  report["kv_speedup"] = report["no_cache_seconds"].get<double>() / report["kv_cache_seconds"].get<double>();
-  std::cout << "  speedup from the KV cache: " << report["kv_speedup"].get<double>() << "x\n";
   report["peak_rss_mb"] = proc_mb("VmHWM");
   std::cout << "peak RSS since load: " << std::setprecision(1) << report["peak_rss_mb"].get<double>() << " MiB\n";
   if (!json_path.empty())
