@@ -8,6 +8,7 @@
 #include <caf/send.hpp>
 
 #include "actors/worker_actor.hpp"
+#include "router/local_cluster.hpp"
 
 namespace lf::cluster {
 
@@ -98,34 +99,14 @@ std::string router_node::endpoint() const { return impl_->gw ? impl_->gw->endpoi
 
 std::uint16_t router_node::port() const { return impl_->port; }
 
-actors::router_stats router_node::stats() {
-  actors::router_stats out;
-  caf::scoped_actor self{impl_->sys};
-  self->request(impl_->router, std::chrono::seconds(1), caf::get_atom::value)
-    .receive([&](const actors::router_stats& rs) { out = rs; }, [](const caf::error&) {});
-  return out;
-}
+actors::router_stats router_node::stats() { return router::query_stats(impl_->sys, impl_->router); }
 
 std::size_t router_node::stop(std::chrono::milliseconds drain) {
   auto& st = *impl_;
   if (st.down)
     return 0;
   st.down = true;
-  std::size_t cancelled = 0;
-  if (st.gw) {
-    st.gw->stop_accepting();
-    const auto until = std::chrono::steady_clock::now() + drain;
-    while (st.gw->live() > 0 && std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    cancelled = st.gw->live();
-    st.gw->stop();  // cancels the rest; their clients get `cancelled`
-  }
-  for (auto& w : st.workers)
-    caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(st.router, caf::exit_reason::user_shutdown);
-  for (auto& rt : st.runtimes)
-    rt->loop().stop(false);
-  return cancelled;
+  return router::drain_and_stop(st.gw.get(), st.workers, st.router, st.runtimes, drain);
 }
 
 } // namespace lf::cluster

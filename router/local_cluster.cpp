@@ -64,16 +64,39 @@ caf::actor_system& local_cluster::system() { return impl_->sys; }
 
 actors::router_actor local_cluster::router() const { return impl_->router; }
 
-actors::router_stats local_cluster::stats() {
+actors::router_stats query_stats(caf::actor_system& sys, const actors::router_actor& router) {
   actors::router_stats out;
-  caf::scoped_actor self{impl_->sys};
-  self->request(impl_->router, std::chrono::seconds(1), caf::get_atom::value)
+  caf::scoped_actor self{sys};
+  self->request(router, std::chrono::seconds(1), caf::get_atom::value)
     .receive([&](const actors::router_stats& rs) { out = rs; }, [](const caf::error&) {});
   return out;
 }
 
+actors::router_stats local_cluster::stats() { return query_stats(impl_->sys, impl_->router); }
+
 void local_cluster::kill_worker(std::size_t i) {
   caf::anon_send_exit(impl_->workers.at(i), caf::exit_reason::kill);
+}
+
+std::size_t drain_and_stop(gateway* gw, const std::vector<actors::worker_actor>& workers,
+                           const actors::router_actor& router,
+                           const std::vector<std::shared_ptr<worker::worker_runtime>>& runtimes,
+                           std::chrono::milliseconds drain) {
+  std::size_t cancelled = 0;
+  if (gw != nullptr) {
+    gw->stop_accepting();
+    const auto until = std::chrono::steady_clock::now() + drain;
+    while (gw->live() > 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    cancelled = gw->live();
+    gw->stop();  // cancels the rest; their clients get `cancelled`
+  }
+  for (const auto& w : workers)
+    caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(router, caf::exit_reason::user_shutdown);
+  for (const auto& rt : runtimes)
+    rt->loop().stop(false);
+  return cancelled;
 }
 
 std::size_t local_cluster::shutdown(std::chrono::milliseconds drain) {
@@ -81,21 +104,7 @@ std::size_t local_cluster::shutdown(std::chrono::milliseconds drain) {
   if (st.down)
     return 0;
   st.down = true;
-  std::size_t cancelled = 0;
-  if (st.gw) {
-    st.gw->stop_accepting();
-    const auto until = std::chrono::steady_clock::now() + drain;
-    while (st.gw->live() > 0 && std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    cancelled = st.gw->live();
-    st.gw->stop();  // cancels the rest; their clients get `cancelled`
-  }
-  for (auto& w : st.workers)
-    caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(st.router, caf::exit_reason::user_shutdown);
-  for (auto& rt : st.runtimes)
-    rt->loop().stop(false);
-  return cancelled;
+  return drain_and_stop(st.gw.get(), st.workers, st.router, st.runtimes, drain);
 }
 
 } // namespace lf::router

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <caf/fwd.hpp>
 
@@ -20,6 +21,17 @@
 #include "worker/worker_runtime.hpp"
 
 namespace lf::router {
+
+/// The router's statistics now (zeroes if it does not answer within a second).
+actors::router_stats query_stats(caf::actor_system& sys, const actors::router_actor& router);
+
+/// Shuts a node's parts down in order: the gateway (if any) stops accepting, waits up to `drain`
+/// for requests in flight and cancels the rest; then the workers, the router and every serving
+/// loop stop. Returns how many requests were cancelled.
+std::size_t drain_and_stop(gateway* gw, const std::vector<actors::worker_actor>& workers,
+                           const actors::router_actor& router,
+                           const std::vector<std::shared_ptr<worker::worker_runtime>>& runtimes,
+                           std::chrono::milliseconds drain);
 
 /// What to start.
 struct cluster_settings {

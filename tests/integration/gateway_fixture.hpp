@@ -24,13 +24,6 @@
 
 namespace lf::test {
 
-/// The tiny model, written once per test binary.
-inline const std::string& tiny_model_dir() {
-  static temp_dir tmp;
-  static std::string dir = write_tiny_model(tmp);
-  return dir;
-}
-
 /// Two workers over the tiny model behind a gateway on 127.0.0.1 (a free port).
 struct gateway_cluster {
   std::unique_ptr<router::local_cluster> cluster;

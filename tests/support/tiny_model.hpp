@@ -38,4 +38,11 @@ inline std::string write_tiny_model(const temp_dir& dir, const std::string& name
   return out;
 }
 
+/// The tiny model in a temporary directory, written once per test binary.
+inline const std::string& tiny_model_dir() {
+  static temp_dir tmp;
+  static std::string dir = write_tiny_model(tmp);
+  return dir;
+}
+
 } // namespace lf::test

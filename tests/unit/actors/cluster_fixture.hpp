@@ -25,13 +25,6 @@
 
 namespace lf::test {
 
-/// The tiny model, written once per test binary.
-inline const std::string& tiny_model_dir() {
-  static temp_dir tmp;
-  static std::string dir = write_tiny_model(tmp);
-  return dir;
-}
-
 /// Settings of a small worker over the tiny model (context 256).
 inline worker::worker_settings tiny_worker(std::uint32_t max_seqs = 8) {
   worker::worker_settings s;
