@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "tests/support/tiny_model.hpp"
+#include "tests/support/tiny_engine.hpp"
 #include "worker/engine/generator.hpp"
 #include "worker/engine/gpt2_model.hpp"
 #include "worker/engine/tokenizer.hpp"
@@ -15,17 +15,7 @@ using namespace lf::engine;
 
 namespace {
 
-struct fixture {
-  lf::test::temp_dir tmp;
-  std::string dir = lf::test::write_tiny_model(tmp);
-  gpt2_model model{load_gpt2_weights(dir)};
-  tokenizer tok = tokenizer::from_dir(dir);
-};
-
-fixture& fx() {
-  static fixture f;
-  return f;
-}
+lf::test::tiny_engine& fx() { return lf::test::tiny(); }
 
 generation_request greedy(const std::string& text, int max_tokens) {
   generation_request r;

@@ -4,7 +4,7 @@
 
 #include "cache/block_manager.hpp"
 #include "cache/kv_pool.hpp"
-#include "tests/support/tiny_model.hpp"
+#include "tests/support/tiny_engine.hpp"
 #include "worker/engine/dense_attention.hpp"
 #include "worker/engine/generator.hpp"
 #include "worker/engine/gpt2_model.hpp"
@@ -18,17 +18,7 @@ using lf::cache::seq_id;
 
 namespace {
 
-struct fixture {
-  lf::test::temp_dir tmp;
-  std::string dir = lf::test::write_tiny_model(tmp);
-  gpt2_model model{load_gpt2_weights(dir)};
-  tokenizer tok = tokenizer::from_dir(dir);
-};
-
-fixture& fx() {
-  static fixture f;
-  return f;
-}
+lf::test::tiny_engine& fx() { return lf::test::tiny(); }
 
 /// Greedy tokens of one prompt through the dense path, for reference.
 std::vector<std::int32_t> dense_greedy(const std::vector<std::int32_t>& prompt, int n) {

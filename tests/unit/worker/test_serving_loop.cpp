@@ -3,7 +3,7 @@
 #include "tests/support/catch_aten.hpp"
 
 #include "cache/kv_pool.hpp"
-#include "tests/support/tiny_model.hpp"
+#include "tests/support/tiny_engine.hpp"
 #include "tests/unit/worker/loop_fixture.hpp"
 #include "worker/engine/generator.hpp"
 #include "worker/engine/gpt2_model.hpp"
@@ -17,17 +17,7 @@ using namespace lf::engine;
 
 namespace {
 
-struct fixture {
-  lf::test::temp_dir tmp;
-  std::string dir = lf::test::write_tiny_model(tmp);
-  gpt2_model model{load_gpt2_weights(dir)};
-  tokenizer tok = tokenizer::from_dir(dir);
-};
-
-fixture& fx() {
-  static fixture f;
-  return f;
-}
+lf::test::tiny_engine& fx() { return lf::test::tiny(); }
 
 const std::vector<std::string> texts = {
   "Once upon a time", "The quick brown fox jumps over the lazy dog", "Hi",
