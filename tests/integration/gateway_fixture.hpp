@@ -24,22 +24,29 @@
 
 namespace lf::test {
 
+/// `workers` small workers over the tiny model behind a gateway bound to `endpoint`.
+inline router::cluster_settings tiny_cluster_settings(const std::string& endpoint,
+                                                      std::uint32_t workers = 2) {
+  router::cluster_settings s;
+  s.worker.model_dir = tiny_model_dir();
+  s.worker.threads = 1;
+  s.worker.num_blocks = 256;
+  s.worker.block_size = 8;
+  s.worker.max_seqs = 8;
+  s.worker.max_batched_tokens = 64;
+  s.workers = workers;
+  s.gateway.endpoint = endpoint;
+  s.report_interval = std::chrono::milliseconds(20);
+  return s;
+}
+
 /// Two workers over the tiny model behind a gateway on 127.0.0.1 (a free port).
 struct gateway_cluster {
   std::unique_ptr<router::local_cluster> cluster;
 
   explicit gateway_cluster(actors::router_config rc = {}, std::uint32_t workers = 2) {
-    router::cluster_settings s;
-    s.worker.model_dir = tiny_model_dir();
-    s.worker.threads = 1;
-    s.worker.num_blocks = 256;
-    s.worker.block_size = 8;
-    s.worker.max_seqs = 8;
-    s.worker.max_batched_tokens = 64;
-    s.workers = workers;
+    auto s = tiny_cluster_settings("tcp://127.0.0.1:*", workers);
     s.router = rc;
-    s.gateway.endpoint = "tcp://127.0.0.1:*";
-    s.report_interval = std::chrono::milliseconds(20);
     cluster = std::make_unique<router::local_cluster>(s);
   }
   std::string endpoint() const { return cluster->endpoint(); }
@@ -64,14 +71,6 @@ inline proto::submit_msg greedy(std::string prompt, int max_tokens,
   return m;
 }
 
-inline const std::vector<std::string>& prompts() {
-  static const std::vector<std::string> p = {
-    "Once upon a time", "The quick brown fox jumps over the lazy dog", "Hi",
-    "To be, or not to be, that is the question", "In the beginning God created the heaven",
-    "Four score and seven years ago", "It was the best of times, it was the worst of times",
-    "Call me Ishmael."};
-  return p;
-}
 
 /// A bare DEALER socket for frames the client library would never send.
 class raw_client {

@@ -12,19 +12,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-router::cluster_settings tiny_settings(const std::string& endpoint) {
-  router::cluster_settings s;
-  s.worker.model_dir = tiny_model_dir();
-  s.worker.threads = 1;
-  s.worker.num_blocks = 256;
-  s.worker.block_size = 8;
-  s.worker.max_seqs = 8;
-  s.worker.max_batched_tokens = 64;
-  s.workers = 1;
-  s.gateway.endpoint = endpoint;
-  return s;
-}
-
 double rss_mb() {
   std::ifstream in("/proc/self/status");
   for (std::string line; std::getline(in, line);)
@@ -38,7 +25,7 @@ double rss_mb() {
 TEST_CASE("the client survives a server restart", "[gateway][model]") {
   std::mt19937 rng(std::random_device{}());
   const auto endpoint = "tcp://127.0.0.1:" + std::to_string(30000 + rng() % 20000);
-  auto server = std::make_unique<router::local_cluster>(tiny_settings(endpoint));
+  auto server = std::make_unique<router::local_cluster>(tiny_cluster_settings(endpoint, 1));
   client::client_options o;
   o.endpoint = endpoint;
   o.heartbeat = 200ms;
@@ -56,7 +43,7 @@ TEST_CASE("the client survives a server restart", "[gateway][model]") {
   REQUIRE(orphan.wait_for(10s) == std::future_status::ready);
   CHECK(orphan.get().error == serve_errc::worker_lost);
   // A new server on the same endpoint: the same client works again.
-  server = std::make_unique<router::local_cluster>(tiny_settings(endpoint));
+  server = std::make_unique<router::local_cluster>(tiny_cluster_settings(endpoint, 1));
   client::result again;
   for (int attempt = 0; attempt < 20; ++attempt) {
     again = c.submit(greedy("Hi", 4)).get();

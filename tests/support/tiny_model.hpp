@@ -2,6 +2,7 @@
 /// Tiny seeded GPT-2 checkpoints written by the tests themselves (no downloads).
 
 #include <string>
+#include <vector>
 
 #include "tests/support/temp_dir.hpp"
 #include "worker/engine/model_writer.hpp"
@@ -43,6 +44,16 @@ inline const std::string& tiny_model_dir() {
   static temp_dir tmp;
   static std::string dir = write_tiny_model(tmp);
   return dir;
+}
+
+/// Eight short English prompts of different lengths, for the tests that serve the tiny model.
+inline const std::vector<std::string>& prompts() {
+  static const std::vector<std::string> p = {
+    "Once upon a time", "The quick brown fox jumps over the lazy dog", "Hi",
+    "To be, or not to be, that is the question", "In the beginning God created the heaven",
+    "Four score and seven years ago", "It was the best of times, it was the worst of times",
+    "Call me Ishmael."};
+  return p;
 }
 
 } // namespace lf::test

@@ -181,14 +181,6 @@ inline actors::generate_request greedy(std::uint64_t id, std::string prompt, int
   return r;
 }
 
-inline const std::vector<std::string>& prompts() {
-  static const std::vector<std::string> p = {
-    "Once upon a time", "The quick brown fox jumps over the lazy dog", "Hi",
-    "To be, or not to be, that is the question", "In the beginning God created the heaven",
-    "Four score and seven years ago", "It was the best of times, it was the worst of times",
-    "Call me Ishmael."};
-  return p;
-}
 
 /// The text each prompt gets when it runs alone through `c` (one request at a time).
 inline std::vector<std::string> alone_texts(cluster& c, int max_tokens) {
