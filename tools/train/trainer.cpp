@@ -274,8 +274,11 @@ train_result run_training(const train_options& o, std::ostream& log) {
   if (st.step >= o.steps) {
     save_trainee(t, o, out, o.save_dtype);
     if (!t.is_lora)
-      for (const char* f : {"vocab.json", "merges.txt"})
+      for (const char* f : {"vocab.json", "merges.txt"}) {
         fs::copy_file(fs::path(o.tokenizer_dir) / f, out / f, fs::copy_options::overwrite_existing);
+        // The source may be read-only; the copy must stay replaceable by the next run.
+        fs::permissions(out / f, fs::perms::owner_write, fs::perm_options::add);
+      }
     res.finished = true;
     log << "wrote " << out.string() << " (" << engine::to_string(o.save_dtype) << ") after "
         << st.step << " steps, " << format_duration(res.seconds) << " in this run, "
