@@ -1,8 +1,8 @@
 #include "tools/loadtest/stats.hpp"
 
 #include <algorithm>
-#include <cmath>
-#include <numeric>
+
+#include "tools/bench_stats.hpp"
 
 namespace lf::loadtest {
 
@@ -15,15 +15,11 @@ latency_summary summarize_latency(std::vector<double> v) {
   if (v.empty())
     return s;
   std::sort(v.begin(), v.end());
-  auto rank = [&](double p) {
-    auto r = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
-    return v[std::min(v.size() - 1, r == 0 ? 0 : r - 1)];
-  };
   s.count = v.size();
-  s.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-  s.p50 = rank(50);
-  s.p90 = rank(90);
-  s.p99 = rank(99);
+  s.mean = tools::mean(v);
+  s.p50 = tools::percentile_sorted(v, 50);
+  s.p90 = tools::percentile_sorted(v, 90);
+  s.p99 = tools::percentile_sorted(v, 99);
   s.max = v.back();
   return s;
 }
