@@ -57,8 +57,10 @@ struct gateway::impl {
 
   void reply_now(const std::string& identity, const std::string& frame, std::set<std::string>& gone) {
     try {
-      (void) sock.send(zmq::buffer(identity), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
-      if (sock.send(zmq::buffer(frame), zmq::send_flags::dontwait))
+      // Both frames or neither: a refused routing frame (EAGAIN at the peer's high-water mark)
+      // must not be followed by the payload, which would then be read as a routing id.
+      if (sock.send(zmq::buffer(identity), zmq::send_flags::sndmore | zmq::send_flags::dontwait)
+          && sock.send(zmq::buffer(frame), zmq::send_flags::dontwait))
         return;
     } catch (const zmq::error_t&) {
       // EHOSTUNREACH: the peer is gone (ROUTER_MANDATORY)
