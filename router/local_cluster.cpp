@@ -53,7 +53,14 @@ local_cluster::local_cluster(cluster_settings s) : impl_(std::make_unique<impl>(
     shutdown(std::chrono::milliseconds(0));
     throw std::runtime_error("cluster: the workers did not register: " + why);
   }
-  st.gw = std::make_unique<gateway>(st.sys, st.router, st.settings.gateway);
+  try {
+    st.gw = std::make_unique<gateway>(st.sys, st.router, st.settings.gateway);
+  } catch (...) {
+    // The actor system's destructor waits for every actor: stop them, or a bad or busy
+    // endpoint would hang the process instead of reporting the error.
+    shutdown(std::chrono::milliseconds(0));
+    throw;
+  }
 }
 
 local_cluster::~local_cluster() { shutdown(std::chrono::milliseconds(0)); }

@@ -106,3 +106,26 @@ TEST_CASE("malformed frames get errors while another client is served", "[gatewa
   CHECK(r.ok());
   CHECK(good.ping(5000ms).has_value());
 }
+
+TEST_CASE("a cluster on a busy or bad endpoint fails with the endpoint named, and does not hang",
+          "[gateway][model]") {
+  gateway_cluster first;
+  for (const std::string& ep : {first.endpoint(), std::string("bogus")}) {
+    INFO(ep);
+    auto s = tiny_cluster_settings(ep, 1);
+    auto started = std::async(std::launch::async, [s] {
+      try {
+        router::local_cluster second(s);
+        return std::string("started");
+      } catch (const std::exception& e) {
+        return std::string(e.what());
+      }
+    });
+    REQUIRE(started.wait_for(60s) == std::future_status::ready);
+    auto what = started.get();
+    CHECK(what.find("cannot bind " + ep) != std::string::npos);
+  }
+  client::client c(opts_for(first.endpoint()));
+  auto r = c.submit(greedy("Still serving", 4)).get();
+  CHECK(r.ok());
+}
