@@ -2,6 +2,8 @@
 // progress line, a summary table, and JSON / CSV / SVG files.
 #include <unistd.h>
 
+#include <cmath>
+#include <ctime>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -28,27 +30,39 @@ const engine::tokenizer& tok() {
   return t;
 }
 
-/// About `n` tokens of public-domain English, starting at a salt-chosen place.
+/// About `n` tokens: a salt-derived request number, then public-domain English from a salt-chosen
+/// place. The number makes every prompt's first KV block its own, so the server's prefix cache
+/// cannot serve one request's prompt from another's (or from an earlier sweep point's) and flatter
+/// the figures; a prompt file (--prompts) is sent as it is.
 std::string synthetic_text(std::uint32_t n, std::uint64_t salt) {
   static const auto ids = tok().encode(passage_text());
-  std::vector<std::int32_t> out;
-  for (std::size_t i = salt % ids.size(); out.size() < n; i = (i + 1) % ids.size())
+  auto out = tok().encode("Request " + std::to_string(salt % 1'000'000'000) + ": ");
+  out.resize(std::min<std::size_t>(out.size(), n));
+  for (std::size_t i = (salt >> 32) % ids.size(); out.size() < n; i = (i + 1) % ids.size())
     out.push_back(ids[i]);
   return tok().decode(out);
 }
 
-std::vector<double> parse_list(const std::string& s, const std::string& flag) {
+/// "1,2,4" -> {1, 2, 4}: finite values > 0 (whole numbers when `whole`), at least one.
+std::vector<double> parse_list(const std::string& s, const std::string& flag, bool whole) {
   std::vector<double> v;
   std::stringstream ss(s);
   for (std::string x; std::getline(ss, x, ',');) {
+    double d = 0;
+    std::size_t used = 0;
     try {
-      v.push_back(std::stod(x));
+      d = std::stod(x, &used);
     } catch (const std::exception&) {
-      throw std::invalid_argument("--" + flag + ": not a number: '" + x + "'");
     }
-    if (!(v.back() > 0))
-      throw std::invalid_argument("--" + flag + ": values must be > 0");
+    if (used == 0 || used != x.size() || !std::isfinite(d))
+      throw std::invalid_argument("--" + flag + ": not a number: '" + x + "'");
+    if (!(d > 0) || (whole && (d != std::floor(d) || d > 100'000)))
+      throw std::invalid_argument("--" + flag + ": values must be " + (whole ? "whole numbers in [1, 100000]" : "> 0")
+                                  + " (got '" + x + "')");
+    v.push_back(d);
   }
+  if (v.empty())
+    throw std::invalid_argument("--" + flag + ": give a comma-separated list, e.g. 1,2,4");
   return v;
 }
 
@@ -91,12 +105,12 @@ int cmd_loadtest(int argc, char** argv) {
   workload_config w;
   const auto mode = a.str("arrival", "closed");
   if (mode != "closed" && mode != "poisson")
-    throw std::invalid_argument("--mode must be closed or poisson");
+    throw std::invalid_argument("--arrival must be closed or poisson (got '" + mode + "')");
   w.mode = mode == "closed" ? arrival_mode::closed : arrival_mode::poisson;
-  w.concurrency = static_cast<std::uint32_t>(a.integer("concurrency", 8));
-  w.rate = a.real("rate", 4);
-  w.burstiness = a.real("burstiness", 1);
-  w.num_requests = static_cast<std::uint32_t>(a.integer("requests", 64));
+  w.concurrency = static_cast<std::uint32_t>(a.integer_in("concurrency", 8, 1, 100'000));
+  w.rate = a.real_above("rate", 4, 0);
+  w.burstiness = a.real_above("burstiness", 1, 0);
+  w.num_requests = static_cast<std::uint32_t>(a.integer_in("requests", 64, 1, 10'000'000));
   w.input = parse_length_range(a.str("input", "128"), "--input");
   w.output = parse_length_range(a.str("output", "128"), "--output");
   w.ignore_eos = !a.has("no-ignore-eos");
@@ -105,36 +119,36 @@ int cmd_loadtest(int argc, char** argv) {
     for (std::string x; std::getline(ss, x, ',');)
       w.adapters.push_back(x);
   }
-  w.skew = a.real("skew", 0);
+  w.skew = a.real_above("skew", 0, 0, true, 1);
   w.chat = a.has("chat");
   if (a.has("prompts"))
     w.prompts = read_prompts(a.str("prompts"));
   w.seed = static_cast<std::uint64_t>(a.integer("seed", 1));
-  w.long_every = static_cast<std::uint32_t>(a.integer("long-every", 0));
-  w.long_output = static_cast<std::uint32_t>(a.integer("long-output", 100));
-  const auto per_client = static_cast<std::uint32_t>(a.integer("per-client", 0));
-  const auto sweep_c = a.has("sweep-concurrency") ? parse_list(a.str("sweep-concurrency"), "sweep-concurrency") : std::vector<double>{};
-  const auto sweep_r = a.has("sweep-rate") ? parse_list(a.str("sweep-rate"), "sweep-rate") : std::vector<double>{};
+  w.long_every = static_cast<std::uint32_t>(a.integer_in("long-every", 0, 0, 1'000'000));
+  w.long_output = static_cast<std::uint32_t>(a.integer_in("long-output", 100, 1, 1'000'000));
+  const auto per_client = static_cast<std::uint32_t>(a.integer_in("per-client", 0, 0, 1'000'000));
+  const auto sweep_c = a.has("sweep-concurrency") ? parse_list(a.str("sweep-concurrency"), "sweep-concurrency", true) : std::vector<double>{};
+  const auto sweep_r = a.has("sweep-rate") ? parse_list(a.str("sweep-rate"), "sweep-rate", false) : std::vector<double>{};
+  if (!sweep_c.empty() && !sweep_r.empty())
+    throw std::invalid_argument("give --sweep-concurrency or --sweep-rate, not both");
   goodput_limits lim;
   if (a.has("goodput-ttft-ms"))
-    lim.ttft_ms = a.real("goodput-ttft-ms", 0);
+    lim.ttft_ms = a.real_above("goodput-ttft-ms", 0, 0);
   if (a.has("goodput-tpot-ms"))
-    lim.tpot_ms = a.real("goodput-tpot-ms", 0);
+    lim.tpot_ms = a.real_above("goodput-tpot-ms", 0, 0);
   if (a.has("goodput-e2e-ms"))
-    lim.e2e_ms = a.real("goodput-e2e-ms", 0);
+    lim.e2e_ms = a.real_above("goodput-e2e-ms", 0, 0);
   driver_options d;
-  d.duration_s = a.real("duration", 0);
-  d.drain = std::chrono::milliseconds(static_cast<long>(a.real("timeout", 120) * 1000));
+  d.duration_s = a.real_above("duration", 0, 0, true);
+  d.drain = std::chrono::milliseconds(static_cast<long>(a.real_above("timeout", 120, 0, false, 86400) * 1000));
   d.chat = w.chat;
   d.ignore_eos = w.ignore_eos;
-  d.temperature = a.real("temperature", 0);
+  d.temperature = a.real_above("temperature", 0, 0, true);
   const auto out_prefix = a.str("out");
   const bool quiet = a.has("quiet");
   client::client_options co;
   co.server_public_key = a.str("server-key");
   a.finish();
-  if (w.concurrency < 1 || w.num_requests < 1)
-    throw std::invalid_argument("--concurrency and --requests must be >= 1");
   if (self_host) {
     std::cerr << "loadtest: starting an in-process cluster (" << cs->workers << " worker(s) on "
               << cs->worker.model_dir << ")\n";
@@ -177,9 +191,21 @@ int cmd_loadtest(int argc, char** argv) {
   nlohmann::json report{{"endpoint", endpoint}, {"arrival", mode}, {"requests", w.num_requests},
                         {"input", a.str("input", "128")}, {"output", a.str("output", "128")},
                         {"adapters", w.adapters}, {"points", nlohmann::json::array()}};
+  {  // what produced these figures: the exact command line and when it started (UTC)
+    std::string cmdline = "lorafleet";
+    for (int i = 1; i < argc; ++i)
+      cmdline += std::string(" ") + argv[i];
+    const auto now = std::time(nullptr);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    report["command"] = cmdline;
+    report["started_utc"] = stamp;
+  }
   std::vector<sweep_point> summaries;
   std::vector<request_sample> last_samples;
   std::size_t total_lost = 0;
+  for (std::size_t k = 0; k < points.size(); ++k)
+    points[k].w.seed = w.seed + k;  // each point its own prompts and adapter draws
   for (auto& p : points) {
     const auto plan_ = plan(p.w, synthetic_text);
     if (!quiet)

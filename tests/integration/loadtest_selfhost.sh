@@ -16,8 +16,11 @@ import csv, json, sys, xml.etree.ElementTree as ET
 d = sys.argv[1]
 sweep = json.load(open(f"{d}/sweep.json"))
 assert [p["x"] for p in sweep["points"]] == [1, 4, 8], sweep
+assert "--sweep-concurrency 1,4,8" in sweep["command"] and sweep["started_utc"].endswith("Z"), sweep
 for p in sweep["points"]:
     assert p["sent"] == 24 and p["completed"] == 24 and p["lost"] == 0, p
+    # synthetic prompts are unique, also across sweep points: nothing comes from the prefix cache
+    assert p["cached_input_tokens"] == 0 and p["input_tokens"] >= 24 * 16, p
     assert p["output_tokens_per_s"] > 0 and p["tpot_ms"]["p99"] >= p["tpot_ms"]["p50"] > 0, p
 one = json.load(open(f"{d}/one.json"))["points"][0]
 assert one["completed"] == 30 and one["lost"] == 0 and one["good"] == 30, one

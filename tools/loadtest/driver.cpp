@@ -88,6 +88,7 @@ driver_result run_workload(client::client& c, const std::vector<planned_request>
       s->e2e_ms = ms_between(st->sent_at[i], now);
       s->status = r.ok() ? "done" : std::string(to_string(r.error));
       s->tokens_in = r.ok() ? r.usage.prompt_tokens : target_in;
+      s->tokens_cached = r.ok() ? r.usage.cached_tokens : 0;
       if (r.ok() && r.usage.completion_tokens > s->tokens_out) {  // non-streamed tail
         st->tokens += r.usage.completion_tokens - s->tokens_out;
         s->tokens_out = r.usage.completion_tokens;

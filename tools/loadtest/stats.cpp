@@ -41,6 +41,8 @@ run_summary summarize(const std::vector<request_sample>& samples, double duratio
     }
     ++r.completed;
     in += s.tokens_in;
+    r.input_tokens += s.tokens_in;
+    r.cached_tokens += s.tokens_cached;
     ttft.push_back(s.ttft_ms);
     e2e.push_back(s.e2e_ms);
     if (s.tokens_out >= 2)

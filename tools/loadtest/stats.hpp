@@ -19,6 +19,7 @@ struct request_sample {
   double e2e_ms = 0;               ///< terminal reply
   std::uint32_t tokens_in = 0;
   std::uint32_t tokens_out = 0;
+  std::uint32_t tokens_cached = 0; ///< prompt tokens the server took from its prefix cache
   std::string status = "done";     ///< "done", or the error code ("overloaded", "timeout", ...)
   bool ok() const { return status == "done"; }
   /// Time per output token after the first: (e2e - ttft) / (tokens_out - 1); 0 with < 2 tokens.
@@ -46,6 +47,8 @@ struct run_summary {
   double request_throughput = 0;   ///< completed requests / s
   double input_tokens_per_s = 0;   ///< prompt tokens of completed requests / s
   double output_tokens_per_s = 0;  ///< generated tokens of all requests / s
+  std::uint64_t input_tokens = 0;  ///< prompt tokens of completed requests
+  std::uint64_t cached_tokens = 0; ///< of those, served from the server's prefix cache
   latency_summary ttft, tpot, itl, e2e;   ///< over completed requests
   std::map<std::string, std::size_t> errors;  ///< failed requests by code
   std::size_t good = 0;            ///< completed requests meeting every goodput limit

@@ -1,9 +1,11 @@
 // Load-test statistics on synthetic timings: percentiles, throughput, goodput, errors, reports.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <sstream>
 
 #include "tools/loadtest/report.hpp"
+#include "tools/loadtest/svg.hpp"
 #include "tools/loadtest/stats.hpp"
 
 using namespace lf::loadtest;
@@ -40,6 +42,7 @@ TEST_CASE("nearest-rank percentiles of 1..100", "[loadtest]") {
 
 TEST_CASE("throughput counts completed requests and every generated token", "[loadtest]") {
   std::vector<request_sample> v{ok(100, 1100, 11), ok(200, 2200, 21), ok(50, 50, 1)};
+  v[1].tokens_cached = 8;  // prefix-cache hits are counted, not subtracted from the input
   request_sample bad;
   bad.status = "overloaded";
   bad.tokens_out = 0;
@@ -56,6 +59,8 @@ TEST_CASE("throughput counts completed requests and every generated token", "[lo
   CHECK(s.request_throughput == Approx(1.5));
   CHECK(s.output_tokens_per_s == Approx((11 + 21 + 1 + 5) / 2.0));
   CHECK(s.input_tokens_per_s == Approx(30 / 2.0));
+  CHECK(s.input_tokens == 30);
+  CHECK(s.cached_tokens == 8);
   CHECK(s.errors.at("overloaded") == 1);
   CHECK(s.errors.at("worker_lost") == 1);
   CHECK(s.tpot.count == 2);  // the 1-token request has no TPOT
@@ -95,9 +100,39 @@ TEST_CASE("reports: JSON fields, CSV rows and well-formed SVG", "[loadtest]") {
   CHECK(svg.find("</svg>") != std::string::npos);
   CHECK(svg.find("&lt;test&gt;") != std::string::npos);
   std::vector<sweep_point> pts{{"c=1", 1, s}, {"c=2", 2, s}};
+  auto panels = [](const std::string& svg) {
+    std::size_t n = 0;
+    for (auto at = svg.find("<g transform"); at != std::string::npos; at = svg.find("<g transform", at + 1))
+      ++n;
+    return n;
+  };
+  CHECK(panels(svg) == 3);  // TTFT, TPOT, E2E histograms
   auto sw = sweep_svg(pts, "sweep");
   CHECK(sw.find("polyline") != std::string::npos);
+  CHECK(panels(sw) == 2);  // TPOT and TTFT against throughput
   std::ostringstream table;
   print_sweep(table, pts);
   CHECK(table.str().find("c=2") != std::string::npos);
+}
+
+TEST_CASE("chart axes end on a nice number with 1, 2, 2.5 or 5 x 10^k steps", "[loadtest]") {
+  using lf::loadtest::nice_axis;
+  CHECK(nice_axis(5) == std::pair<double, double>{5, 1});
+  CHECK(nice_axis(8.8) == std::pair<double, double>{10, 2});
+  CHECK(nice_axis(12) == std::pair<double, double>{12.5, 2.5});
+  CHECK(nice_axis(876) == std::pair<double, double>{1000, 200});
+  auto [top, step] = nice_axis(0.03);
+  CHECK(top == Approx(0.03));
+  CHECK(step == Approx(0.01));
+  CHECK(nice_axis(0) == std::pair<double, double>{1, 0.2});
+  // Counts: whole-number steps only (11 requests: 0, 5, 10, 15 rather than 2.5 steps).
+  CHECK(nice_axis(11, true) == std::pair<double, double>{15, 5});
+  CHECK(nice_axis(3, true) == std::pair<double, double>{3, 1});
+  CHECK(nice_axis(0.5, true) == std::pair<double, double>{1, 1});
+  CHECK(nice_axis(std::nan("")) == std::pair<double, double>{1, 0.2});
+  for (double m : {0.7, 3.3, 47.0, 999.0, 1234.5, 1e6 + 1}) {
+    auto [t, s] = nice_axis(m);
+    CHECK(t >= m);
+    CHECK(t / s <= 5 + 1e-9);
+  }
 }
