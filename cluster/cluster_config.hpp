@@ -59,6 +59,7 @@ struct worker_group {
   std::uint32_t count = 1;
   std::string device = "cpu";       ///< only "cpu" in this build
   int threads = 1;                  ///< ATen intra-op threads per worker (process-wide setting)
+  int blas_threads = 0;             ///< OpenBLAS threads of the node's process; 0 => cores / count
   std::string dtype = "f32";        ///< "f32" or "bf16"
   std::size_t kv_cache_mb = 256;    ///< K/V pool per worker
   std::uint32_t block_size = 16;

@@ -18,6 +18,7 @@ void read_workers(toml_reader& r, worker_group& w, bool with_count) {
     r.set("count", w.count, 0, 256);
   r.set("device", w.device);
   r.set("threads", w.threads, 1, 256);
+  r.set("blas_threads", w.blas_threads, 0, 256);
   r.set("dtype", w.dtype);
   r.set("kv_cache_mb", w.kv_cache_mb, 1, 1 << 20);
   r.set("block_size", w.block_size, 1, 1024);

@@ -79,11 +79,33 @@ public:
     try {
       std::size_t used = 0;
       auto v = std::stod(s, &used);
-      if (used == s.size())
+      if (used == s.size() && std::isfinite(v))
         return v;
     } catch (const std::exception&) {
     }
-    throw std::invalid_argument("--" + key + " expects a number (got '" + s + "')");
+    throw std::invalid_argument("--" + key + " expects a finite number (got '" + s + "')");
+  }
+
+  /// integer() that must lie in [lo, hi]; the error names the flag, the range and the value.
+  long long integer_in(const std::string& key, long long def, long long lo, long long hi) {
+    const auto v = integer(key, def);
+    if (v < lo || v > hi)
+      throw std::invalid_argument("--" + key + " must be in [" + std::to_string(lo) + ", "
+                                  + std::to_string(hi) + "] (got " + std::to_string(v) + ")");
+    return v;
+  }
+
+  /// real() that must be > lo (or >= lo when `inclusive`) and <= hi.
+  double real_above(const std::string& key, double def, double lo, bool inclusive = false,
+                    double hi = HUGE_VAL) {
+    const auto v = real(key, def);
+    if (v < lo || (!inclusive && v == lo) || v > hi) {
+      std::string range = (inclusive ? ">= " : "> ") + trimmed(lo);
+      if (hi != HUGE_VAL)
+        range += " and <= " + trimmed(hi);
+      throw std::invalid_argument("--" + key + " must be " + range + " (got " + trimmed(v) + ")");
+    }
+    return v;
   }
 
   const std::vector<std::string>& positional() const { return positional_; }
@@ -96,6 +118,14 @@ public:
   }
 
 private:
+  static std::string trimmed(double v) {
+    auto s = std::to_string(v);
+    s.erase(s.find_last_not_of('0') + 1);
+    if (!s.empty() && s.back() == '.')
+      s.pop_back();
+    return s;
+  }
+
   std::set<std::string> flags_;
   std::map<std::string, std::vector<std::string>> values_;
   std::vector<std::string> positional_;

@@ -16,7 +16,9 @@
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
 #include "tools/curve_flags.hpp"
+#include "tools/sampling_flags.hpp"
 #include "tools/serve_options.hpp"
+#include "worker/engine/blas_threads.hpp"
 
 namespace lf::tools {
 
@@ -25,7 +27,7 @@ namespace fs = std::filesystem;
 int cmd_serve(int argc, char** argv) {
   args a(argc, argv, 2);
   auto s = cluster_settings_from(a);
-  const auto drain = std::chrono::seconds(a.integer("drain-timeout", 30));
+  const auto drain = std::chrono::seconds(a.integer_in("drain-timeout", 30, 0, 86400));
   const auto ready_file = a.str("ready-file");
   a.finish();
   // Signals go to this thread only (sigwait below); every thread started later inherits the mask.
@@ -35,11 +37,14 @@ int cmd_serve(int argc, char** argv) {
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   std::cerr << "lorafleet serve: loading " << s.worker.model_dir << " into " << s.workers
-            << " worker(s), " << s.worker.threads << " thread(s) each, "
+            << " worker(s), " << s.worker.threads << " ATen thread(s) each, OpenBLAS "
+            << s.worker.blas_threads << " thread(s) in all, "
             << s.worker.kv_budget_mb << " MiB KV cache each, mode " << worker::to_string(s.worker.mode)
             << (s.worker.adapter_dir.empty() ? std::string() : ", adapters from " + s.worker.adapter_dir)
             << "\n";
   router::local_cluster cluster(s);
+  if (engine::set_blas_threads(0) == 0)
+    std::cerr << "lorafleet serve: the BLAS is not OpenBLAS; --blas-threads had no effect\n";
   std::cout << "lorafleet serve: serving on " << cluster.endpoint() << " with " << s.workers
             << " worker(s), placement " << actors::to_string(s.router.placement.policy)
             << "; Ctrl-C drains and stops" << std::endl;
@@ -60,7 +65,7 @@ int cmd_client(int argc, char** argv) {
   args a(argc, argv, 2, {"no-stream", "ignore-eos", "quiet"});
   client::client_options co;
   co.endpoint = a.str("endpoint", "tcp://127.0.0.1:5555");
-  co.request_timeout = std::chrono::milliseconds(static_cast<long>(a.real("timeout", 300) * 1000));
+  co.request_timeout = std::chrono::milliseconds(static_cast<long>(a.real_above("timeout", 300, 0) * 1000));
   apply_curve_flags(a, co);
   proto::submit_msg m;
   m.prompt = a.str("prompt");
@@ -73,15 +78,19 @@ int cmd_client(int argc, char** argv) {
   if (m.prompt.empty() == m.messages.empty())
     throw std::invalid_argument("give either --prompt TEXT or --user TEXT [--system TEXT]");
   m.adapter = a.str("adapter");
-  m.max_tokens = static_cast<int>(a.integer("max-tokens", 64));
-  m.temperature = static_cast<float>(a.real("temperature", 0.8));
-  m.top_k = static_cast<int>(a.integer("top-k", 0));
-  m.top_p = static_cast<float>(a.real("top-p", 0.95));
-  m.repetition_penalty = static_cast<float>(a.real("repetition-penalty", 1.0));
-  if (a.has("seed"))
-    m.seed = static_cast<std::uint64_t>(a.integer("seed", 0));
-  m.stop = a.all("stop");
-  m.ignore_eos = a.has("ignore-eos");
+  engine::sampling_params defaults;  // a chat-like default: some randomness, 64 tokens
+  defaults.temperature = 0.8f;
+  defaults.top_p = 0.95f;
+  defaults.max_tokens = 64;
+  const auto p = read_sampling(a, defaults);
+  m.max_tokens = p.max_tokens;
+  m.temperature = p.temperature;
+  m.top_k = p.top_k;
+  m.top_p = p.top_p;
+  m.repetition_penalty = p.repetition_penalty;
+  m.seed = p.seed;
+  m.stop = p.stop;
+  m.ignore_eos = p.ignore_eos;
   m.stream = !a.has("no-stream");
   const bool quiet = a.has("quiet");
   a.finish();

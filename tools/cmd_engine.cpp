@@ -10,6 +10,7 @@
 
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
+#include "tools/sampling_flags.hpp"
 #include "worker/engine/generator.hpp"
 #include "worker/engine/gpt2_model.hpp"
 #include "worker/engine/lora_weights.hpp"
@@ -30,22 +31,6 @@ tokenizer load_tokenizer(const std::string& model_dir) {
   if (!model_dir.empty() && fs::exists(fs::path(model_dir) / "vocab.json"))
     return tokenizer::from_dir(model_dir);
   return tokenizer::from_dir(default_tokenizer_dir());
-}
-
-sampling_params read_sampling(args& a) {
-  sampling_params p;
-  p.max_tokens = static_cast<int>(a.integer("max-tokens", 32));
-  p.temperature = static_cast<float>(a.real("temperature", 0.0));
-  p.top_k = static_cast<int>(a.integer("top-k", 0));
-  p.top_p = static_cast<float>(a.real("top-p", 1.0));
-  p.repetition_penalty = static_cast<float>(a.real("repetition-penalty", 1.0));
-  if (a.has("seed"))
-    p.seed = static_cast<std::uint64_t>(a.integer("seed", 0));
-  p.stop = a.all("stop");
-  p.ignore_eos = a.has("ignore-eos");
-  if (auto err = validate(p))
-    throw std::invalid_argument(*err);
-  return p;
 }
 
 /// Loads the adapters of `--adapter` (one for every prompt, or one per prompt; "-" or "none" is
@@ -92,17 +77,22 @@ int default_threads() {
 
 int cmd_generate(int argc, char** argv) {
   args a(argc, argv, 2, {"no-kv-cache", "ignore-eos", "quiet"});
-  auto dir = a.required("model");
+  auto dir = a.str("model", default_model_dir());
+  if (dir.empty())
+    throw std::invalid_argument("--model DIR is needed (no default model in " LF_MODELS_DIR "/default)");
   auto prompts = a.all("prompt");
   if (prompts.empty())
     throw std::invalid_argument("missing required --prompt");
-  auto params = read_sampling(a);
+  sampling_params defaults;  // greedy, 32 tokens
+  defaults.temperature = 0;
+  defaults.max_tokens = 32;
+  auto params = read_sampling(a, defaults);
   int threads = set_compute_threads(static_cast<int>(a.integer("threads", default_threads())));
   auto dtype = parse_compute_dtype(a.str("dtype", "f32"));
   bool kv = !a.has("no-kv-cache");
   bool quiet = a.has("quiet");
   auto adapters = a.all("adapter");
-  auto adapter_root = a.str("adapters");
+  auto adapter_root = a.str("adapters", a.has("model") ? std::string{} : default_adapter_dir());
   a.finish();
 
   auto tok = load_tokenizer(dir);

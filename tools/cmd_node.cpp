@@ -68,7 +68,7 @@ int cmd_node(int argc, char** argv) {
   args a(argc, argv, 2);
   const auto path = config_arg(a, "lorafleet node CONFIG --name NODE [--drain-timeout S] [--ready-file PATH]");
   const auto name = a.required("name");
-  const auto drain = std::chrono::seconds(a.integer("drain-timeout", 10));
+  const auto drain = std::chrono::seconds(a.integer_in("drain-timeout", 10, 0, 86400));
   const auto ready_file = a.str("ready-file");
   a.finish();
   const auto cfg = cluster::load_cluster_config(path);

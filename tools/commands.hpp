@@ -1,4 +1,6 @@
 #pragma once
+#include <string>
+
 /// Subcommands of the `lorafleet` program. Each takes argc/argv positioned after the subcommand
 /// name and returns the process exit code.
 
@@ -6,6 +8,11 @@ namespace lf::tools {
 
 /// Default tokenizer directory (vocab.json + merges.txt shipped in the repository's models/).
 const char* default_tokenizer_dir();
+
+/// The repository's default model and adapter directories (models/default, models/adapters);
+/// empty strings when absent.
+std::string default_model_dir();
+std::string default_adapter_dir();
 
 int cmd_generate(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);

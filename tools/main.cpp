@@ -2,6 +2,7 @@
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <sstream>
 #include <string>
 
 #include "tools/commands.hpp"
@@ -12,6 +13,7 @@ const char* usage = R"(usage: lorafleet <command> [options]
 
 commands:
   serve       [--model DIR] [--adapters DIR] [--workers N] [--listen EP] [--threads N per worker]
+              [--blas-threads N (OpenBLAS, process)]
               [--dtype f32|bf16] [--kv-cache-mb MB] [--max-seqs N] [--max-batched-tokens N]
               [--mode continuous|static|static_no_cache] [--no-prefix-cache] [--block-size N]
               [--policy round_robin|least_loaded|adapter_affinity] [--queue-limit N]
@@ -35,13 +37,13 @@ commands:
               [--adapters a,b --skew F] [--chat] [--no-ignore-eos] [--goodput-ttft-ms X
               --goodput-tpot-ms X --goodput-e2e-ms X] [--out PREFIX] [--timeout S]
               measure throughput, TTFT/TPOT/ITL/E2E percentiles, goodput; write JSON, CSV, SVG
-  generate    --model DIR --prompt TEXT [--prompt TEXT ...] [--max-tokens N] [--temperature T]
+  generate    [--model DIR] --prompt TEXT [--prompt TEXT ...] [--max-tokens N] [--temperature T]
               [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--stop STR ...]
               [--ignore-eos] [--no-kv-cache] [--threads N] [--dtype f32|bf16]
               [--adapter DIR|NAME|- ...] [--adapters ROOT]
               generate a completion (several --prompt: one left-padded batch) and print timings;
               --adapter once for all prompts or once per prompt (- = base model), a directory or
-              with --adapters a name under ROOT
+              with --adapters a name under ROOT (default model and adapters: models/)
   tokenize    --model DIR [--decode]   UTF-8 text on stdin -> JSON token ids (or the reverse)
   make-adapter --base DIR --out DIR [--rank R --alpha A --targets c_attn,c_proj,c_fc,mlp.c_proj
               --seed S --init-std X --dtype f32|f16|bf16 --rslora]
@@ -59,6 +61,25 @@ commands:
               --eval-tokens N --dtype f32|bf16]   held-out loss per corpus file, split as train does
 )";
 
+/// The lines of `usage` for one command (its line and the deeper-indented ones after it), or
+/// the whole text when the command is not listed.
+std::string command_usage(const std::string& cmd) {
+  std::istringstream in(usage);
+  std::string out;
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    const bool head = line.rfind("  " + cmd + " ", 0) == 0 || line == "  " + cmd;
+    const bool deeper = line.rfind("   ", 0) == 0;
+    if (head || (inside && deeper)) {
+      out += line + "\n";
+      inside = true;
+    } else {
+      inside = false;
+    }
+  }
+  return out.empty() ? usage : "usage: lorafleet " + cmd + " [options]\n" + out;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -67,6 +88,11 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   std::string cmd = argv[1];
+  for (int i = 2; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+      std::cout << command_usage(cmd);
+      return 0;
+    }
   try {
     if (cmd == "generate")
       return lf::tools::cmd_generate(argc, argv);

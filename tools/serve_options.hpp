@@ -4,16 +4,13 @@
 
 #include "router/local_cluster.hpp"
 #include "tools/args.hpp"
+#include "tools/commands.hpp"
 
 namespace lf::tools {
 
-/// The repository's default model and adapter directories (models/default, models/adapters);
-/// empty strings when absent.
-std::string default_model_dir();
-std::string default_adapter_dir();
-
 /// Reads the flags below from `a`, checking each:
-///   --model DIR --adapters DIR --workers N --listen EP --threads N (per worker) --dtype f32|bf16
+///   --model DIR --adapters DIR --workers N --listen EP --threads N (per worker) --blas-threads N
+///   --dtype f32|bf16
 ///   --kv-cache-mb MB --block-size N --max-seqs N --max-batched-tokens N --mode MODE
 ///   --no-prefix-cache --policy P --queue-limit N --max-inflight-per-worker N
 ///   --adapter-cache-mb MB --curve-secret-key K --curve-public-key K

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "cache/kv_pool.hpp"
+#include "worker/engine/blas_threads.hpp"
 #include "worker/engine/generator.hpp"
 #include "worker/engine/gpt2_model.hpp"
 #include "worker/engine/lora_weights.hpp"
@@ -21,6 +22,8 @@ std::string check_settings(const worker_settings& s) {
     return "dtype must be \"f32\" or \"bf16\" (got \"" + s.dtype + "\")";
   if (s.threads < 0)
     return "threads must be >= 0 (got " + std::to_string(s.threads) + ")";
+  if (s.blas_threads < 0)
+    return "blas_threads must be >= 0 (got " + std::to_string(s.blas_threads) + ")";
   if (s.block_size == 0)
     return "block_size must be > 0";
   if (s.num_blocks == 0 && s.kv_budget_mb == 0)
@@ -120,6 +123,8 @@ engine::gpt2_weights load_weights(const worker_settings& s) {
     throw std::runtime_error("adapter directory " + s.adapter_dir + " does not exist");
   if (s.threads > 0)
     engine::set_compute_threads(s.threads);
+  if (s.blas_threads > 0)
+    engine::set_blas_threads(s.blas_threads);
   return engine::load_gpt2_weights(s.model_dir, engine::parse_compute_dtype(s.dtype));
 }
 

@@ -1,0 +1,64 @@
+#!/bin/bash
+# Bad command-line values for `lorafleet serve`, `loadtest`, `client`, `generate`: each must exit
+# with status 2 (1 for a runtime error such as an endpoint that cannot be bound) and a message that
+# names the flag, quickly, without starting to serve. `--help` after a command prints its usage.
+# Usage: cli_errors.sh LORAFLEET_BINARY
+set -uo pipefail
+bin=$1
+ep=tcp://127.0.0.1:9  # never contacted: every case fails before connecting
+failures=0
+# expect RC SUBSTRING ARGS...: run `lorafleet ARGS`, check the exit status and stderr.
+expect() {
+  local rc=$1 want=$2; shift 2
+  local err got
+  err=$(timeout 60 "$bin" "$@" 2>&1 >/dev/null); got=$?
+  if [[ $got != "$rc" || $err != *"$want"* ]]; then
+    echo "FAIL: lorafleet $*: exit $got (want $rc), stderr: $err (want '$want')"
+    failures=$((failures + 1))
+  fi
+}
+expect 2 "--workers must be in [1, 64] (got 0)" serve --workers 0
+expect 2 "--workers expects an integer (got 'x')" serve --workers x
+expect 2 "--workers needs a value" serve --workers
+expect 2 "--threads must be in" serve --threads 0
+expect 2 "--blas-threads must be in" serve --blas-threads 0
+expect 2 "--policy must be" serve --policy bogus
+expect 2 "--mode must be" serve --mode bogus
+expect 2 "--dtype must be f32 or bf16" serve --dtype f64
+expect 2 "--queue-limit must be in" serve --queue-limit -1
+expect 2 "--max-seqs must be in" serve --max-seqs 0
+expect 2 "--block-size must be in" serve --block-size 0
+expect 2 "--kv-cache-mb must be in" serve --kv-cache-mb 0
+expect 2 "must not exceed --max-batched-tokens" serve --max-seqs 64 --max-batched-tokens 32
+expect 2 "--drain-timeout expects an integer" serve --drain-timeout nan
+expect 2 "unknown option --bogus" serve --bogus 1
+expect 1 "does not exist" serve --model /nonexistent/model
+expect 1 "cannot bind bogus" serve --listen bogus --threads 1
+expect 2 "ENDPOINT" loadtest
+expect 2 "--arrival must be closed or poisson (got 'bogus')" loadtest $ep --arrival bogus
+expect 2 "--concurrency must be in" loadtest $ep --concurrency 0
+expect 2 "--requests must be in" loadtest $ep --requests 0
+expect 2 "--rate must be > 0" loadtest $ep --arrival poisson --rate -1
+expect 2 "--rate expects a finite number" loadtest $ep --arrival poisson --rate nan
+expect 2 "--burstiness must be > 0" loadtest $ep --arrival poisson --burstiness 0
+expect 2 "--input: expected N or LO-HI" loadtest $ep --input 5-2
+expect 2 "--output: expected N or LO-HI" loadtest $ep --output 0
+expect 2 "--sweep-rate: not a number: 'a'" loadtest $ep --sweep-rate a,b
+expect 2 "--sweep-rate: not a number: '2x'" loadtest $ep --sweep-rate 1,2x
+expect 2 "--sweep-concurrency: values must be whole numbers" loadtest $ep --sweep-concurrency 1.5
+expect 2 "not both" loadtest $ep --sweep-rate 1 --sweep-concurrency 1
+expect 2 "--duration must be >= 0" loadtest $ep --duration -3
+expect 2 "--skew must be >= 0 and <= 1" loadtest $ep --skew 2 --adapters a
+expect 2 "--goodput-ttft-ms must be > 0" loadtest $ep --goodput-ttft-ms -1
+expect 2 "--timeout must be > 0" loadtest $ep --timeout 0
+expect 2 "--prompts: cannot read" loadtest $ep --prompts /nonexistent/prompts.txt
+expect 2 "--timeout must be > 0" client --endpoint $ep --prompt hi --timeout -1
+expect 2 "--max-tokens must be in" client --endpoint $ep --prompt hi --max-tokens 0
+expect 2 "top_p" client --endpoint $ep --prompt hi --top-p 0
+expect 2 "give either --prompt TEXT or --user TEXT" client --endpoint $ep
+expect 2 "--temperature expects a finite number" generate --prompt hi --temperature nan
+expect 2 "unknown command" frobnicate
+out=$("$bin" serve --help) || { echo "FAIL: serve --help exit $?"; failures=$((failures + 1)); }
+[[ $out == *"--max-seqs"* && $out != *"loadtest"* ]] || { echo "FAIL: serve --help: $out"; failures=$((failures + 1)); }
+if ((failures)); then echo "$failures failure(s)"; exit 1; fi
+echo "cli errors: ok"
