@@ -35,29 +35,28 @@ struct local_cluster::impl {
 local_cluster::local_cluster(cluster_settings s) : impl_(std::make_unique<impl>(std::move(s))) {
   auto& st = *impl_;
   st.router = actors::spawn_router(st.sys, st.settings.router);
-  caf::scoped_actor self{st.sys};
-  for (std::uint32_t i = 0; i < st.settings.workers; ++i) {
-    auto rt = std::make_shared<worker::worker_runtime>(st.settings.worker);
-    st.runtimes.push_back(rt);
-    actors::worker_options o;
-    o.name = "worker-" + std::to_string(i + 1);
-    o.report_interval = st.settings.report_interval;
-    st.workers.push_back(actors::spawn_worker(st.sys, actors::backend_of(rt), st.router, o));
-  }
-  std::string why;
-  bool ready = false;
-  self->request(st.router, std::chrono::seconds(60), caf::wait_for_atom::value, st.settings.workers)
-    .receive([&](const actors::router_stats& rs) { ready = rs.workers >= st.settings.workers; },
-             [&](const caf::error& e) { why = st.sys.render(e); });
-  if (!ready) {
-    shutdown(std::chrono::milliseconds(0));
-    throw std::runtime_error("cluster: the workers did not register: " + why);
-  }
   try {
+    caf::scoped_actor self{st.sys};
+    for (std::uint32_t i = 0; i < st.settings.workers; ++i) {
+      auto rt = std::make_shared<worker::worker_runtime>(st.settings.worker);
+      st.runtimes.push_back(rt);
+      actors::worker_options o;
+      o.name = "worker-" + std::to_string(i + 1);
+      o.report_interval = st.settings.report_interval;
+      st.workers.push_back(actors::spawn_worker(st.sys, actors::backend_of(rt), st.router, o));
+    }
+    std::string why;
+    bool ready = false;
+    self->request(st.router, std::chrono::seconds(60), caf::wait_for_atom::value, st.settings.workers)
+      .receive([&](const actors::router_stats& rs) { ready = rs.workers >= st.settings.workers; },
+               [&](const caf::error& e) { why = st.sys.render(e); });
+    if (!ready)
+      throw std::runtime_error("cluster: the workers did not register: " + why);
     st.gw = std::make_unique<gateway>(st.sys, st.router, st.settings.gateway);
   } catch (...) {
-    // The actor system's destructor waits for every actor: stop them, or a bad or busy
-    // endpoint would hang the process instead of reporting the error.
+    // The actor system's destructor waits for every actor: stop the router and the workers
+    // started so far, or a failed start (a worker that cannot load, an endpoint that cannot be
+    // bound) would hang the process instead of reporting the error.
     shutdown(std::chrono::milliseconds(0));
     throw;
   }

@@ -1,6 +1,6 @@
 // bench_engine: the GPT-2 engine's speed on this machine, as a program (not a test).
 //
-//   bench_engine [--model DIR] [--threads N] [--dtype f32|bf16] [--json FILE] [--quick]
+//   bench_engine [--model DIR] [--threads N] [--dtype f32|bf16|int8] [--json FILE] [--quick]
 //                [--kv-compare-tokens N (default 256; 0 skips KV cache vs no cache)]
 //
 // Without --model it writes a GPT-2-124M-shaped random checkpoint to a temporary directory first.
@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/args.hpp"
+#include "tools/loadtest/passage.hpp"
 #include "worker/engine/dense_attention.hpp"
 #include "worker/engine/generator.hpp"
 #include "worker/engine/gpt2_model.hpp"
@@ -115,7 +116,7 @@ int main(int argc, char** argv) try {
   a.finish();
   nlohmann::json report;
   report["threads"] = threads;
-  report["dtype"] = dtype == compute_dtype::bf16 ? "bf16" : "f32";
+  report["dtype"] = dtype == compute_dtype::bf16 ? "bf16" : dtype == compute_dtype::int8 ? "int8" : "f32";
   std::cout << std::fixed << std::setprecision(1);
   std::cout << "threads: " << threads << " (ATen intra-op), dtype " << report["dtype"].get<std::string>() << "\n";
 
@@ -141,8 +142,7 @@ int main(int argc, char** argv) try {
   dense_kv_cache warm(m.config(), 1, 2, m.scalar_type());
   warm.begin_step(1, at::ones({1, 1}, at::kBool));
   m.logits(m.forward_hidden(at::zeros({1}, at::kLong), at::zeros({1}, at::kLong), warm));
-  double weights_mb = static_cast<double>(m.weights().num_parameters())
-                      * static_cast<double>(m.weights().wte.element_size()) / (1024.0 * 1024.0);
+  double weights_mb = static_cast<double>(m.weights().bytes()) / (1024.0 * 1024.0);
   double load_peak = proc_mb("VmHWM") - rss0;
   report["weights_mb"] = weights_mb;
   report["load_peak_rss_delta_mb"] = load_peak;
@@ -215,6 +215,33 @@ int main(int argc, char** argv) try {
   }
   report["peak_rss_mb"] = proc_mb("VmHWM");
   std::cout << "peak RSS since load: " << std::setprecision(1) << report["peak_rss_mb"].get<double>() << " MiB\n";
+
+  if (dtype != compute_dtype::f32) {
+    // What the reduced precision costs: one 256-token passage through this model and through the
+    // f32 one (next-token loss, top-1 agreement, largest logit difference).
+    auto tok = tokenizer::from_dir(LF_TOKENIZER_DIR);
+    auto text = tok.encode(lf::loadtest::passage_text());
+    const auto n = std::min<std::int64_t>({256, static_cast<std::int64_t>(text.size()), m.config().n_positions});
+    auto ids = at::tensor(std::vector<std::int64_t>(text.begin(), text.begin() + n), at::kLong);
+    auto run = [&](const gpt2_model& model) {
+      dense_kv_cache c(model.config(), 1, n, model.scalar_type());
+      c.begin_step(n, at::ones({1, n}, at::kBool));
+      return model.logits(model.forward_hidden(ids, at::arange(n, at::kLong), c));
+    };
+    gpt2_model ref(load_gpt2_weights(model_dir, compute_dtype::f32));
+    auto lq = run(m), lr = run(ref);
+    auto nll = [&](const at::Tensor& l) {
+      return -at::log_softmax(l.narrow(0, 0, n - 1), 1).gather(1, ids.narrow(0, 1, n - 1).unsqueeze(1)).mean().item<double>();
+    };
+    const double loss_q = nll(lq), loss_r = nll(lr);
+    const double agree = lq.argmax(1).eq(lr.argmax(1)).to(at::kFloat).mean().item<double>();
+    const double max_diff = (lq - lr).abs().max().item<double>();
+    report["quality"] = {{"tokens", n}, {"loss", loss_q}, {"loss_f32", loss_r}, {"top1_agreement", agree},
+                         {"max_abs_logit_diff", max_diff}};
+    std::cout << "\nquality vs f32 on " << n << " tokens of English: loss " << std::setprecision(4) << loss_q
+              << " vs " << loss_r << " (f32), top-1 agreement " << std::setprecision(1) << agree * 100
+              << "%, largest logit difference " << std::setprecision(3) << max_diff << "\n";
+  }
   if (!json_path.empty())
     std::ofstream(json_path) << report.dump(2) << "\n";
   if (!tmp.empty())

@@ -27,6 +27,7 @@ namespace fs = std::filesystem;
 int cmd_serve(int argc, char** argv) {
   args a(argc, argv, 2);
   auto s = cluster_settings_from(a);
+  const bool blas_given = a.has("blas-threads");
   const auto drain = std::chrono::seconds(a.integer_in("drain-timeout", 30, 0, 86400));
   const auto ready_file = a.str("ready-file");
   a.finish();
@@ -43,7 +44,7 @@ int cmd_serve(int argc, char** argv) {
             << (s.worker.adapter_dir.empty() ? std::string() : ", adapters from " + s.worker.adapter_dir)
             << "\n";
   router::local_cluster cluster(s);
-  if (engine::set_blas_threads(0) == 0)
+  if (blas_given && engine::set_blas_threads(0) == 0)
     std::cerr << "lorafleet serve: the BLAS is not OpenBLAS; --blas-threads had no effect\n";
   std::cout << "lorafleet serve: serving on " << cluster.endpoint() << " with " << s.workers
             << " worker(s), placement " << actors::to_string(s.router.placement.policy)
@@ -65,7 +66,7 @@ int cmd_client(int argc, char** argv) {
   args a(argc, argv, 2, {"no-stream", "ignore-eos", "quiet"});
   client::client_options co;
   co.endpoint = a.str("endpoint", "tcp://127.0.0.1:5555");
-  co.request_timeout = std::chrono::milliseconds(static_cast<long>(a.real_above("timeout", 300, 0) * 1000));
+  co.request_timeout = std::chrono::milliseconds(static_cast<long>(a.real_above("timeout", 300, 0.001, true, 86400) * 1000));
   apply_curve_flags(a, co);
   proto::submit_msg m;
   m.prompt = a.str("prompt");

@@ -52,7 +52,8 @@ cache::adapter_lookup_fn load_row_adapters(const std::vector<std::string>& value
       continue;
     auto [it, fresh] = ids.emplace(v, cache::adapter_id{static_cast<std::uint32_t>(ids.size() + 1)});
     if (fresh) {
-      const auto dir = root.empty() ? v : resolve_adapter_path(root, v).string();
+      // A directory that exists is used as given; otherwise a name under --adapters ROOT.
+      const auto dir = root.empty() || fs::is_directory(v) ? v : resolve_adapter_path(root, v).string();
       auto a = load_peft_adapter(dir, model.config());
       auto w = std::make_shared<const lora_weights>(a, model.config(), model.scalar_type());
       std::cerr << "adapter " << v << ": rank " << w->rank() << ", scale " << w->scale() << ", "

@@ -99,7 +99,7 @@ int cmd_loadtest(int argc, char** argv) {
   std::string endpoint = a.positional().empty() ? std::string{} : a.positional()[0];
   std::optional<router::cluster_settings> cs;
   if (self_host) {
-    cs = cluster_settings_from(a);
+    cs = cluster_settings_from(a, "adapter-dir");
     cs->gateway.endpoint = "tcp://127.0.0.1:*";
   }
   workload_config w;
@@ -131,6 +131,10 @@ int cmd_loadtest(int argc, char** argv) {
   const auto sweep_r = a.has("sweep-rate") ? parse_list(a.str("sweep-rate"), "sweep-rate", false) : std::vector<double>{};
   if (!sweep_c.empty() && !sweep_r.empty())
     throw std::invalid_argument("give --sweep-concurrency or --sweep-rate, not both");
+  for (double c : sweep_c)  // checked before connecting; the same bound as --requests
+    if (static_cast<double>(per_client) * c > 10'000'000)
+      throw std::invalid_argument("--per-client x concurrency is " + std::to_string(per_client * static_cast<std::uint64_t>(c))
+                                  + " requests; at most 10000000");
   goodput_limits lim;
   if (a.has("goodput-ttft-ms"))
     lim.ttft_ms = a.real_above("goodput-ttft-ms", 0, 0);
@@ -139,8 +143,8 @@ int cmd_loadtest(int argc, char** argv) {
   if (a.has("goodput-e2e-ms"))
     lim.e2e_ms = a.real_above("goodput-e2e-ms", 0, 0);
   driver_options d;
-  d.duration_s = a.real_above("duration", 0, 0, true);
-  d.drain = std::chrono::milliseconds(static_cast<long>(a.real_above("timeout", 120, 0, false, 86400) * 1000));
+  d.duration_s = a.real_above("duration", 0, 0, true, 30 * 86400.0);
+  d.drain = std::chrono::milliseconds(static_cast<long>(a.real_above("timeout", 120, 0.001, true, 86400) * 1000));
   d.chat = w.chat;
   d.ignore_eos = w.ignore_eos;
   d.temperature = a.real_above("temperature", 0, 0, true);
@@ -169,8 +173,8 @@ int cmd_loadtest(int argc, char** argv) {
       point p{"concurrency " + std::to_string(static_cast<int>(x)), x, w, d};
       p.w.mode = p.d.mode = arrival_mode::closed;
       p.w.concurrency = p.d.concurrency = static_cast<std::uint32_t>(x);
-      if (per_client > 0)
-        p.w.num_requests = per_client * p.w.concurrency;
+      if (per_client > 0)  // <= 10000000, checked above
+        p.w.num_requests = static_cast<std::uint32_t>(static_cast<std::uint64_t>(per_client) * p.w.concurrency);
       points.push_back(p);
     }
   } else if (!sweep_r.empty()) {
@@ -193,11 +197,16 @@ int cmd_loadtest(int argc, char** argv) {
                         {"adapters", w.adapters}, {"points", nlohmann::json::array()}};
   {  // what produced these figures: the exact command line and when it started (UTC)
     std::string cmdline = "lorafleet";
-    for (int i = 1; i < argc; ++i)
-      cmdline += std::string(" ") + argv[i];
+    for (int i = 1; i < argc; ++i) {
+      const std::string prev = argv[i - 1];
+      const bool secret = prev.size() > 11 && prev.compare(prev.size() - 11, 11, "-secret-key") == 0;
+      cmdline += std::string(" ") + (secret ? "(secret)" : argv[i]);
+    }
     const auto now = std::time(nullptr);
+    std::tm utc{};
+    gmtime_r(&now, &utc);
     char stamp[32];
-    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &utc);
     report["command"] = cmdline;
     report["started_utc"] = stamp;
   }
@@ -230,7 +239,7 @@ int cmd_loadtest(int argc, char** argv) {
   if (points.size() > 1)
     print_sweep(std::cout, summaries);
   if (!out_prefix.empty()) {
-    std::ofstream(out_prefix + ".json") << report.dump(2) << "\n";
+    std::ofstream(out_prefix + ".json") << report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     std::ofstream csv(out_prefix + ".csv");
     write_csv(csv, last_samples);
     std::ofstream(out_prefix + ".svg")

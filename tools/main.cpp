@@ -14,23 +14,26 @@ const char* usage = R"(usage: lorafleet <command> [options]
 commands:
   serve       [--model DIR] [--adapters DIR] [--workers N] [--listen EP] [--threads N per worker]
               [--blas-threads N (OpenBLAS, process)]
-              [--dtype f32|bf16] [--kv-cache-mb MB] [--max-seqs N] [--max-batched-tokens N]
+              [--dtype f32|bf16|int8] [--kv-cache-mb MB] [--max-seqs N] [--max-batched-tokens N]
               [--mode continuous|static|static_no_cache] [--no-prefix-cache] [--block-size N]
               [--policy round_robin|least_loaded|adapter_affinity] [--queue-limit N]
               [--drain-timeout S] [--ready-file PATH]
               router + workers + ZeroMQ gateway in one process (default model: models/default)
   client      [--endpoint EP] (--prompt TEXT | --user TEXT [--system TEXT]) [--adapter NAME]
-              [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--stop STR]
-              [--no-stream] [--timeout S]   send one request and stream the answer
-  status      [ENDPOINT]   the cluster's workers, load and counters
-              client and status, CURVE: [--server-key KEY|FILE] [--client-key DIR/NAME] (keygen's pair)
+              [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--repetition-penalty R]
+              [--seed S] [--stop STR ...] [--ignore-eos] [--no-stream] [--timeout S]
+              [--server-key KEY|FILE] [--client-key DIR/NAME]   (CURVE: keygen's pair)
+              send one request and stream the answer
+  status      [ENDPOINT] [--server-key KEY|FILE] [--client-key DIR/NAME]
+              the cluster's workers, load and counters
   node        CONFIG --name NODE [--drain-timeout S] [--ready-file PATH]
               run one node of a cluster config (docs/cluster.md): the router node (router +
               gateway + its workers) or a worker node (connects to the router node, reconnects)
   launch      CONFIG [--dry-run] [--ready-file PATH]   start the config's local nodes as processes,
               wait for every worker, print the client endpoint; Ctrl-C stops them all
   keygen      --out DIR [--name NAME] [--force]   write a CURVE key pair NAME.public / NAME.secret
-  loadtest    ENDPOINT | --self-host [serve flags]   [--arrival closed|poisson] [--concurrency N]
+  loadtest    ENDPOINT | --self-host [serve flags; --adapter-dir DIR for the server's adapters]
+              [--arrival closed|poisson] [--concurrency N] [--seed S] [--temperature T]
               [--rate R --burstiness B] [--sweep-concurrency 1,2,4 | --sweep-rate 1,2,4]
               [--requests N] [--duration S] [--input N|LO-HI] [--output N|LO-HI] [--prompts FILE]
               [--per-client N (sweeps)] [--long-every K --long-output N]
@@ -39,7 +42,7 @@ commands:
               measure throughput, TTFT/TPOT/ITL/E2E percentiles, goodput; write JSON, CSV, SVG
   generate    [--model DIR] --prompt TEXT [--prompt TEXT ...] [--max-tokens N] [--temperature T]
               [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--stop STR ...]
-              [--ignore-eos] [--no-kv-cache] [--threads N] [--dtype f32|bf16]
+              [--ignore-eos] [--no-kv-cache] [--threads N] [--dtype f32|bf16|int8]
               [--adapter DIR|NAME|- ...] [--adapters ROOT]
               generate a completion (several --prompt: one left-padded batch) and print timings;
               --adapter once for all prompts or once per prompt (- = base model), a directory or
@@ -61,8 +64,8 @@ commands:
               --eval-tokens N --dtype f32|bf16]   held-out loss per corpus file, split as train does
 )";
 
-/// The lines of `usage` for one command (its line and the deeper-indented ones after it), or
-/// the whole text when the command is not listed.
+/// The lines of `usage` for one command (its line and the deeper-indented ones after it); empty
+/// when the command is not listed.
 std::string command_usage(const std::string& cmd) {
   std::istringstream in(usage);
   std::string out;
@@ -77,7 +80,7 @@ std::string command_usage(const std::string& cmd) {
       inside = false;
     }
   }
-  return out.empty() ? usage : "usage: lorafleet " + cmd + " [options]\n" + out;
+  return out.empty() ? std::string{} : "usage: lorafleet " + cmd + " [options]\n" + out;
 }
 
 } // namespace
@@ -88,9 +91,15 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   std::string cmd = argv[1];
-  for (int i = 2; i < argc; ++i)
-    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
-      std::cout << command_usage(cmd);
+  // `lorafleet CMD --help` or `lorafleet CMD ... --help` (a "--help" in between may be a value).
+  for (const char* h : {static_cast<const char*>(argc > 2 ? argv[2] : ""), static_cast<const char*>(argv[argc - 1])})
+    if (argc > 2 && (!std::strcmp(h, "--help") || !std::strcmp(h, "-h"))) {
+      const auto text = command_usage(cmd);
+      if (text.empty()) {
+        std::cerr << "lorafleet: unknown command '" << cmd << "'\n" << usage;
+        return 2;
+      }
+      std::cout << text;
       return 0;
     }
   try {

@@ -18,12 +18,12 @@ std::string default_adapter_dir() {
   return fs::is_directory(d) ? d : std::string{};
 }
 
-router::cluster_settings cluster_settings_from(args& a) {
+router::cluster_settings cluster_settings_from(args& a, const std::string& adapter_dir_flag) {
   router::cluster_settings s;
   s.worker.model_dir = a.str("model", default_model_dir());
   if (s.worker.model_dir.empty())
     throw std::invalid_argument("--model DIR is needed (no default model in " LF_MODELS_DIR "/default)");
-  s.worker.adapter_dir = a.str("adapters", a.has("model") ? std::string{} : default_adapter_dir());
+  s.worker.adapter_dir = a.str(adapter_dir_flag, a.has("model") ? std::string{} : default_adapter_dir());
   const auto workers = a.integer_in("workers", 1, 1, 64);
   s.workers = static_cast<std::uint32_t>(workers);
   const long cores = std::max(1u, std::thread::hardware_concurrency());
@@ -34,8 +34,8 @@ router::cluster_settings cluster_settings_from(args& a) {
   s.worker.blas_threads =
     static_cast<int>(a.integer_in("blas-threads", std::max<long>(1, cores / workers), 1, 256));
   s.worker.dtype = a.str("dtype", "f32");
-  if (s.worker.dtype != "f32" && s.worker.dtype != "bf16")
-    throw std::invalid_argument("--dtype must be f32 or bf16 (got '" + s.worker.dtype + "')");
+  if (s.worker.dtype != "f32" && s.worker.dtype != "bf16" && s.worker.dtype != "int8")
+    throw std::invalid_argument("--dtype must be f32, bf16 or int8 (got '" + s.worker.dtype + "')");
   s.worker.kv_budget_mb = static_cast<std::size_t>(a.integer_in("kv-cache-mb", 256, 1, 1 << 20));
   s.worker.block_size = static_cast<std::uint32_t>(a.integer_in("block-size", 16, 1, 1024));
   s.worker.max_seqs = static_cast<std::uint32_t>(a.integer_in("max-seqs", 32, 1, 4096));

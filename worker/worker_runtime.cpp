@@ -18,8 +18,8 @@ namespace lf::worker {
 std::string check_settings(const worker_settings& s) {
   if (s.model_dir.empty())
     return "model_dir is empty";
-  if (s.dtype != "f32" && s.dtype != "bf16")
-    return "dtype must be \"f32\" or \"bf16\" (got \"" + s.dtype + "\")";
+  if (s.dtype != "f32" && s.dtype != "bf16" && s.dtype != "int8")
+    return "dtype must be \"f32\", \"bf16\" or \"int8\" (got \"" + s.dtype + "\")";
   if (s.threads < 0)
     return "threads must be >= 0 (got " + std::to_string(s.threads) + ")";
   if (s.blas_threads < 0)

@@ -28,7 +28,7 @@ struct worker_settings {
   std::string tokenizer_dir;    ///< vocab.json + merges.txt; empty => model_dir
   int threads = 0;              ///< ATen intra-op threads; 0 => leave as is. Process-wide!
   int blas_threads = 0;         ///< OpenBLAS threads (engine/blas_threads.hpp); 0 => leave as is. Process-wide!
-  std::string dtype = "f32";    ///< compute dtype: "f32" or "bf16"
+  std::string dtype = "f32";    ///< compute dtype: "f32", "bf16" or "int8" (weights)
   std::size_t kv_budget_mb = 256;  ///< K/V pool size; turned into blocks by kv_pool
   std::uint32_t num_blocks = 0;    ///< > 0 overrides kv_budget_mb (tests)
   std::uint32_t block_size = 16;   ///< tokens per KV block

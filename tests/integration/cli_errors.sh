@@ -24,7 +24,7 @@ expect 2 "--threads must be in" serve --threads 0
 expect 2 "--blas-threads must be in" serve --blas-threads 0
 expect 2 "--policy must be" serve --policy bogus
 expect 2 "--mode must be" serve --mode bogus
-expect 2 "--dtype must be f32 or bf16" serve --dtype f64
+expect 2 "--dtype must be f32, bf16 or int8" serve --dtype f64
 expect 2 "--queue-limit must be in" serve --queue-limit -1
 expect 2 "--max-seqs must be in" serve --max-seqs 0
 expect 2 "--block-size must be in" serve --block-size 0
@@ -50,14 +50,24 @@ expect 2 "not both" loadtest $ep --sweep-rate 1 --sweep-concurrency 1
 expect 2 "--duration must be >= 0" loadtest $ep --duration -3
 expect 2 "--skew must be >= 0 and <= 1" loadtest $ep --skew 2 --adapters a
 expect 2 "--goodput-ttft-ms must be > 0" loadtest $ep --goodput-ttft-ms -1
-expect 2 "--timeout must be > 0" loadtest $ep --timeout 0
+expect 2 "--timeout must be >= 0.001" loadtest $ep --timeout 0
+expect 2 "--duration must be >= 0 and <= 2592000" loadtest $ep --duration 1e12
+expect 2 "at most 10000000" loadtest $ep --sweep-concurrency 100000 --per-client 1000
 expect 2 "--prompts: cannot read" loadtest $ep --prompts /nonexistent/prompts.txt
-expect 2 "--timeout must be > 0" client --endpoint $ep --prompt hi --timeout -1
+expect 2 "--timeout must be >= 0.001 and <= 86400" client --endpoint $ep --prompt hi --timeout -1
+expect 2 "--timeout must be >= 0.001 and <= 86400" client --endpoint $ep --prompt hi --timeout 1e300
 expect 2 "--max-tokens must be in" client --endpoint $ep --prompt hi --max-tokens 0
 expect 2 "top_p" client --endpoint $ep --prompt hi --top-p 0
 expect 2 "give either --prompt TEXT or --user TEXT" client --endpoint $ep
 expect 2 "--temperature expects a finite number" generate --prompt hi --temperature nan
 expect 2 "unknown command" frobnicate
+expect 2 "unknown command" frobnicate --help
+# generate without --model: the embedded default model, an adapter given as a directory
+if [ -f "$(dirname "$0")/../../models/default/config.json" ]; then
+  "$bin" generate --prompt "ROMEO:" --max-tokens 2 --quiet \
+      --adapter "$(dirname "$0")/../../models/adapters/shakespeare" > /dev/null 2>&1 \
+    || { echo "FAIL: generate with the default model and an adapter directory"; failures=$((failures + 1)); }
+fi
 out=$("$bin" serve --help) || { echo "FAIL: serve --help exit $?"; failures=$((failures + 1)); }
 [[ $out == *"--max-seqs"* && $out != *"loadtest"* ]] || { echo "FAIL: serve --help: $out"; failures=$((failures + 1)); }
 if ((failures)); then echo "$failures failure(s)"; exit 1; fi

@@ -11,6 +11,12 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$bin" loadtest --self-host --model "$tmp/model" --workers 1 --threads 1 --kv-cache-mb 32 \
   --requests 30 --arrival poisson --rate 30 --input 32 --output 16 --goodput-ttft-ms 5000 \
   --quiet --out "$tmp/one"
+# An adapter mix against a self-hosted cluster: --adapters is the mix, --adapter-dir the server's.
+for a in a b; do
+  "$bin" make-adapter --base "$tmp/model" --out "$tmp/adapters/$a" --rank 4 --seed 3 > /dev/null
+done
+"$bin" loadtest --self-host --model "$tmp/model" --adapter-dir "$tmp/adapters" --workers 1 --threads 1 \
+  --kv-cache-mb 32 --requests 8 --concurrency 4 --input 16 --output 8 --adapters a,b --quiet --out "$tmp/mix"
 /usr/bin/python3 - "$tmp" <<'PY'
 import csv, json, sys, xml.etree.ElementTree as ET
 d = sys.argv[1]
@@ -22,6 +28,8 @@ for p in sweep["points"]:
     # synthetic prompts are unique, also across sweep points: nothing comes from the prefix cache
     assert p["cached_input_tokens"] == 0 and p["input_tokens"] >= 24 * 16, p
     assert p["output_tokens_per_s"] > 0 and p["tpot_ms"]["p99"] >= p["tpot_ms"]["p50"] > 0, p
+mix = json.load(open(f"{d}/mix.json"))
+assert mix["adapters"] == ["a", "b"] and mix["points"][0]["completed"] == 8, mix
 one = json.load(open(f"{d}/one.json"))["points"][0]
 assert one["completed"] == 30 and one["lost"] == 0 and one["good"] == 30, one
 rows = list(csv.DictReader(open(f"{d}/one.csv")))

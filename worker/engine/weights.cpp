@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "worker/engine/int8_linear.hpp"
 #include "worker/engine/safetensors.hpp"
 
 namespace lf::engine {
@@ -38,8 +39,11 @@ public:
     auto shape = at::IntArrayRef(t.shape);
     at::Tensor out;
     if (t.type == dtype::f32) {
-      // Point into the memory map: no copy for the common fp32 case.
+      // Point into the memory map: no copy for the common fp32 case. int8 copies what it keeps
+      // in f32 so that the map (with the f32 weights it replaces) can be dropped.
       out = at::from_blob(const_cast<std::byte*>(t.data), shape, at::kFloat);
+      if (dtype_ == compute_dtype::int8)
+        out = out.clone();
     } else if (t.type == dtype::f16 || t.type == dtype::bf16) {
       auto raw = at::from_blob(const_cast<std::byte*>(t.data), shape,
                                t.type == dtype::f16 ? at::kHalf : at::kBFloat16);
@@ -75,7 +79,9 @@ compute_dtype parse_compute_dtype(const std::string& s) {
     return compute_dtype::f32;
   if (s == "bf16" || s == "bfloat16")
     return compute_dtype::bf16;
-  throw std::invalid_argument("unknown dtype '" + s + "' (expected f32 or bf16)");
+  if (s == "int8")
+    return compute_dtype::int8;
+  throw std::invalid_argument("unknown dtype '" + s + "' (expected f32, bf16 or int8)");
 }
 
 std::int64_t gpt2_weights::num_parameters() const {
@@ -89,11 +95,25 @@ std::int64_t gpt2_weights::num_parameters() const {
   return n;
 }
 
+namespace {
+std::size_t tensor_bytes(const at::Tensor& t) {
+  return t.defined() ? static_cast<std::size_t>(t.numel()) * static_cast<std::size_t>(t.element_size()) : 0;
+}
+} // namespace
+
+std::size_t gpt2_weights::bytes() const {
+  return bytes_per_step() + tensor_bytes(wpe) + (lm_head.is_same(wte) ? 0 : tensor_bytes(wte));
+}
+
 std::size_t gpt2_weights::bytes_per_step() const {
-  auto elem = static_cast<std::size_t>(wte.element_size());
+  auto bytes = tensor_bytes;
   // wte/wpe lookups read a few rows; lm_head reads all of [V, C].
-  auto n = num_parameters() - wpe.numel() - (lm_head.is_same(wte) ? 0 : wte.numel());
-  return static_cast<std::size_t>(n) * elem;
+  std::size_t n = bytes(lm_head) + bytes(ln_f_w) + bytes(ln_f_b);
+  for (auto& b : blocks)
+    for (auto* t : {&b.ln_1_w, &b.ln_1_b, &b.attn_w, &b.attn_b, &b.proj_w, &b.proj_b, &b.ln_2_w, &b.ln_2_b,
+                    &b.fc_w, &b.fc_b, &b.mproj_w, &b.mproj_b, &b.attn_s, &b.proj_s, &b.fc_s, &b.mproj_s})
+      n += bytes(*t);
+  return n;
 }
 
 gpt2_weights load_gpt2_weights(const std::string& dir, compute_dtype dtype) {
@@ -131,6 +151,13 @@ gpt2_weights load_gpt2_weights(const std::string& dir, compute_dtype dtype) {
     b.fc_b = src.get(p + "mlp.c_fc.bias", {I});
     b.mproj_w = src.get(p + "mlp.c_proj.weight", {I, C});
     b.mproj_b = src.get(p + "mlp.c_proj.bias", {C});
+    if (dtype == compute_dtype::int8)
+      for (auto [wt, st] : {std::pair{&b.attn_w, &b.attn_s}, std::pair{&b.proj_w, &b.proj_s},
+                            std::pair{&b.fc_w, &b.fc_s}, std::pair{&b.mproj_w, &b.mproj_s}}) {
+        auto q = quantize_int8(*wt);
+        *wt = q.q;
+        *st = q.scale;
+      }
     w.blocks.push_back(std::move(b));
   }
   if (auto* head = file->find("lm_head.weight"))

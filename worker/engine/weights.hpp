@@ -23,13 +23,18 @@ struct gpt2_block_weights {
   at::Tensor ln_2_w, ln_2_b;
   at::Tensor fc_w, fc_b;      ///< mlp.c_fc: [C, 4C], [4C]
   at::Tensor mproj_w, mproj_b;///< mlp.c_proj: [4C, C], [C]
+  /// compute_dtype::int8 only: the four weights above are int8 and these are their per-output-
+  /// column scales (int8_linear.hpp); undefined otherwise.
+  at::Tensor attn_s, proj_s, fc_s, mproj_s;
 };
 
 /// Compute precision of the linear layers. Embeddings, layer norms and attention softmax follow it;
-/// logits always come back as float32.
-enum class compute_dtype { f32, bf16 };
+/// logits always come back as float32. int8: the blocks' linear weights are stored as int8 with
+/// per-output-column scales (weight-only quantization); everything else, and all arithmetic on
+/// activations, stays float32.
+enum class compute_dtype { f32, bf16, int8 };
 
-/// Parses "f32" / "bf16"; throws std::invalid_argument otherwise.
+/// Parses "f32" / "bf16" / "int8"; throws std::invalid_argument otherwise.
 compute_dtype parse_compute_dtype(const std::string& s);
 
 /// All weights of a GPT2LMHeadModel. `lm_head` is `wte` itself when the checkpoint ties them.
@@ -44,9 +49,11 @@ struct gpt2_weights {
   /// Keeps the memory map alive while f32 tensors point into it.
   std::shared_ptr<const safetensors_file> backing;
 
-  /// Bytes of weight data one decode step must read (every parameter once; lm_head counted once
-  /// even when tied, since the embedding lookup touches only a few rows).
+  /// Bytes of weight data one decode step must read (every parameter once at its stored width;
+  /// lm_head counted once even when tied, since the embedding lookup touches only a few rows).
   std::size_t bytes_per_step() const;
+  /// Bytes of all weights as stored (tied lm_head counted once; int8 scales included).
+  std::size_t bytes() const;
   /// Total parameter count (tied lm_head counted once).
   std::int64_t num_parameters() const;
 };
