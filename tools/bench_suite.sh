@@ -6,6 +6,7 @@
 #
 #   tools/bench_suite.sh [BUILD_DIR] [OUT_DIR] [--quick] [--only 1,2,...] [--threads N]
 #
+# The figures of the last full run, with the pictures: docs/benchmarks.md, docs/bench-suite/.
 # --quick shrinks the model (4 layers, 256 wide) and the request counts, to check the script.
 # --threads: ATen threads of the single worker in experiments 1-5 (default 1: on a shared 2-vCPU
 # machine a second OpenMP thread makes batched decode ~3x slower, docs/benchmarks.md); experiment 6
@@ -15,7 +16,7 @@ build=build/release; out=build/bench-suite
 if (($#)) && [[ $1 != --* ]]; then build=$1; shift; fi
 if (($#)) && [[ $1 != --* ]]; then out=$1; shift; fi
 quick=0; only="1,2,3,4,5,6"; threads=1
-while (($#)); do case $1 in --quick) quick=1;; --only) only=$2; shift;; --threads) threads=$2; shift;;
+while (($#)); do case $1 in --quick) quick=1;; --only) only=${2:?--only needs a list such as 1,2,6}; shift;; --threads) threads=${2:?--threads needs a number}; shift;;
   *) echo "bench_suite: unknown option $1" >&2; exit 2;; esac; shift; done
 bin=$build/tools/lorafleet
 mkdir -p "$out"
