@@ -84,11 +84,11 @@ std::string latency_svg(const std::vector<request_sample>& samples, const std::s
     std::vector<double> h(bins, 0);
     for (double x : v)
       h[static_cast<std::size_t>(std::clamp(static_cast<int>(x / top * bins), 0, bins - 1))] += 1;
-    auto panel = std::make_unique<svg_panel>(name, name + " (ms)", "requests", top,
+    auto panel = std::make_unique<svg_panel>(name + ", " + std::to_string(v.size()) + " requests", name + " (ms)",
+                                             "requests", top,
                                              std::max(1.0, *std::max_element(h.begin(), h.end())), true);
     for (int i = 0; i < bins; ++i)
       panel->bar(top * i / bins, top * (i + 1) / bins, h[static_cast<std::size_t>(i)], color);
-    panel->legend(color, std::to_string(v.size()) + " requests");
     return panel;
   };
   auto a = histogram(ttft, "time to first token", "#1f77b4");
