@@ -15,24 +15,56 @@ constexpr std::int64_t kernel_max_rows = 64;
 /// Output columns per task: rows x 256 floats of results stay in L1/L2 while the K loop runs.
 constexpr std::int64_t column_block = 256;
 
-/// y[m, j0:j1] = sum_k x[m, k] * float(q[k, j0:j1]) for m < rows (y pre-zeroed), one block.
-/// Built for AVX-512, AVX2 and baseline x86-64, picked at load time (GCC target_clones).
+/// y[m, j0:j1] += sum_k x[m, k] * float(q[k, j0:j1]) for m < rows, one block of columns. Four
+/// weight rows at a time: few rows convert them on the fly; more rows widen them once into an
+/// in-cache buffer that every row then reads. Either way each result row is loaded and stored
+/// once per four k, not once per k. Built for AVX-512, AVX2 and baseline x86-64, picked at load
+/// time (GCC target_clones).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 void int8_block(const float* x, const std::int8_t* q, float* y, std::int64_t rows, std::int64_t in,
                 std::int64_t out, std::int64_t j0, std::int64_t j1) {
-  float wrow[column_block];
+  float w[4][column_block];
   const std::int64_t nb = j1 - j0;
-  for (std::int64_t k = 0; k < in; ++k) {
+  std::int64_t k = 0;
+  for (; k + 4 <= in; k += 4) {
+    const std::int8_t* q0 = q + k * out + j0;
+    const std::int8_t* q1 = q0 + out;
+    const std::int8_t* q2 = q1 + out;
+    const std::int8_t* q3 = q2 + out;
+    if (rows <= 2) {
+      for (std::int64_t m = 0; m < rows; ++m) {
+        const float* xm = x + m * in + k;
+        const float x0 = xm[0], x1 = xm[1], x2 = xm[2], x3 = xm[3];
+        float* yr = y + m * out + j0;
+        for (std::int64_t j = 0; j < nb; ++j)
+          yr[j] += x0 * static_cast<float>(q0[j]) + x1 * static_cast<float>(q1[j])
+                   + x2 * static_cast<float>(q2[j]) + x3 * static_cast<float>(q3[j]);
+      }
+      continue;
+    }
+    for (std::int64_t j = 0; j < nb; ++j) {
+      w[0][j] = static_cast<float>(q0[j]);
+      w[1][j] = static_cast<float>(q1[j]);
+      w[2][j] = static_cast<float>(q2[j]);
+      w[3][j] = static_cast<float>(q3[j]);
+    }
+    for (std::int64_t m = 0; m < rows; ++m) {
+      const float* xm = x + m * in + k;
+      const float x0 = xm[0], x1 = xm[1], x2 = xm[2], x3 = xm[3];
+      float* yr = y + m * out + j0;
+      for (std::int64_t j = 0; j < nb; ++j)
+        yr[j] += x0 * w[0][j] + x1 * w[1][j] + x2 * w[2][j] + x3 * w[3][j];
+    }
+  }
+  for (; k < in; ++k) {  // the last in % 4 rows
     const std::int8_t* qr = q + k * out + j0;
-    for (std::int64_t j = 0; j < nb; ++j)
-      wrow[j] = static_cast<float>(qr[j]);
     for (std::int64_t m = 0; m < rows; ++m) {
       const float xv = x[m * in + k];
       float* yr = y + m * out + j0;
       for (std::int64_t j = 0; j < nb; ++j)
-        yr[j] += xv * wrow[j];
+        yr[j] += xv * static_cast<float>(qr[j]);
     }
   }
 }
