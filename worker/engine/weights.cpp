@@ -1,5 +1,9 @@
 #include "worker/engine/weights.hpp"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 
@@ -55,12 +59,25 @@ public:
     }
     if (dtype_ == compute_dtype::bf16)
       out = out.to(at::kBFloat16);
+    if (out.data_ptr() != static_cast<const void*>(t.data))
+      release_pages(t);  // a converted copy: the file's pages are not needed any more
     return out;
   }
 
   const safetensors_file& file() const { return *file_; }
 
 private:
+  /// Hands the pages of a tensor already copied out back to the kernel (read-only private
+  /// file map: they would be re-read from the file if touched again, and nothing touches them),
+  /// so that loading int8 does not hold the whole f32 file in memory at once.
+  static void release_pages(const tensor_view& t) {
+    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto begin = (reinterpret_cast<std::uintptr_t>(t.data) + page - 1) / page * page;
+    const auto end = (reinterpret_cast<std::uintptr_t>(t.data) + t.nbytes) / page * page;
+    if (end > begin)
+      ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  }
+
   static std::string shape_str(const std::vector<std::int64_t>& s) {
     std::string r = "[";
     for (size_t i = 0; i < s.size(); ++i)
