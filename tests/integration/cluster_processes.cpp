@@ -58,6 +58,9 @@ std::string config_from(const std::string& name, const temp_dir& dir) {
   auto text = ss.str();
   REQUIRE(!text.empty());
   text = std::regex_replace(text, std::regex("\"\\.\\./models/default\""), "\"" + (dir / "model") + "\"");
+  // The adapters stay the repository's (loaded only when a request names one).
+  text = std::regex_replace(text, std::regex("\"\\.\\./models/adapters\""),
+                            "\"" + std::string(LF_SOURCE_DIR) + "/models/adapters\"");
   text = std::regex_replace(text, std::regex("tcp://127\\.0\\.0\\.1:5555"),
                             "tcp://127.0.0.1:" + std::to_string(free_port()));
   // Every "port = N" gets its own free port.
