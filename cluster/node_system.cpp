@@ -1,8 +1,5 @@
 #include "cluster/node_system.hpp"
 
-#include <algorithm>
-#include <thread>
-
 #include <caf/actor_system.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/io/middleman_actor.hpp>
@@ -13,6 +10,7 @@
 
 #include "actors/system_config.hpp"
 #include "cluster/openssl_guard.hpp"
+#include "worker/compute_settings.hpp"
 
 namespace lf::cluster {
 
@@ -78,8 +76,7 @@ worker::worker_settings worker_settings_for(const cluster_config& cfg, const wor
   s.adapter_dir = cfg.adapter_dir;
   s.threads = g.threads;
   // One OpenBLAS pool per process, shared by the node's workers: by default each worker's share.
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  s.blas_threads = g.blas_threads > 0 ? g.blas_threads : std::max(1, cores / static_cast<int>(std::max(1u, g.count)));
+  s.blas_threads = g.blas_threads > 0 ? g.blas_threads : worker::share_of_cores(g.count);
   s.dtype = g.dtype;
   s.kv_budget_mb = g.kv_cache_mb;
   s.block_size = g.block_size;

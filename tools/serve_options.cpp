@@ -2,7 +2,8 @@
 
 #include <filesystem>
 #include <stdexcept>
-#include <thread>
+
+#include "worker/compute_settings.hpp"
 
 namespace lf::tools {
 
@@ -26,16 +27,17 @@ router::cluster_settings cluster_settings_from(args& a, const std::string& adapt
   s.worker.adapter_dir = a.str(adapter_dir_flag, a.has("model") ? std::string{} : default_adapter_dir());
   const auto workers = a.integer_in("workers", 1, 1, 64);
   s.workers = static_cast<std::uint32_t>(workers);
-  const long cores = std::max(1u, std::thread::hardware_concurrency());
-  const auto threads = a.integer_in("threads", std::max<long>(1, cores / workers), 1, 256);
+  const auto share = worker::share_of_cores(s.workers);
+  const auto threads = a.integer_in("threads", share, 1, 256);
   s.worker.threads = static_cast<int>(threads);
   // One OpenBLAS pool per process: workers sharing it wait on each other, so by default each
   // worker's share of the cores (1 for two workers on two cores), whatever --threads is.
   s.worker.blas_threads =
-    static_cast<int>(a.integer_in("blas-threads", std::max<long>(1, cores / workers), 1, 256));
+    static_cast<int>(a.integer_in("blas-threads", share, 1, 256));
   s.worker.dtype = a.str("dtype", "f32");
-  if (s.worker.dtype != "f32" && s.worker.dtype != "bf16" && s.worker.dtype != "int8")
-    throw std::invalid_argument("--dtype must be f32, bf16 or int8 (got '" + s.worker.dtype + "')");
+  if (!worker::is_compute_dtype(s.worker.dtype))
+    throw std::invalid_argument(std::string("--dtype must be ") + worker::compute_dtype_list + " (got '"
+                                + s.worker.dtype + "')");
   s.worker.kv_budget_mb = static_cast<std::size_t>(a.integer_in("kv-cache-mb", 256, 1, 1 << 20));
   s.worker.block_size = static_cast<std::uint32_t>(a.integer_in("block-size", 16, 1, 1024));
   s.worker.max_seqs = static_cast<std::uint32_t>(a.integer_in("max-seqs", 32, 1, 4096));

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "cache/kv_pool.hpp"
+#include "worker/compute_settings.hpp"
 #include "worker/engine/blas_threads.hpp"
 #include "worker/engine/generator.hpp"
 #include "worker/engine/gpt2_model.hpp"
@@ -18,8 +19,8 @@ namespace lf::worker {
 std::string check_settings(const worker_settings& s) {
   if (s.model_dir.empty())
     return "model_dir is empty";
-  if (s.dtype != "f32" && s.dtype != "bf16" && s.dtype != "int8")
-    return "dtype must be \"f32\", \"bf16\" or \"int8\" (got \"" + s.dtype + "\")";
+  if (!is_compute_dtype(s.dtype))
+    return std::string("dtype must be ") + compute_dtype_list + " (got \"" + s.dtype + "\")";
   if (s.threads < 0)
     return "threads must be >= 0 (got " + std::to_string(s.threads) + ")";
   if (s.blas_threads < 0)
