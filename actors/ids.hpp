@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "actors/strong_id.hpp"
+#include "core/strong_id.hpp"
 
 namespace lf::actors {
 

@@ -26,8 +26,8 @@
 #include <caf/type_id.hpp>
 
 #include "actors/ids.hpp"
-#include "actors/serve_errc.hpp"
-#include "worker/engine/sampling_params.hpp"
+#include "core/serve_errc.hpp"
+#include "core/sampling_params.hpp"
 #include "worker/request.hpp"
 
 namespace lf::actors {
@@ -41,7 +41,7 @@ using expire_atom = caf::atom_constant<caf::atom("lf_expire")>;
 // -- client <-> router ----------------------------------------------------------------------------
 
 /// A generation request as the gateway decodes it. Sampling fields mirror
-/// engine::sampling_params (see sampling_of); the seed is split into has_seed + seed.
+/// lf::sampling_params (see sampling_of); the seed is split into has_seed + seed.
 struct generate_request {
   client_request_id id;
   std::string prompt;                       ///< prompt text; used when prompt_tokens is empty
@@ -60,8 +60,8 @@ struct generate_request {
 };
 
 /// The sampling settings of `r`.
-inline engine::sampling_params sampling_of(const generate_request& r) {
-  engine::sampling_params p;
+inline lf::sampling_params sampling_of(const generate_request& r) {
+  lf::sampling_params p;
   p.temperature = r.temperature;
   p.top_k = r.top_k;
   p.top_p = r.top_p;

@@ -34,7 +34,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "actors/serve_errc.hpp"
+#include "core/serve_errc.hpp"
 #include "cache/ids.hpp"
 
 namespace lf::cache {

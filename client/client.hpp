@@ -21,7 +21,7 @@
 #include <optional>
 #include <string>
 
-#include "client/protocol.hpp"
+#include "proto/protocol.hpp"
 
 namespace lf::client {
 

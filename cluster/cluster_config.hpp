@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "actors/placement.hpp"
-#include "actors/request_checks.hpp"
+#include "router/placement.hpp"
+#include "router/request_checks.hpp"
 
 namespace lf::cluster {
 
@@ -86,11 +86,11 @@ struct node_config {
 
 /// Router settings ([router] and [limits]).
 struct router_settings {
-  actors::placement_options placement;
+  router::placement_options placement;
   std::size_t queue_limit = 256;
   std::uint32_t max_inflight_per_worker = 64;
   std::uint32_t retry_after_ms = 200;
-  actors::request_limits limits;
+  router::request_limits limits;
 };
 
 /// CURVE on the client gateway ([security.clients]); keys are Z85 (40 characters).

@@ -41,7 +41,7 @@ void read_cluster(toml_reader& r, cluster_config& c) {
 
 void read_router(toml_reader& r, router_settings& rs, parse_state& st) {
   if (auto p = r.str("placement")) {
-    if (auto pol = actors::parse_placement_policy(*p))
+    if (auto pol = router::parse_placement_policy(*p))
       rs.placement.policy = *pol;
     else
       st.add(r.key_path("placement"), "unknown policy \"" + *p
@@ -54,7 +54,7 @@ void read_router(toml_reader& r, router_settings& rs, parse_state& st) {
   r.finish();
 }
 
-void read_limits(toml_reader& r, actors::request_limits& l) {
+void read_limits(toml_reader& r, router::request_limits& l) {
   r.set("max_prompt_bytes", l.max_prompt_bytes, 1, 1 << 30);
   r.set("max_tokens", l.max_tokens_limit, 1, 1 << 20);
   r.set("max_stop", l.max_stop, 0, 1024);

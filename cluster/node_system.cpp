@@ -88,8 +88,8 @@ worker::worker_settings worker_settings_for(const cluster_config& cfg, const wor
   return s;
 }
 
-actors::router_config router_config_for(const cluster_config& cfg) {
-  actors::router_config r;
+router::router_config router_config_for(const cluster_config& cfg) {
+  router::router_config r;
   r.placement = cfg.router_cfg.placement;
   r.max_queue = cfg.router_cfg.queue_limit;
   r.max_inflight_per_worker = cfg.router_cfg.max_inflight_per_worker;
@@ -98,8 +98,8 @@ actors::router_config router_config_for(const cluster_config& cfg) {
   return r;
 }
 
-router::gateway_options gateway_options_for(const cluster_config& cfg) {
-  router::gateway_options g;
+gateway::gateway_options gateway_options_for(const cluster_config& cfg) {
+  gateway::gateway_options g;
   g.endpoint = cfg.gateway_listen;
   g.max_per_connection = cfg.max_per_connection;
   g.curve_public_key = cfg.clients.public_key;

@@ -16,9 +16,9 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/expected.hpp>
 
-#include "actors/router_actor.hpp"
+#include "router/router_actor.hpp"
 #include "cluster/cluster_config.hpp"
-#include "router/gateway.hpp"
+#include "gateway/gateway.hpp"
 #include "worker/worker_runtime.hpp"
 
 namespace lf::cluster {
@@ -54,10 +54,10 @@ caf::expected<actors::router_actor> connect_router(caf::actor_system& sys, const
 worker::worker_settings worker_settings_for(const cluster_config& cfg, const worker_group& group);
 
 /// The router's settings from [router] and [limits].
-actors::router_config router_config_for(const cluster_config& cfg);
+router::router_config router_config_for(const cluster_config& cfg);
 
 /// The gateway's settings from [gateway] and [security.clients].
-router::gateway_options gateway_options_for(const cluster_config& cfg);
+gateway::gateway_options gateway_options_for(const cluster_config& cfg);
 
 /// Loads `count` worker runtimes of `group` (the model, once per worker); throws like
 /// worker_runtime does, naming the file.

@@ -8,7 +8,7 @@
 #include <caf/send.hpp>
 
 #include "actors/worker_actor.hpp"
-#include "router/local_cluster.hpp"
+#include "cluster/local_cluster.hpp"
 
 namespace lf::cluster {
 
@@ -49,7 +49,7 @@ struct router_node::impl {
   std::uint16_t port = 0;
   std::vector<std::shared_ptr<worker::worker_runtime>> runtimes;
   std::vector<actors::worker_actor> workers;
-  std::unique_ptr<router::gateway> gw;
+  std::unique_ptr<gateway::zmq_gateway> gw;
   bool down = false;
 
   impl(const cluster_config& c, const node_config& self, log_fn l)
@@ -59,7 +59,7 @@ struct router_node::impl {
 router_node::router_node(const cluster_config& cfg, const node_config& self, log_fn log)
     : impl_(std::make_unique<impl>(cfg, self, std::move(log))) {
   auto& st = *impl_;
-  st.router = actors::spawn_router(st.sys, router_config_for(cfg));
+  st.router = router::spawn_router(st.sys, router_config_for(cfg));
   auto p = publish_router(st.sys, st.router, cfg, st.sys_cfg.tls());
   if (!p) {
     caf::anon_send_exit(st.router, caf::exit_reason::user_shutdown);
@@ -69,7 +69,7 @@ router_node::router_node(const cluster_config& cfg, const node_config& self, log
   st.port = *p;
   st.log("router published on " + self.bind + ":" + std::to_string(st.port)
          + (st.sys_cfg.tls() ? " (mutual TLS)" : "") + ", placement "
-         + std::string(actors::to_string(cfg.router_cfg.placement.policy)));
+         + std::string(router::to_string(cfg.router_cfg.placement.policy)));
   st.sys.spawn(worker_count_logger, st.router, st.log, cfg.total_workers());
   try {
     if (self.workers.count > 0) {
@@ -82,7 +82,7 @@ router_node::router_node(const cluster_config& cfg, const node_config& self, log
       o.report_interval = self.workers.report_interval;
       st.workers.push_back(actors::spawn_worker(st.sys, actors::backend_of(st.runtimes[i]), st.router, o));
     }
-    st.gw = std::make_unique<router::gateway>(st.sys, st.router, gateway_options_for(cfg));
+    st.gw = std::make_unique<gateway::zmq_gateway>(st.sys, st.router, gateway_options_for(cfg));
   } catch (...) {
     stop(std::chrono::milliseconds(0));
     throw;
@@ -99,14 +99,14 @@ std::string router_node::endpoint() const { return impl_->gw ? impl_->gw->endpoi
 
 std::uint16_t router_node::port() const { return impl_->port; }
 
-actors::router_stats router_node::stats() { return router::query_stats(impl_->sys, impl_->router); }
+actors::router_stats router_node::stats() { return cluster::query_stats(impl_->sys, impl_->router); }
 
 std::size_t router_node::stop(std::chrono::milliseconds drain) {
   auto& st = *impl_;
   if (st.down)
     return 0;
   st.down = true;
-  return router::drain_and_stop(st.gw.get(), st.workers, st.router, st.runtimes, drain);
+  return cluster::drain_and_stop(st.gw.get(), st.workers, st.router, st.runtimes, drain);
 }
 
 } // namespace lf::cluster

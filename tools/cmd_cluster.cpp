@@ -12,7 +12,7 @@
 #include <pthread.h>
 
 #include "client/client.hpp"
-#include "router/local_cluster.hpp"
+#include "cluster/local_cluster.hpp"
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
 #include "tools/curve_flags.hpp"
@@ -43,11 +43,11 @@ int cmd_serve(int argc, char** argv) {
             << s.worker.kv_budget_mb << " MiB KV cache each, mode " << worker::to_string(s.worker.mode)
             << (s.worker.adapter_dir.empty() ? std::string() : ", adapters from " + s.worker.adapter_dir)
             << "\n";
-  router::local_cluster cluster(s);
+  cluster::local_cluster cluster(s);
   if (blas_given && engine::set_blas_threads(0) == 0)
     std::cerr << "lorafleet serve: the BLAS is not OpenBLAS; --blas-threads had no effect\n";
   std::cout << "lorafleet serve: serving on " << cluster.endpoint() << " with " << s.workers
-            << " worker(s), placement " << actors::to_string(s.router.placement.policy)
+            << " worker(s), placement " << router::to_string(s.router.placement.policy)
             << "; Ctrl-C drains and stops" << std::endl;
   if (!ready_file.empty())
     std::ofstream(ready_file) << cluster.endpoint() << "\n";
@@ -79,7 +79,7 @@ int cmd_client(int argc, char** argv) {
   if (m.prompt.empty() == m.messages.empty())
     throw std::invalid_argument("give either --prompt TEXT or --user TEXT [--system TEXT]");
   m.adapter = a.str("adapter");
-  engine::sampling_params defaults;  // a chat-like default: some randomness, 64 tokens
+  lf::sampling_params defaults;  // a chat-like default: some randomness, 64 tokens
   defaults.temperature = 0.8f;
   defaults.top_p = 0.95f;
   defaults.max_tokens = 64;

@@ -10,7 +10,7 @@
 #include <memory>
 #include <sstream>
 
-#include "router/local_cluster.hpp"
+#include "cluster/local_cluster.hpp"
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
 #include "tools/loadtest/driver.hpp"
@@ -95,9 +95,9 @@ void progress_line(std::size_t ended, std::size_t sent, std::uint64_t tokens, do
 int cmd_loadtest(int argc, char** argv) {
   args a(argc, argv, 2, {"self-host", "chat", "no-ignore-eos", "quiet"});
   const bool self_host = a.has("self-host");
-  std::unique_ptr<router::local_cluster> cluster;
+  std::unique_ptr<cluster::local_cluster> cluster;
   std::string endpoint = a.positional().empty() ? std::string{} : a.positional()[0];
-  std::optional<router::cluster_settings> cs;
+  std::optional<cluster::cluster_settings> cs;
   if (self_host) {
     cs = cluster_settings_from(a, "adapter-dir");
     cs->gateway.endpoint = "tcp://127.0.0.1:*";
@@ -156,7 +156,7 @@ int cmd_loadtest(int argc, char** argv) {
   if (self_host) {
     std::cerr << "loadtest: starting an in-process cluster (" << cs->workers << " worker(s) on "
               << cs->worker.model_dir << ")\n";
-    cluster = std::make_unique<router::local_cluster>(*cs);
+    cluster = std::make_unique<cluster::local_cluster>(*cs);
     endpoint = cluster->endpoint();
   }
   if (endpoint.empty())

@@ -7,13 +7,13 @@
 #include <stdexcept>
 
 #include "tools/args.hpp"
-#include "worker/engine/sampling_params.hpp"
+#include "core/sampling_params.hpp"
 
 namespace lf::tools {
 
 /// Reads the sampling flags from `a`; a flag that is absent keeps its value from `defaults`.
 /// Throws std::invalid_argument naming the flag or field and the bad value.
-inline engine::sampling_params read_sampling(args& a, engine::sampling_params defaults) {
+inline lf::sampling_params read_sampling(args& a, lf::sampling_params defaults) {
   auto p = std::move(defaults);
   p.max_tokens = static_cast<int>(a.integer_in("max-tokens", p.max_tokens, 1, 1 << 20));
   p.temperature = static_cast<float>(a.real("temperature", p.temperature));
@@ -25,7 +25,7 @@ inline engine::sampling_params read_sampling(args& a, engine::sampling_params de
   if (a.has("stop"))
     p.stop = a.all("stop");
   p.ignore_eos = p.ignore_eos || a.has("ignore-eos");
-  if (auto err = engine::validate(p))
+  if (auto err = lf::validate(p))
     throw std::invalid_argument(*err);
   return p;
 }

@@ -19,8 +19,8 @@ std::string default_adapter_dir() {
   return fs::is_directory(d) ? d : std::string{};
 }
 
-router::cluster_settings cluster_settings_from(args& a, const std::string& adapter_dir_flag) {
-  router::cluster_settings s;
+cluster::cluster_settings cluster_settings_from(args& a, const std::string& adapter_dir_flag) {
+  cluster::cluster_settings s;
   s.worker.model_dir = a.str("model", default_model_dir());
   if (s.worker.model_dir.empty())
     throw std::invalid_argument("--model DIR is needed (no default model in " LF_MODELS_DIR "/default)");
@@ -55,7 +55,7 @@ router::cluster_settings cluster_settings_from(args& a, const std::string& adapt
   s.worker.mode = *m;
   s.worker.adapter_budget_mb = static_cast<std::size_t>(a.integer_in("adapter-cache-mb", 256, 1, 1 << 20));
   const auto policy = a.str("policy", "least_loaded");
-  auto p = actors::parse_placement_policy(policy);
+  auto p = router::parse_placement_policy(policy);
   if (!p)
     throw std::invalid_argument("--policy must be round_robin, least_loaded or adapter_affinity (got '" + policy + "')");
   s.router.placement.policy = *p;

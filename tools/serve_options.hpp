@@ -2,7 +2,7 @@
 /// The cluster flags shared by `lorafleet serve` (and the load tester's self-hosted mode):
 /// model, adapters, workers, threads, KV budget, batching, placement, limits, endpoint.
 
-#include "router/local_cluster.hpp"
+#include "cluster/local_cluster.hpp"
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
 
@@ -16,6 +16,6 @@ namespace lf::tools {
 ///   --adapter-cache-mb MB --curve-secret-key K --curve-public-key K
 /// `adapter_dir_flag` names the adapter-directory flag: "adapters" for serve, "adapter-dir" for
 /// `loadtest --self-host`, whose --adapters is the request mix.
-router::cluster_settings cluster_settings_from(args& a, const std::string& adapter_dir_flag = "adapters");
+cluster::cluster_settings cluster_settings_from(args& a, const std::string& adapter_dir_flag = "adapters");
 
 } // namespace lf::tools

@@ -10,10 +10,10 @@
 #include <string_view>
 #include <vector>
 
-#include "actors/serve_errc.hpp"
-#include "actors/strong_id.hpp"
+#include "core/serve_errc.hpp"
+#include "core/strong_id.hpp"
 #include "cache/ids.hpp"
-#include "worker/engine/sampling_params.hpp"
+#include "core/sampling_params.hpp"
 
 namespace lf::worker {
 
@@ -25,7 +25,7 @@ using request_id = lf::strong_id<struct request_tag, std::uint64_t>;
 /// One prompt to continue.
 struct gen_request {
   std::vector<std::int32_t> prompt;
-  engine::sampling_params params;
+  lf::sampling_params params;
   /// LoRA adapter by name: its path under the worker's adapter directory ("shakespeare",
   /// "styles/kjv"); empty = the base model. A request that names an adapter is never served by
   /// the base model: an unknown, refused or broken adapter ends it with unknown_adapter or

@@ -87,7 +87,7 @@ request_id serving_loop::submit(gen_request req, request_callbacks cb) {
       err = "prompt token id " + std::to_string(t) + " is outside the vocabulary [0, "
             + std::to_string(engine_.vocab_size()) + ")";
   if (err.empty())
-    if (auto bad = engine::validate(req.params))
+    if (auto bad = lf::validate(req.params))
       err = *bad;
   if (err.empty() && req.prompt.size() + static_cast<std::size_t>(req.params.max_tokens)
                        > cfg_.sched.context_window) {

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <variant>
 
-#include "client/protocol.hpp"
+#include "proto/protocol.hpp"
 #include "worker/engine/text_stream.hpp"
 
 namespace {
@@ -30,7 +30,7 @@ void check_error(const decode_error& e) {
     finding("decode_error with a code other than invalid_request", e.message);
   if (e.message.empty())
     finding("decode_error without a message", "");
-  if (!lf::engine::is_valid_utf8(e.message))
+  if (!lf::is_valid_utf8(e.message))
     finding("decode_error message is not valid UTF-8", e.message);
 }
 

@@ -2,7 +2,7 @@
 
 #include <variant>
 
-#include "client/protocol.hpp"
+#include "proto/protocol.hpp"
 
 namespace lf::fuzz {
 

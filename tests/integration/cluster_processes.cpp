@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "client/client.hpp"
-#include "client/protocol.hpp"
+#include "proto/protocol.hpp"
 
 namespace lf::test {
 

@@ -20,7 +20,7 @@
 
 #include <zmq.hpp>
 
-#include "actors/serve_errc.hpp"
+#include "core/serve_errc.hpp"
 #include "cluster/child_process.hpp"
 #include "tests/support/temp_dir.hpp"
 

@@ -18,16 +18,16 @@
 #include <zmq.hpp>
 
 #include "client/client.hpp"
-#include "client/protocol.hpp"
-#include "router/local_cluster.hpp"
+#include "proto/protocol.hpp"
+#include "cluster/local_cluster.hpp"
 #include "tests/support/tiny_model.hpp"
 
 namespace lf::test {
 
 /// `workers` small workers over the tiny model behind a gateway bound to `endpoint`.
-inline router::cluster_settings tiny_cluster_settings(const std::string& endpoint,
+inline cluster::cluster_settings tiny_cluster_settings(const std::string& endpoint,
                                                       std::uint32_t workers = 2) {
-  router::cluster_settings s;
+  cluster::cluster_settings s;
   s.worker.model_dir = tiny_model_dir();
   s.worker.threads = 1;
   s.worker.num_blocks = 256;
@@ -42,12 +42,12 @@ inline router::cluster_settings tiny_cluster_settings(const std::string& endpoin
 
 /// Two workers over the tiny model behind a gateway on 127.0.0.1 (a free port).
 struct gateway_cluster {
-  std::unique_ptr<router::local_cluster> cluster;
+  std::unique_ptr<cluster::local_cluster> cluster;
 
-  explicit gateway_cluster(actors::router_config rc = {}, std::uint32_t workers = 2) {
+  explicit gateway_cluster(router::router_config rc = {}, std::uint32_t workers = 2) {
     auto s = tiny_cluster_settings("tcp://127.0.0.1:*", workers);
     s.router = rc;
-    cluster = std::make_unique<router::local_cluster>(s);
+    cluster = std::make_unique<cluster::local_cluster>(s);
   }
   std::string endpoint() const { return cluster->endpoint(); }
 };

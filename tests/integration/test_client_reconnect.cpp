@@ -25,7 +25,7 @@ double rss_mb() {
 TEST_CASE("the client survives a server restart", "[gateway][model]") {
   std::mt19937 rng(std::random_device{}());
   const auto endpoint = "tcp://127.0.0.1:" + std::to_string(30000 + rng() % 20000);
-  auto server = std::make_unique<router::local_cluster>(tiny_cluster_settings(endpoint, 1));
+  auto server = std::make_unique<cluster::local_cluster>(tiny_cluster_settings(endpoint, 1));
   client::client_options o;
   o.endpoint = endpoint;
   o.heartbeat = 200ms;
@@ -43,7 +43,7 @@ TEST_CASE("the client survives a server restart", "[gateway][model]") {
   REQUIRE(orphan.wait_for(10s) == std::future_status::ready);
   CHECK(orphan.get().error == serve_errc::worker_lost);
   // A new server on the same endpoint: the same client works again.
-  server = std::make_unique<router::local_cluster>(tiny_cluster_settings(endpoint, 1));
+  server = std::make_unique<cluster::local_cluster>(tiny_cluster_settings(endpoint, 1));
   client::result again;
   for (int attempt = 0; attempt < 20; ++attempt) {
     again = c.submit(greedy("Hi", 4)).get();
@@ -55,7 +55,7 @@ TEST_CASE("the client survives a server restart", "[gateway][model]") {
 }
 
 TEST_CASE("memory stays flat across repeated overload bursts", "[gateway][model]") {
-  actors::router_config rc;
+  router::router_config rc;
   rc.max_queue = 16;
   rc.max_inflight_per_worker = 8;
   gateway_cluster gc(rc, 1);

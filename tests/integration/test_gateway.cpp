@@ -65,7 +65,7 @@ TEST_CASE("200 concurrent requests from 4 clients: one terminal each, same text 
 
 TEST_CASE("an overload burst gets `overloaded` at once for the excess, the rest completes",
           "[gateway][model]") {
-  actors::router_config rc;
+  router::router_config rc;
   rc.max_queue = 8;
   rc.max_inflight_per_worker = 4;
   gateway_cluster gc(rc);

@@ -1,7 +1,7 @@
 // Bad input over the real socket: every malformed or invalid frame gets an error reply, and a
 // well-behaved client next to the offender is served normally throughout.
 #include "tests/integration/gateway_fixture.hpp"
-#include "tests/unit/client/frame_builder.hpp"
+#include "tests/unit/proto/frame_builder.hpp"
 
 using namespace lf;
 using namespace lf::test;
@@ -115,7 +115,7 @@ TEST_CASE("a cluster on a busy or bad endpoint fails with the endpoint named, an
     auto s = tiny_cluster_settings(ep, 1);
     auto started = std::async(std::launch::async, [s] {
       try {
-        router::local_cluster second(s);
+        cluster::local_cluster second(s);
         return std::string("started");
       } catch (const std::exception& e) {
         return std::string(e.what());

@@ -11,7 +11,7 @@
 
 #include "cache/adapter_manager.hpp"
 #include "cache/ids.hpp"
-#include "worker/engine/sampling_params.hpp"
+#include "core/sampling_params.hpp"
 
 namespace lf::engine {
 

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "worker/engine/sampling_params.hpp"
+#include "core/sampling_params.hpp"
 
 namespace lf::engine {
 

@@ -14,15 +14,9 @@
 #include <string_view>
 #include <vector>
 
+#include "core/utf8.hpp"
+
 namespace lf::engine {
-
-/// True when `s` is well-formed UTF-8 (no overlongs, surrogates or code points above U+10FFFF).
-bool is_valid_utf8(std::string_view s);
-
-/// Decodes bytes as UTF-8, replacing each maximal invalid subpart with U+FFFD (the Unicode
-/// recommended practice, same as Python's `bytes.decode("utf-8", errors="replace")`, which is what
-/// Hugging Face's GPT-2 tokenizer uses). text_stream produces exactly this text, piece by piece.
-std::string replace_invalid_utf8(std::string_view bytes);
 
 /// The text of one generated sequence, released as it becomes final.
 ///

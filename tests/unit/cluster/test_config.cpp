@@ -21,7 +21,7 @@ TEST_CASE("a minimal config gets the documented defaults", "[cluster][config]") 
   CHECK(c.model_dir == (d.dir.path() / "model").string());
   CHECK(c.tokenizer_dir.empty());
   CHECK(c.gateway_listen == "tcp://127.0.0.1:5555");
-  CHECK(c.router_cfg.placement.policy == actors::placement_policy::least_loaded);
+  CHECK(c.router_cfg.placement.policy == router::placement_policy::least_loaded);
   CHECK(c.heartbeat_interval == std::chrono::milliseconds(1000));
   CHECK(c.heartbeat_timeout == std::chrono::milliseconds(5000));
   REQUIRE(c.nodes.size() == 1);
@@ -119,7 +119,7 @@ report_interval_ms = 20
   CHECK(c.adapter_dir == (d.dir.path() / "adapters").string());
   CHECK(c.gateway_listen == "tcp://0.0.0.0:6000");
   CHECK(c.max_per_connection == 99);
-  CHECK(c.router_cfg.placement.policy == actors::placement_policy::adapter_affinity);
+  CHECK(c.router_cfg.placement.policy == router::placement_policy::adapter_affinity);
   CHECK(c.router_cfg.placement.adapter_load_cost_tokens == 300);
   CHECK(c.router_cfg.queue_limit == 12);
   CHECK(c.router_cfg.max_inflight_per_worker == 7);

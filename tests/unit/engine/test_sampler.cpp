@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "worker/engine/sampler.hpp"
-#include "worker/engine/sampling_params.hpp"
+#include "core/sampling_params.hpp"
 
 using lf::engine::sampler;
-using lf::engine::sampling_params;
-using lf::engine::validate;
+using lf::sampling_params;
+using lf::validate;
 
 namespace {
 

@@ -7,8 +7,8 @@
 
 #include "worker/engine/text_stream.hpp"
 
-using lf::engine::is_valid_utf8;
-using lf::engine::replace_invalid_utf8;
+using lf::is_valid_utf8;
+using lf::replace_invalid_utf8;
 using lf::engine::text_stream;
 
 namespace {

@@ -1,0 +1,116 @@
+#include "cluster/local_cluster.hpp"
+
+#include <thread>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+
+#include "actors/system_config.hpp"
+#include "actors/worker_actor.hpp"
+
+namespace lf::cluster {
+
+namespace {
+struct config : caf::actor_system_config {
+  config() { actors::add_lorafleet_types(*this); }
+};
+} // namespace
+
+struct local_cluster::impl {
+  cluster_settings settings;
+  config cfg;
+  caf::actor_system sys{cfg};
+  actors::router_actor router;
+  std::vector<std::shared_ptr<worker::worker_runtime>> runtimes;
+  std::vector<actors::worker_actor> workers;
+  std::unique_ptr<gateway::zmq_gateway> gw;
+  bool down = false;
+
+  explicit impl(cluster_settings s) : settings(std::move(s)) {}
+};
+
+local_cluster::local_cluster(cluster_settings s) : impl_(std::make_unique<impl>(std::move(s))) {
+  auto& st = *impl_;
+  st.router = router::spawn_router(st.sys, st.settings.router);
+  try {
+    caf::scoped_actor self{st.sys};
+    for (std::uint32_t i = 0; i < st.settings.workers; ++i) {
+      auto rt = std::make_shared<worker::worker_runtime>(st.settings.worker);
+      st.runtimes.push_back(rt);
+      actors::worker_options o;
+      o.name = "worker-" + std::to_string(i + 1);
+      o.report_interval = st.settings.report_interval;
+      st.workers.push_back(actors::spawn_worker(st.sys, actors::backend_of(rt), st.router, o));
+    }
+    std::string why;
+    bool ready = false;
+    self->request(st.router, std::chrono::seconds(60), caf::wait_for_atom::value, st.settings.workers)
+      .receive([&](const actors::router_stats& rs) { ready = rs.workers >= st.settings.workers; },
+               [&](const caf::error& e) { why = st.sys.render(e); });
+    if (!ready)
+      throw std::runtime_error("cluster: the workers did not register: " + why);
+    st.gw = std::make_unique<gateway::zmq_gateway>(st.sys, st.router, st.settings.gateway);
+  } catch (...) {
+    // The actor system's destructor waits for every actor: stop the router and the workers
+    // started so far, or a failed start (a worker that cannot load, an endpoint that cannot be
+    // bound) would hang the process instead of reporting the error.
+    shutdown(std::chrono::milliseconds(0));
+    throw;
+  }
+}
+
+local_cluster::~local_cluster() { shutdown(std::chrono::milliseconds(0)); }
+
+std::string local_cluster::endpoint() const { return impl_->gw ? impl_->gw->endpoint() : std::string{}; }
+
+caf::actor_system& local_cluster::system() { return impl_->sys; }
+
+actors::router_actor local_cluster::router() const { return impl_->router; }
+
+actors::router_stats query_stats(caf::actor_system& sys, const actors::router_actor& router) {
+  actors::router_stats out;
+  caf::scoped_actor self{sys};
+  self->request(router, std::chrono::seconds(1), caf::get_atom::value)
+    .receive([&](const actors::router_stats& rs) { out = rs; }, [](const caf::error&) {});
+  return out;
+}
+
+actors::router_stats local_cluster::stats() { return query_stats(impl_->sys, impl_->router); }
+
+void local_cluster::kill_worker(std::size_t i) {
+  caf::anon_send_exit(impl_->workers.at(i), caf::exit_reason::kill);
+}
+
+std::size_t drain_and_stop(gateway::zmq_gateway* gw, const std::vector<actors::worker_actor>& workers,
+                           const actors::router_actor& router,
+                           const std::vector<std::shared_ptr<worker::worker_runtime>>& runtimes,
+                           std::chrono::milliseconds drain) {
+  std::size_t cancelled = 0;
+  if (gw != nullptr) {
+    gw->stop_accepting();
+    const auto until = std::chrono::steady_clock::now() + drain;
+    while (gw->live() > 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    cancelled = gw->live();
+    gw->stop();  // cancels the rest; their clients get `cancelled`
+  }
+  for (const auto& w : workers)
+    caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(router, caf::exit_reason::user_shutdown);
+  for (const auto& rt : runtimes)
+    rt->loop().stop(false);
+  return cancelled;
+}
+
+std::size_t local_cluster::shutdown(std::chrono::milliseconds drain) {
+  auto& st = *impl_;
+  if (st.down)
+    return 0;
+  st.down = true;
+  return drain_and_stop(st.gw.get(), st.workers, st.router, st.runtimes, drain);
+}
+
+} // namespace lf::cluster

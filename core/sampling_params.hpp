@@ -1,0 +1,41 @@
+#pragma once
+/// Per-request sampling settings and their validation. Pure C++17: the router validates requests
+/// with the same function the worker uses, so a request is rejected before it costs a GPU slot.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lf {
+
+/// How one request turns logits into tokens and when it stops.
+struct sampling_params {
+  /// 0 => greedy (argmax). Otherwise logits are divided by it before the softmax.
+  float temperature = 1.0f;
+  /// Keep only the k most likely tokens; 0 => off.
+  int top_k = 0;
+  /// Nucleus sampling: keep the smallest most-likely set whose mass reaches top_p; in (0, 1].
+  float top_p = 1.0f;
+  /// CTRL / Hugging Face style: every token id present in prompt + generated text gets
+  /// `logit > 0 ? logit / p : logit * p`; > 0, 1 => off.
+  float repetition_penalty = 1.0f;
+  /// Same seed => same output. Absent => the sampler uses a caller-provided fallback seed.
+  std::optional<std::uint64_t> seed;
+  /// Upper bound on generated tokens; >= 1.
+  int max_tokens = 16;
+  /// Stop sequences, matched on the decoded text; the stop text itself is not returned.
+  std::vector<std::string> stop;
+  /// Keep generating past the end-of-text token.
+  bool ignore_eos = false;
+};
+
+/// Returns an error message naming the offending field and its value (for example
+/// "temperature must be a finite number >= 0 (got nan)"), or std::nullopt when `p` is valid.
+/// Stop strings must be non-empty, valid UTF-8 (they are matched against UTF-8 text, so an invalid
+/// one could never match), at most `max_stop_len` bytes each and at most `max_stop` of them.
+std::optional<std::string> validate(const sampling_params& p, int max_tokens_limit = 1 << 20,
+                                    std::size_t max_stop = 16, std::size_t max_stop_len = 256);
+
+} // namespace lf

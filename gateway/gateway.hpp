@@ -1,0 +1,67 @@
+#pragma once
+/// The client gateway: a ZeroMQ ROUTER socket on its own thread, bridged to the router actor.
+///
+///   client DEALER ──frame──> [zmq thread] ROUTER ── decode error / ping: answered right here
+///                                  │ (identity, frame)
+///                                  v
+///                          [gateway actor] gateway_book ──generate_request / cancel──> router
+///                                  ^                                                     │
+///                                  └──────────── token / done / error events ────────────┘
+///                          encode ──(identity, frame) via inproc PUSH──> [zmq thread] ──> client
+///
+/// Socket settings (docs/protocol.md): ZMQ_ROUTER_MANDATORY (a send to a client that has gone
+/// away fails, and its requests are cancelled), ZMQ_MAXMSGSIZE 4 MiB (larger frames drop the
+/// connection; frames over the 1 MiB protocol limit get an error reply), high-water marks of
+/// 10,000 frames per peer (a client that stops reading until that fills is treated as gone).
+/// CURVE: with a server secret key the socket is a CURVE server; with an allow-list, a ZAP
+/// handler refuses every other client key.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/fwd.hpp>
+
+#include "actors/interfaces.hpp"
+
+namespace lf::gateway {
+
+/// Settings of a gateway.
+struct gateway_options {
+  std::string endpoint = "tcp://127.0.0.1:5555";  ///< where to bind
+  int send_hwm = 10000;                             ///< frames queued per peer at most
+  int recv_hwm = 10000;
+  std::size_t max_per_connection = 1024;            ///< live requests per client connection
+  /// CURVE (Z85 keys, 40 characters); empty secret: plaintext.
+  std::string curve_public_key, curve_secret_key;
+  /// Client public keys allowed (Z85); empty: any client with a valid CURVE handshake.
+  std::vector<std::string> allowed_client_keys;
+};
+
+/// See the file comment.
+class zmq_gateway {
+public:
+  /// Binds and starts serving; throws std::runtime_error (naming the endpoint) when binding fails.
+  zmq_gateway(caf::actor_system& sys, actors::router_actor router, gateway_options opts);
+  /// stop(), then joins the thread.
+  ~zmq_gateway();
+  zmq_gateway(const zmq_gateway&) = delete;
+  zmq_gateway& operator=(const zmq_gateway&) = delete;
+
+  /// The endpoint actually bound (resolves port 0 / wildcards).
+  std::string endpoint() const;
+  /// From now on new submits are refused with shutting_down; requests in flight continue.
+  void stop_accepting();
+  /// Requests accepted and not yet ended.
+  std::size_t live() const;
+  /// Cancels what is in flight (each client gets its terminal reply), closes the socket.
+  void stop();
+
+  struct impl;  ///< shared with the gateway actor and the ZeroMQ thread
+
+private:
+  std::shared_ptr<impl> impl_;
+};
+
+} // namespace lf::gateway

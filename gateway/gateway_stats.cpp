@@ -1,0 +1,39 @@
+#include "gateway/gateway_stats.hpp"
+
+#include <string>
+
+namespace lf::gateway {
+
+proto::stats_reply flatten_stats(const actors::router_stats& rs, std::size_t gateway_live) {
+  proto::stats_reply r;
+  auto& v = r.values;
+  v["gateway.live"] = static_cast<double>(gateway_live);
+  v["router.workers"] = rs.workers;
+  v["router.queued"] = rs.queued;
+  v["router.inflight"] = rs.inflight;
+  v["router.accepted"] = static_cast<double>(rs.accepted);
+  v["router.overloaded"] = static_cast<double>(rs.overloaded);
+  v["router.rejected"] = static_cast<double>(rs.rejected);
+  v["router.completed"] = static_cast<double>(rs.completed);
+  v["router.failed"] = static_cast<double>(rs.failed);
+  v["router.cancelled"] = static_cast<double>(rs.cancelled);
+  v["router.timed_out"] = static_cast<double>(rs.timed_out);
+  v["router.replaced"] = static_cast<double>(rs.replaced);
+  v["router.worker_lost"] = static_cast<double>(rs.worker_lost);
+  for (const auto& l : rs.loads) {
+    const auto p = "worker." + std::to_string(l.wid.value()) + ".";
+    v[p + "waiting"] = l.waiting;
+    v[p + "running"] = l.running;
+    v[p + "waiting_tokens"] = static_cast<double>(l.waiting_tokens);
+    v[p + "running_tokens"] = static_cast<double>(l.running_tokens);
+    v[p + "free_blocks"] = l.free_blocks;
+    v[p + "total_blocks"] = l.total_blocks;
+    v[p + "finished"] = static_cast<double>(l.finished);
+    v[p + "failed"] = static_cast<double>(l.failed);
+    v[p + "cancelled"] = static_cast<double>(l.cancelled);
+    v[p + "adapters"] = static_cast<double>(l.adapters.size());
+  }
+  return r;
+}
+
+} // namespace lf::gateway

@@ -1,0 +1,13 @@
+#pragma once
+/// The router's statistics as the protocol's flat stats reply ("router.queued",
+/// "worker.1.running", ...), for `lorafleet status` and clients.
+
+#include "actors/messages.hpp"
+#include "proto/protocol.hpp"
+
+namespace lf::gateway {
+
+/// Flattens `rs`; `gateway_live` is the gateway's own count of requests in flight.
+proto::stats_reply flatten_stats(const actors::router_stats& rs, std::size_t gateway_live);
+
+} // namespace lf::gateway

@@ -1,0 +1,87 @@
+#include "router/placement.hpp"
+
+#include <limits>
+#include <tuple>
+
+namespace lf::router {
+
+std::string_view to_string(placement_policy p) noexcept {
+  switch (p) {
+    case placement_policy::round_robin: return "round_robin";
+    case placement_policy::least_loaded: return "least_loaded";
+    case placement_policy::adapter_affinity: return "adapter_affinity";
+  }
+  return "least_loaded";
+}
+
+std::optional<placement_policy> parse_placement_policy(std::string_view s) noexcept {
+  for (auto p : {placement_policy::round_robin, placement_policy::least_loaded,
+                 placement_policy::adapter_affinity})
+    if (to_string(p) == s)
+      return p;
+  return std::nullopt;
+}
+
+namespace {
+
+bool has_room(const worker_view& w) { return w.inflight < w.capacity; }
+
+} // namespace
+
+std::optional<actors::worker_id> placer::choose(const std::vector<worker_view>& workers, bool needs_adapter) {
+  std::optional<actors::worker_id> pick;
+  switch (opts_.policy) {
+    case placement_policy::round_robin:
+      pick = round_robin(workers);
+      break;
+    case placement_policy::least_loaded:
+      pick = cheapest(workers, false);
+      break;
+    case placement_policy::adapter_affinity:
+      pick = cheapest(workers, needs_adapter);
+      break;
+  }
+  if (pick)
+    last_ = pick;
+  return pick;
+}
+
+std::optional<actors::worker_id> placer::round_robin(const std::vector<worker_view>& workers) {
+  // The eligible worker with the smallest id above the last choice; else the smallest id overall.
+  // Going by id (not by position) keeps the rotation fair while workers join and leave.
+  const worker_view* after = nullptr;
+  const worker_view* first = nullptr;
+  for (auto& w : workers) {
+    if (!has_room(w))
+      continue;
+    if (!first || w.id < first->id)
+      first = &w;
+    if (last_ && w.id > *last_ && (!after || w.id < after->id))
+      after = &w;
+  }
+  if (after)
+    return after->id;
+  if (first)
+    return first->id;
+  return std::nullopt;
+}
+
+std::optional<actors::worker_id> placer::cheapest(const std::vector<worker_view>& workers, bool charge_cold) {
+  // Cost = estimated work + (cold adapter ? its load price : 0); ties go to the worker with fewer
+  // requests, then to the smaller id, so the choice is deterministic.
+  const worker_view* best = nullptr;
+  auto key = [&](const worker_view& w) {
+    std::uint64_t cost = w.load_tokens;
+    if (charge_cold && !w.has_adapter)
+      cost += opts_.adapter_load_cost_tokens;
+    return std::make_tuple(cost, w.inflight, w.id);
+  };
+  for (auto& w : workers)
+    if (has_room(w) && (!best || key(w) < key(*best)))
+      best = &w;
+  if (!best)
+    return std::nullopt;
+  return best->id;
+}
+
+} // namespace lf::router

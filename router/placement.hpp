@@ -1,0 +1,67 @@
+#pragma once
+/// Which worker gets a request. Pure C++ (no CAF, no clock): the router actor builds one
+/// worker_view per live worker from its own bookkeeping and the workers' load reports, and asks.
+///
+///   round_robin       the next worker (by id) after the last one chosen that has room
+///   least_loaded      the worker with the least estimated work (tokens placed, not yet ended)
+///   adapter_affinity  least_loaded, but a worker that does not hold the request's adapter is
+///                     charged `adapter_load_cost_tokens` extra: the holder wins unless it is
+///                     busier than that by more than the price of a cold load
+///
+/// A worker whose inflight count reached its capacity is never chosen; when every worker is full
+/// (or there is none) the answer is "none" and the request waits in the admission queue.
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "actors/ids.hpp"
+
+namespace lf::router {
+
+/// How the router spreads requests.
+enum class placement_policy { round_robin, least_loaded, adapter_affinity };
+
+/// "round_robin", "least_loaded", "adapter_affinity".
+std::string_view to_string(placement_policy p) noexcept;
+
+/// Inverse of to_string.
+std::optional<placement_policy> parse_placement_policy(std::string_view s) noexcept;
+
+/// The router's view of one worker at placement time.
+struct worker_view {
+  actors::worker_id id;
+  std::uint32_t inflight = 0;     ///< requests placed there that have not ended
+  std::uint32_t capacity = 0;     ///< inflight limit; inflight >= capacity => skipped
+  std::uint64_t load_tokens = 0;  ///< estimated work placed there (prompt + max_tokens each)
+  bool has_adapter = false;       ///< holds (or is loading) the request's adapter
+};
+
+/// Settings of a placer.
+struct placement_options {
+  placement_policy policy = placement_policy::least_loaded;
+  /// adapter_affinity: what a cold adapter load is worth, in tokens of queued work.
+  std::uint64_t adapter_load_cost_tokens = 1024;
+};
+
+/// Chooses workers; keeps the round-robin cursor. Not thread-safe (one router owns it).
+class placer {
+public:
+  explicit placer(placement_options opts = {}) : opts_(opts) {}
+
+  /// Picks a worker for a request. `needs_adapter`: the request names an adapter (only
+  /// adapter_affinity looks at it). std::nullopt when no worker has room.
+  std::optional<actors::worker_id> choose(const std::vector<worker_view>& workers, bool needs_adapter);
+
+  const placement_options& options() const noexcept { return opts_; }
+
+private:
+  std::optional<actors::worker_id> round_robin(const std::vector<worker_view>& workers);
+  std::optional<actors::worker_id> cheapest(const std::vector<worker_view>& workers, bool charge_cold);
+
+  placement_options opts_;
+  std::optional<actors::worker_id> last_;  ///< round_robin: the last worker chosen
+};
+
+} // namespace lf::router

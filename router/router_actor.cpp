@@ -1,0 +1,181 @@
+// The router actor's behavior and its worker side: registration, streamed events, supervision.
+#include "router/router_actor.hpp"
+
+#include <algorithm>
+
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "router/router_state.hpp"
+
+namespace lf::router {
+
+std::string_view to_string(route_state s) noexcept {
+  switch (s) {
+    case route_state::queued: return "queued";
+    case route_state::placed: return "placed";
+    case route_state::streaming: return "streaming";
+  }
+  return "queued";
+}
+
+void router_state::init(self_ptr self, router_config cfg) {
+  self_ = self;
+  cfg_ = std::move(cfg);
+  placer_ = placer(cfg_.placement);
+  queue_ = admission_queue<actors::route_id>(cfg_.max_queue);
+}
+
+router_state::~router_state() {
+  for (auto& [rid, e] : routes_) {
+    if (e.state != route_state::queued)
+      if (auto w = workers_.find(e.worker); w != workers_.end())
+        caf::anon_send(w->second.handle, actors::worker_cancel{rid});
+    caf::anon_send(e.sink, actors::error_event{e.req.id, serve_errc::shutting_down, "the router is stopping", 0});
+  }
+}
+
+actors::worker_id router_state::add_worker(actors::worker_actor handle, actors::register_worker info) {
+  for (auto& [id, w] : workers_)
+    if (w.handle == handle)
+      return id;  // registered twice (e.g. a retry): same id
+  actors::worker_id id{next_wid_++};
+  auto& w = workers_[id];
+  w.id = id;
+  w.handle = handle;
+  w.last.wid = id;
+  w.last.total_blocks = w.last.free_blocks = info.total_blocks;
+  w.last.adapters = info.adapters;
+  w.info = std::move(info);
+  self_->monitor(handle);
+  auto n = static_cast<std::uint32_t>(workers_.size());
+  auto it = std::stable_partition(waiters_.begin(), waiters_.end(),
+                                  [n](auto& wt) { return wt.first > n; });
+  for (auto w2 = it; w2 != waiters_.end(); ++w2)
+    w2->second.deliver(stats());
+  waiters_.erase(it, waiters_.end());
+  dispatch();
+  return id;
+}
+
+void router_state::await_workers(std::uint32_t n, caf::typed_response_promise<actors::router_stats> rp) {
+  if (workers_.size() >= n)
+    rp.deliver(stats());
+  else
+    waiters_.emplace_back(n, std::move(rp));
+}
+
+void router_state::on_load(actors::worker_load& load) {
+  if (auto it = workers_.find(load.wid); it != workers_.end())
+    it->second.last = std::move(load);
+}
+
+route_entry* router_state::owned(actors::route_id rid, actors::worker_id wid) {
+  auto it = routes_.find(rid);
+  if (it == routes_.end() || it->second.state == route_state::queued || it->second.worker != wid)
+    return nullptr;
+  return &it->second;
+}
+
+void router_state::on_token(actors::worker_token& msg) {
+  auto* e = owned(msg.rid, msg.wid);
+  if (!e)
+    return;
+  e->state = route_state::streaming;
+  ++e->streamed;
+  msg.ev.id = e->req.id;
+  self_->send(e->sink, std::move(msg.ev));
+}
+
+void router_state::on_done(actors::worker_done& msg) {
+  if (auto* e = owned(msg.rid, msg.wid))
+    end(*e, std::move(msg.ev));
+}
+
+void router_state::on_failed(actors::worker_failed& msg) {
+  if (auto* e = owned(msg.rid, msg.wid))
+    end(*e, std::move(msg.ev), false);
+}
+
+void router_state::on_down(const caf::down_msg& dm) {
+  for (auto& [id, w] : workers_)
+    if (w.handle.address() == dm.source)
+      return worker_lost(w);
+  if (sinks_.count(dm.source))
+    sink_lost(dm.source);
+}
+
+void router_state::worker_lost(worker_entry& dead) {
+  auto wid = dead.id;
+  workers_.erase(wid);  // first, so nothing below is placed on it again
+  std::vector<actors::route_id> mine;
+  for (auto& [rid, e] : routes_)
+    if (e.state != route_state::queued && e.worker == wid)
+      mine.push_back(rid);
+  // Newest first into the front of the queue, so the oldest ends up at the head.
+  std::sort(mine.rbegin(), mine.rend());
+  for (auto rid : mine) {
+    auto& e = routes_.at(rid);
+    if (e.streamed == 0) {
+      e.state = route_state::queued;
+      e.worker = actors::worker_id{};
+      queue_.push_front(rid);
+      ++counters_.replaced;
+    } else {
+      end(e, actors::error_event{{}, serve_errc::worker_lost,
+                         "the worker died after streaming " + std::to_string(e.streamed) + " tokens", 0},
+          false);
+    }
+  }
+  dispatch();
+}
+
+actors::router_stats router_state::stats() const {
+  auto s = counters_;
+  s.workers = static_cast<std::uint32_t>(workers_.size());
+  s.queued = static_cast<std::uint32_t>(queue_.size());
+  s.inflight = static_cast<std::uint32_t>(routes_.size() - queue_.size());
+  s.loads.clear();
+  for (auto& [id, w] : workers_)
+    s.loads.push_back(w.last);
+  return s;
+}
+
+namespace {
+
+actors::router_actor::behavior_type router_impl(router_state::self_ptr self, router_config cfg) {
+  self->state.init(self, std::move(cfg));
+  self->set_down_handler([self](const caf::down_msg& dm) { self->state.on_down(dm); });
+  return {
+    [self](actors::generate_request& req) { self->state.submit(req); },
+    [self](const actors::cancel_request& msg) { self->state.cancel(msg); },
+    [self](actors::register_worker& info) -> caf::result<actors::worker_id> {
+      auto handle = caf::actor_cast<actors::worker_actor>(self->current_sender());
+      if (!handle)
+        return actors::make_serve_error(serve_errc::invalid_request, "register_worker needs a sender");
+      return self->state.add_worker(std::move(handle), std::move(info));
+    },
+    [self](actors::worker_load& load) { self->state.on_load(load); },
+    [self](actors::worker_token& msg) { self->state.on_token(msg); },
+    [self](actors::worker_done& msg) { self->state.on_done(msg); },
+    [self](actors::worker_failed& msg) { self->state.on_failed(msg); },
+    [self](actors::expire_atom, actors::route_id rid) { self->state.expire(rid); },
+    [self](caf::get_atom) -> actors::router_stats { return self->state.stats(); },
+    [self](caf::wait_for_atom, std::uint32_t n) -> caf::result<actors::router_stats> {
+      auto rp = self->make_response_promise<actors::router_stats>();
+      self->state.await_workers(n, rp);
+      return rp;
+    },
+  };
+}
+
+} // namespace
+
+actors::router_actor spawn_router(caf::actor_system& sys, router_config cfg) {
+  return sys.spawn(router_impl, std::move(cfg));
+}
+
+} // namespace lf::router

@@ -1,0 +1,54 @@
+#pragma once
+/// The router actor: validates requests, admits them through a bounded queue, places them on
+/// workers, streams their tokens back to whoever sent them and supervises the workers.
+///
+/// A request's life (route_state):
+///
+///   generate_request ─check─> refused: error_event (invalid_request / prompt_too_long)
+///        │ accepted
+///        ├─ a worker has room ─────────────────> placed ──token──> streaming ──done──> (ended)
+///        ├─ queue has room ──> queued ─dispatch─>   │                  │
+///        └─ queue full: error_event{overloaded, retry_after_ms}       │
+///   placed, worker dies ──────────> queued again (front)              │
+///   streaming, worker dies ─────────────────────────────> error_event{worker_lost}
+///   deadline (any state) ──> error_event{timeout};  cancel_request ──> error_event{cancelled}
+///   sink (client) dies ──> cancelled silently
+///   router stops ──> error_event{shutting_down} for everything still live
+///
+/// Every accepted request gets exactly one terminal event (done_event or error_event); events
+/// from a worker that no longer owns a request (it died, or the request was re-placed or ended)
+/// are dropped. Workers register with a register_worker message (works for remote workers too)
+/// and are monitored from then on.
+
+#include <cstdint>
+#include <string>
+
+#include <caf/fwd.hpp>
+
+#include "actors/interfaces.hpp"
+#include "router/placement.hpp"
+#include "router/request_checks.hpp"
+
+namespace lf::router {
+
+/// Settings of a router.
+struct router_config {
+  placement_options placement;
+  std::size_t max_queue = 256;                   ///< admission queue bound
+  std::uint32_t max_inflight_per_worker = 64;    ///< placed-not-ended requests per worker
+  std::uint32_t retry_after_ms = 200;            ///< hint sent with `overloaded`
+  /// Validation limits. context_window 0 => the smallest context of the registered workers;
+  /// vocab_size 0 => token ids are checked by the workers.
+  request_limits limits;
+};
+
+/// Where an accepted request is.
+enum class route_state { queued, placed, streaming };
+
+/// "queued", "placed", "streaming".
+std::string_view to_string(route_state s) noexcept;
+
+/// Spawns a router. It runs until it is sent an exit message.
+actors::router_actor spawn_router(caf::actor_system& sys, router_config cfg = {});
+
+} // namespace lf::router

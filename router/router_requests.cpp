@@ -1,0 +1,209 @@
+// The router's request life cycle: admission, placement, terminal events.
+#include <algorithm>
+#include <exception>
+
+#include <caf/actor_cast.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "router/router_state.hpp"
+
+namespace lf::router {
+
+namespace {
+
+/// Estimated tokens of work: prompt (about 4 bytes per token for text) + max_tokens.
+std::uint64_t cost_of(const actors::generate_request& r) {
+  std::uint64_t prompt = r.prompt_tokens.empty() ? r.prompt.size() / 4 + 1 : r.prompt_tokens.size();
+  return prompt + static_cast<std::uint64_t>(std::max(r.max_tokens, 0));
+}
+
+} // namespace
+
+request_limits router_state::limits() const {
+  auto l = cfg_.limits;
+  if (l.context_window == 0)
+    for (auto& [id, w] : workers_)
+      if (w.info.context_window > 0 && (l.context_window == 0 || w.info.context_window < l.context_window))
+        l.context_window = w.info.context_window;
+  return l;
+}
+
+void router_state::reject(const actors::event_sink& sink, actors::client_request_id id, serve_errc code,
+                          std::string message, std::uint32_t retry_after_ms) {
+  self_->send(sink, actors::error_event{id, code, std::move(message), retry_after_ms});
+}
+
+void router_state::submit(actors::generate_request& req) {
+  auto sender = self_->current_sender();
+  if (!sender)
+    return;  // anonymous: there is nobody to stream to
+  auto sink = caf::actor_cast<actors::event_sink>(sender);
+  auto addr = caf::actor_cast<caf::actor_addr>(sender);
+  try {
+    auto key = std::make_pair(addr, req.id.value());
+    if (by_client_.count(key)) {
+      ++counters_.rejected;
+      return reject(sink, req.id, serve_errc::invalid_request,
+                    "request id " + std::to_string(req.id.value()) + " is already in use");
+    }
+    if (auto bad = check_request(req.prompt_tokens, req.prompt, actors::sampling_of(req), req.adapter, limits())) {
+      ++counters_.rejected;
+      return reject(sink, req.id, bad->code, std::move(bad->message));
+    }
+    // Admission: straight to a worker if one has room and nobody is waiting, else the queue.
+    std::optional<actors::worker_id> wid;
+    if (queue_.empty())
+      wid = placer_.choose(views(req.adapter), !req.adapter.empty());
+    if (!wid && queue_.full()) {
+      ++counters_.overloaded;
+      return reject(sink, req.id, serve_errc::overloaded,
+                    "all workers are busy and the admission queue is full ("
+                      + std::to_string(queue_.capacity()) + " requests)",
+                    cfg_.retry_after_ms);
+    }
+    actors::route_id rid{next_rid_++};
+    auto& e = routes_[rid];
+    e.rid = rid;
+    e.sink = sink;
+    e.sink_addr = addr;
+    e.cost = cost_of(req);
+    if (req.timeout_ms > 0) {
+      e.deadline = router_clock::now() + std::chrono::milliseconds(req.timeout_ms);
+      self_->delayed_send(caf::actor_cast<actors::router_actor>(self_), std::chrono::milliseconds(req.timeout_ms),
+                          actors::expire_atom::value, rid);
+    }
+    e.req = std::move(req);
+    by_client_.emplace(key, rid);
+    if (sinks_[addr]++ == 0)
+      self_->monitor(sender);  // the client going away cancels its requests
+    ++counters_.accepted;
+    if (wid)
+      place(e, workers_.at(*wid));
+    else
+      queue_.push(rid);
+  } catch (const std::exception& ex) {
+    reject(sink, req.id, serve_errc::internal, std::string("router: ") + ex.what());
+  }
+}
+
+std::vector<worker_view> router_state::views(const std::string& adapter) const {
+  std::vector<worker_view> out;
+  out.reserve(workers_.size());
+  for (auto& [id, w] : workers_) {
+    bool has = false;
+    if (!adapter.empty())
+      has = w.placed_adapters.count(adapter)
+            || std::find(w.last.adapters.begin(), w.last.adapters.end(), adapter) != w.last.adapters.end();
+    out.push_back({id, w.inflight, cfg_.max_inflight_per_worker, w.load_tokens, has});
+  }
+  return out;
+}
+
+void router_state::place(route_entry& e, worker_entry& w) {
+  e.state = route_state::placed;
+  e.worker = w.id;
+  e.streamed = 0;
+  ++w.inflight;
+  w.load_tokens += e.cost;
+  if (!e.req.adapter.empty())
+    ++w.placed_adapters[e.req.adapter];
+  std::uint32_t left = 0;
+  if (e.deadline) {
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*e.deadline - router_clock::now());
+    left = static_cast<std::uint32_t>(std::max<std::int64_t>(ms.count(), 1));
+  }
+  self_->send(w.handle, actors::worker_submit{e.rid, e.req, left});
+}
+
+void router_state::dispatch() {
+  while (auto head = queue_.front()) {
+    auto& e = routes_.at(*head);
+    auto wid = placer_.choose(views(e.req.adapter), !e.req.adapter.empty());
+    if (!wid)
+      return;  // every worker is full; the head waits, and so does everyone behind it
+    queue_.pop();
+    place(e, workers_.at(*wid));
+  }
+}
+
+void router_state::forget(route_entry& e) {
+  if (e.state != route_state::queued) {
+    if (auto it = workers_.find(e.worker); it != workers_.end()) {
+      auto& w = it->second;
+      --w.inflight;
+      w.load_tokens -= std::min(w.load_tokens, e.cost);
+      if (!e.req.adapter.empty()) {
+        auto a = w.placed_adapters.find(e.req.adapter);
+        if (a != w.placed_adapters.end() && --a->second == 0)
+          w.placed_adapters.erase(a);
+      }
+    }
+  } else {
+    queue_.remove(e.rid);
+  }
+  by_client_.erase({e.sink_addr, e.req.id.value()});
+  if (auto s = sinks_.find(e.sink_addr); s != sinks_.end() && --s->second == 0) {
+    self_->demonitor(e.sink_addr);
+    sinks_.erase(s);
+  }
+  auto rid = e.rid;
+  routes_.erase(rid);  // `e` dangles from here on
+  dispatch();
+}
+
+void router_state::end(route_entry& e, actors::error_event ev, bool cancel_worker) {
+  if (cancel_worker && e.state != route_state::queued)
+    if (auto it = workers_.find(e.worker); it != workers_.end())
+      self_->send(it->second.handle, actors::worker_cancel{e.rid});
+  switch (ev.code) {
+    case serve_errc::cancelled: ++counters_.cancelled; break;
+    case serve_errc::timeout: ++counters_.timed_out; break;
+    case serve_errc::worker_lost: ++counters_.worker_lost; break;
+    default: ++counters_.failed; break;
+  }
+  ev.id = e.req.id;
+  self_->send(e.sink, std::move(ev));
+  forget(e);
+}
+
+void router_state::end(route_entry& e, actors::done_event ev) {
+  ++counters_.completed;
+  ev.id = e.req.id;
+  self_->send(e.sink, std::move(ev));
+  forget(e);
+}
+
+void router_state::cancel(const actors::cancel_request& msg) {
+  auto addr = caf::actor_cast<caf::actor_addr>(self_->current_sender());
+  auto it = by_client_.find({addr, msg.id.value()});
+  if (it == by_client_.end())
+    return;  // unknown or already ended: its terminal event is on its way or delivered
+  end(routes_.at(it->second), actors::error_event{msg.id, serve_errc::cancelled, "cancelled by the client", 0},
+      true);
+}
+
+void router_state::expire(actors::route_id rid) {
+  auto it = routes_.find(rid);
+  if (it == routes_.end())
+    return;
+  end(it->second, actors::error_event{{}, serve_errc::timeout, "deadline passed before the request finished", 0},
+      true);
+}
+
+void router_state::sink_lost(const caf::actor_addr& addr) {
+  std::vector<actors::route_id> gone;
+  for (auto& [rid, e] : routes_)
+    if (e.sink_addr == addr)
+      gone.push_back(rid);
+  for (auto rid : gone) {
+    auto& e = routes_.at(rid);
+    if (e.state != route_state::queued)
+      if (auto w = workers_.find(e.worker); w != workers_.end())
+        self_->send(w->second.handle, actors::worker_cancel{rid});
+    ++counters_.cancelled;
+    forget(e);  // no terminal event: nobody is listening
+  }
+}
+
+} // namespace lf::router

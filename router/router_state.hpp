@@ -1,0 +1,108 @@
+#pragma once
+/// The router actor's state (internal to router_actor*.cpp). Bookkeeping only: the decisions
+/// come from placer, admission_queue and check_request; the methods send the resulting messages.
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <caf/actor_addr.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include "router/admission_queue.hpp"
+#include "router/router_actor.hpp"
+
+namespace lf::router {
+
+using router_clock = std::chrono::steady_clock;
+
+/// One accepted request.
+struct route_entry {
+  actors::route_id rid;
+  actors::generate_request req;   ///< kept to place it again if its worker dies before streaming
+  actors::event_sink sink;
+  caf::actor_addr sink_addr;
+  route_state state = route_state::queued;
+  actors::worker_id worker;                      ///< valid unless queued
+  std::uint32_t streamed = 0;            ///< tokens sent to the sink
+  std::uint64_t cost = 0;                ///< estimated tokens (placement load)
+  std::optional<router_clock::time_point> deadline;
+};
+
+/// One registered worker.
+struct worker_entry {
+  actors::worker_id id;
+  actors::worker_actor handle;
+  actors::register_worker info;
+  actors::worker_load last;                      ///< last load report
+  std::uint32_t inflight = 0;
+  std::uint64_t load_tokens = 0;
+  std::map<std::string, std::uint32_t> placed_adapters;  ///< adapter -> requests placed there
+};
+
+/// Everything the router knows: requests by route id and by (sink, client id), workers, the
+/// queue, counters. Methods run inside the router actor's handlers only.
+class router_state {
+public:
+  static inline const char* name = "lf.router";
+
+  using self_ptr = actors::router_actor::stateful_pointer<router_state>;
+
+  router_state() : queue_(0) {}
+
+  /// The router is stopping: every live request ends with shutting_down (its sink still gets its
+  /// one terminal event) and is cancelled on its worker.
+  ~router_state();
+
+  /// Called once from the behavior factory (CAF constructs states before their actor runs).
+  void init(self_ptr self, router_config cfg);
+
+  // -- clients (router_requests.cpp) --
+  void submit(actors::generate_request& req);
+  void cancel(const actors::cancel_request& msg);
+  void expire(actors::route_id rid);
+
+  // -- workers (router_actor.cpp) --
+  actors::worker_id add_worker(actors::worker_actor handle, actors::register_worker info);
+  void on_load(actors::worker_load& load);
+  void on_token(actors::worker_token& msg);
+  void on_done(actors::worker_done& msg);
+  void on_failed(actors::worker_failed& msg);
+  void on_down(const caf::down_msg& dm);
+  actors::router_stats stats() const;
+  void await_workers(std::uint32_t n, caf::typed_response_promise<actors::router_stats> rp);
+
+private:
+  /// The entry `rid` if `wid` owns it (events of a stale owner are dropped).
+  route_entry* owned(actors::route_id rid, actors::worker_id wid);
+  void place(route_entry& e, worker_entry& w);
+  void dispatch();
+  std::vector<worker_view> views(const std::string& adapter) const;
+  /// Sends the terminal event and forgets the request; cancels it on its worker if `cancel_worker`.
+  void end(route_entry& e, actors::error_event ev, bool cancel_worker);
+  void end(route_entry& e, actors::done_event ev);
+  void forget(route_entry& e);
+  void reject(const actors::event_sink& sink, actors::client_request_id id, serve_errc code, std::string message,
+              std::uint32_t retry_after_ms = 0);
+  void worker_lost(worker_entry& w);
+  void sink_lost(const caf::actor_addr& addr);
+  request_limits limits() const;
+
+  self_ptr self_ = nullptr;
+  router_config cfg_;
+  placer placer_;
+  admission_queue<actors::route_id> queue_;
+  std::uint64_t next_rid_ = 1;
+  std::uint32_t next_wid_ = 1;
+  std::unordered_map<actors::route_id, route_entry> routes_;
+  std::map<std::pair<caf::actor_addr, std::uint64_t>, actors::route_id> by_client_;
+  std::map<caf::actor_addr, std::uint32_t> sinks_;  ///< monitored sinks -> live requests
+  std::map<actors::worker_id, worker_entry> workers_;
+  std::vector<std::pair<std::uint32_t, caf::typed_response_promise<actors::router_stats>>> waiters_;
+  actors::router_stats counters_;
+};
+
+} // namespace lf::router

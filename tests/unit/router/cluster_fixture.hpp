@@ -1,0 +1,199 @@
+#pragma once
+/// An in-process cluster for actor tests: one actor system, a router, workers over the tiny
+/// GPT-2, and a client that plays the gateway with a scoped_actor and logs every event.
+
+#include <catch2/catch.hpp>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/interfaces.hpp"
+#include "router/router_actor.hpp"
+#include "actors/system_config.hpp"
+#include "actors/worker_actor.hpp"
+#include "tests/support/tiny_model.hpp"
+#include "worker/worker_runtime.hpp"
+
+namespace lf::test {
+
+/// Settings of a small worker over the tiny model (context 256).
+inline worker::worker_settings tiny_worker(std::uint32_t max_seqs = 8) {
+  worker::worker_settings s;
+  s.model_dir = tiny_model_dir();
+  s.threads = 1;
+  s.num_blocks = 256;
+  s.block_size = 8;
+  s.max_seqs = max_seqs;
+  s.max_batched_tokens = 64;
+  return s;
+}
+
+struct test_config : caf::actor_system_config {
+  test_config() { actors::add_lorafleet_types(*this); }
+};
+
+/// A router and `workers` workers in one actor system. The destructor stops every actor and
+/// every serving loop before the actor system goes.
+class cluster {
+public:
+  cluster(router::router_config rc, std::vector<worker::worker_settings> workers)
+    : router(router::spawn_router(sys, rc)) {
+    caf::scoped_actor self{sys};
+    for (std::size_t i = 0; i < workers.size(); ++i) {
+      auto rt = std::make_shared<worker::worker_runtime>(workers[i]);
+      runtimes.push_back(rt);
+      actors::worker_options o;
+      o.name = "w" + std::to_string(i + 1);
+      o.report_interval = std::chrono::milliseconds(20);
+      this->workers.push_back(actors::spawn_worker(sys, actors::backend_of(rt), router, o));
+      // Readiness: the router answers once this worker has registered, so worker i gets id i + 1.
+      bool ready = false;
+      self->request(router, std::chrono::seconds(30), caf::wait_for_atom::value,
+                    static_cast<std::uint32_t>(i + 1))
+        .receive([&](const actors::router_stats& s) { ready = s.workers == i + 1; },
+                 [&](const caf::error&) {});
+      REQUIRE(ready);
+    }
+  }
+
+  ~cluster() {
+    for (auto& w : workers)
+      caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(router, caf::exit_reason::user_shutdown);
+    for (auto& rt : runtimes)
+      rt->loop().stop(false);
+  }
+
+  test_config cfg;
+  caf::actor_system sys{cfg};
+  actors::router_actor router;
+  std::vector<std::shared_ptr<worker::worker_runtime>> runtimes;
+  std::vector<actors::worker_actor> workers;
+};
+
+/// Everything one request received.
+struct request_log {
+  std::string streamed;
+  std::vector<std::int32_t> tokens;
+  bool indices_in_order = true;
+  int terminals = 0;
+  std::optional<actors::done_event> done;
+  std::optional<actors::error_event> error;
+  int done_rank = -1;  ///< position among all terminal events received
+};
+
+/// Plays the gateway: sends requests as a scoped_actor and logs the events.
+class client {
+public:
+  client(caf::actor_system& sys, actors::router_actor router) : self(sys), router_(router) {}
+
+  void submit(actors::generate_request r) { self->send(router_, std::move(r)); }
+
+  void cancel(std::uint64_t id) { self->send(router_, actors::cancel_request{actors::client_request_id{id}}); }
+
+  /// Handles events until `done(*this)` holds or `limit` passes; false on timeout.
+  template <class Pred>
+  bool run_until(Pred done, std::chrono::seconds limit = std::chrono::seconds(120)) {
+    auto until = std::chrono::steady_clock::now() + limit;
+    while (!done(*this)) {
+      auto left = until - std::chrono::steady_clock::now();
+      if (left <= std::chrono::steady_clock::duration::zero())
+        return false;
+      bool timeout = false;
+      self->receive([&](actors::token_event& ev) { on_token(ev); },
+                    [&](actors::done_event& ev) { on_terminal(ev.id).done = std::move(ev); },
+                    [&](actors::error_event& ev) { on_terminal(ev.id).error = std::move(ev); },
+                    caf::after(std::chrono::duration_cast<std::chrono::milliseconds>(left))
+                      >> [&] { timeout = true; });
+      if (timeout)
+        return false;
+    }
+    return true;
+  }
+
+  /// Handles events until `n` terminal events arrived in total.
+  bool run_until_terminals(std::size_t n, std::chrono::seconds limit = std::chrono::seconds(120)) {
+    return run_until([n](const client& c) { return c.terminals_ >= n; }, limit);
+  }
+
+  /// The router's stats. The reply comes after every event the router sent before it, so
+  /// drain() afterwards sees any (wrong) late event.
+  actors::router_stats stats() {
+    actors::router_stats out;
+    self->request(router_, std::chrono::seconds(30), caf::get_atom::value)
+      .receive([&](actors::router_stats& s) { out = std::move(s); },
+               [&](const caf::error& e) { FAIL("router stats: " << caf::to_string(e)); });
+    return out;
+  }
+
+  /// Handles what is already in the mailbox.
+  void drain() {
+    bool more = true;
+    while (more)
+      self->receive([&](actors::token_event& ev) { on_token(ev); },
+                    [&](actors::done_event& ev) { on_terminal(ev.id).done = std::move(ev); },
+                    [&](actors::error_event& ev) { on_terminal(ev.id).error = std::move(ev); },
+                    caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
+  }
+
+  std::size_t terminals() const { return terminals_; }
+
+  std::map<std::uint64_t, request_log> log;
+  caf::scoped_actor self;
+
+private:
+  void on_token(const actors::token_event& ev) {
+    auto& l = log[ev.id.value()];
+    if (ev.index != l.tokens.size())
+      l.indices_in_order = false;
+    l.tokens.push_back(ev.token);
+    l.streamed += ev.text;
+  }
+
+  request_log& on_terminal(actors::client_request_id id) {
+    auto& l = log[id.value()];
+    ++l.terminals;
+    l.done_rank = static_cast<int>(terminals_++);
+    return l;
+  }
+
+  actors::router_actor router_;
+  std::size_t terminals_ = 0;
+};
+
+/// A greedy request that ignores EOS (so its length is max_tokens).
+inline actors::generate_request greedy(std::uint64_t id, std::string prompt, int max_tokens) {
+  actors::generate_request r;
+  r.id = actors::client_request_id{id};
+  r.prompt = std::move(prompt);
+  r.temperature = 0;
+  r.max_tokens = max_tokens;
+  r.ignore_eos = true;
+  return r;
+}
+
+
+/// The text each prompt gets when it runs alone through `c` (one request at a time).
+inline std::vector<std::string> alone_texts(cluster& c, int max_tokens) {
+  std::vector<std::string> out;
+  client cl(c.sys, c.router);
+  for (std::size_t i = 0; i < prompts().size(); ++i) {
+    cl.submit(greedy(900000 + i, prompts()[i], max_tokens));
+    REQUIRE(cl.run_until_terminals(i + 1));
+    auto& l = cl.log[900000 + i];
+    REQUIRE(l.done);
+    out.push_back(l.done->text);
+  }
+  return out;
+}
+
+} // namespace lf::test
