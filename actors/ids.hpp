@@ -8,8 +8,10 @@
 
 namespace lf::actors {
 
-/// The client's id of a request: unique among the live requests of one sender.
-using client_request_id = lf::strong_id<struct client_request_tag, std::uint64_t>;
+/// An event sink's id of its request (the gateway's or a test's own numbering): unique among
+/// the live requests of one sender. Not proto::client_request_id, which a ZeroMQ client chooses
+/// and the gateway maps to one of these.
+using sink_request_id = lf::strong_id<struct sink_request_tag, std::uint64_t>;
 
 /// The router's id of an accepted request (unique in one router).
 using route_id = lf::strong_id<struct route_tag, std::uint64_t>;

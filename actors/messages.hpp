@@ -43,7 +43,7 @@ using expire_atom = caf::atom_constant<caf::atom("lf_expire")>;
 /// A generation request as the gateway decodes it. Sampling fields mirror
 /// lf::sampling_params (see sampling_of); the seed is split into has_seed + seed.
 struct generate_request {
-  client_request_id id;
+  sink_request_id id;
   std::string prompt;                       ///< prompt text; used when prompt_tokens is empty
   std::vector<std::int32_t> prompt_tokens;  ///< pre-tokenized prompt (wins over prompt)
   std::string adapter;                      ///< LoRA adapter name; empty => the base model
@@ -77,12 +77,12 @@ inline lf::sampling_params sampling_of(const generate_request& r) {
 /// Cancels the sender's request `id`; its terminal event is error_event{cancelled} unless it
 /// ended before the cancel arrived.
 struct cancel_request {
-  client_request_id id;
+  sink_request_id id;
 };
 
 /// One sampled token of request `id`.
 struct token_event {
-  client_request_id id;
+  sink_request_id id;
   std::int32_t token = 0;
   std::string text;        ///< text that became final with this token (may be empty)
   std::uint32_t index = 0; ///< 0 for the first generated token
@@ -90,7 +90,7 @@ struct token_event {
 
 /// Terminal: the request finished normally.
 struct done_event {
-  client_request_id id;
+  sink_request_id id;
   std::string finish_reason;  ///< "eos", "stop" or "length"
   std::string text;           ///< everything streamed (stop sequence excluded)
   std::vector<std::int32_t> tokens;
@@ -101,7 +101,7 @@ struct done_event {
 
 /// Terminal: the request failed, was cancelled or was rejected.
 struct error_event {
-  client_request_id id;
+  sink_request_id id;
   serve_errc code = serve_errc::internal;
   std::string message;
   std::uint32_t retry_after_ms = 0;  ///< overloaded: a hint when to try again
@@ -282,7 +282,7 @@ CAF_ERROR_CODE_ENUM(lf::serve_errc, "serve")
 
 CAF_BEGIN_TYPE_ID_BLOCK(lorafleet, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(lorafleet, (lf::serve_errc))
-  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::client_request_id))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::sink_request_id))
   CAF_ADD_TYPE_ID(lorafleet, (lf::actors::route_id))
   CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_id))
   CAF_ADD_TYPE_ID(lorafleet, (lf::actors::generate_request))

@@ -71,7 +71,7 @@ worker_load snapshot(const worker_state& st) {
 }
 
 /// Callbacks that run on the loop thread: they touch no actor state, only send messages.
-worker::request_callbacks make_callbacks(worker_self self, route_id rid, client_request_id cid) {
+worker::request_callbacks make_callbacks(worker_self self, route_id rid, sink_request_id cid) {
   auto router = self->state.router;
   auto wid = self->state.wid;
   auto me = caf::actor_cast<worker_actor>(self);

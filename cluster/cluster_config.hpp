@@ -22,6 +22,7 @@
 
 #include "router/placement.hpp"
 #include "router/request_checks.hpp"
+#include "worker/worker_settings.hpp"
 
 namespace lf::cluster {
 
@@ -54,21 +55,14 @@ private:
   std::vector<config_issue> issues_;
 };
 
-/// The workers of one node: `count` identical workers sharing the node's process.
+/// The workers of one node: `count` identical workers sharing the node's process. `settings`
+/// holds every worker key ([workers] and [nodes.workers] use worker::worker_settings' names and
+/// defaults); its directories come from [cluster] and are filled in at load.
 struct worker_group {
   std::uint32_t count = 1;
   std::string device = "cpu";       ///< only "cpu" in this build
-  int threads = 1;                  ///< ATen intra-op threads per worker (process-wide setting)
-  int blas_threads = 0;             ///< OpenBLAS threads of the node's process; 0 => cores / count
-  std::string dtype = "f32";        ///< "f32" or "bf16"
-  std::size_t kv_cache_mb = 256;    ///< K/V pool per worker
-  std::uint32_t block_size = 16;
-  std::uint32_t max_seqs = 32;
-  std::uint32_t max_batched_tokens = 512;
-  bool prefix_cache = true;
-  std::size_t adapter_cache_mb = 256;
-  std::uint32_t max_adapters = 64;
   std::chrono::milliseconds report_interval{100};  ///< load reports to the router
+  worker::worker_settings settings;
 };
 
 /// One node: an operating-system process on some host.

@@ -6,7 +6,7 @@
 
 #include "cluster/config_detail.hpp"
 #include "cluster/endpoints.hpp"
-#include "worker/compute_settings.hpp"
+#include "worker/worker_settings.hpp"
 
 namespace lf::cluster::detail {
 
@@ -29,10 +29,12 @@ bool has_space(const std::string& s) {
 void check_workers(const worker_group& w, const std::string& path, parse_state& st) {
   if (w.device != "cpu")
     st.add(path + ".device", "\"" + w.device + "\" is not available: this build runs workers on \"cpu\" only");
-  if (!worker::is_compute_dtype(w.dtype))
-    st.add(path + ".dtype", "\"" + w.dtype + "\" is not a compute dtype (" + worker::compute_dtype_list + ")");
-  if (w.max_batched_tokens < w.max_seqs)
-    st.add(path + ".max_batched_tokens", "must be at least max_seqs (" + std::to_string(w.max_seqs)
+  if (!worker::is_compute_dtype(w.settings.dtype))
+    st.add(path + ".dtype", "\"" + w.settings.dtype + "\" is not a compute dtype ("
+                              + worker::compute_dtype_list + ")");
+  if (w.settings.max_batched_tokens < w.settings.max_seqs)
+    st.add(path + ".max_batched_tokens", "must be at least max_seqs ("
+                                           + std::to_string(w.settings.max_seqs)
                                            + "), or a full batch of decodes never fits a step");
 }
 

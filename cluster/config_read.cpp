@@ -17,16 +17,17 @@ void read_workers(toml_reader& r, worker_group& w, bool with_count) {
   if (with_count)
     r.set("count", w.count, 0, 256);
   r.set("device", w.device);
-  r.set("threads", w.threads, 1, 256);
-  r.set("blas_threads", w.blas_threads, 0, 256);
-  r.set("dtype", w.dtype);
-  r.set("kv_cache_mb", w.kv_cache_mb, 1, 1 << 20);
-  r.set("block_size", w.block_size, 1, 1024);
-  r.set("max_seqs", w.max_seqs, 1, 4096);
-  r.set("max_batched_tokens", w.max_batched_tokens, 1, 1 << 20);
-  r.set("prefix_cache", w.prefix_cache);
-  r.set("adapter_cache_mb", w.adapter_cache_mb, 1, 1 << 20);
-  r.set("max_adapters", w.max_adapters, 1, 1 << 16);
+  auto& s = w.settings;
+  r.set("threads", s.threads, 0, 256);
+  r.set("blas_threads", s.blas_threads, 0, 256);
+  r.set("dtype", s.dtype);
+  r.set("kv_cache_mb", s.kv_cache_mb, 1, 1 << 20);
+  r.set("block_size", s.block_size, 1, 1024);
+  r.set("max_seqs", s.max_seqs, 1, 4096);
+  r.set("max_batched_tokens", s.max_batched_tokens, 1, 1 << 20);
+  r.set("prefix_cache", s.prefix_cache);
+  r.set("adapter_cache_mb", s.adapter_cache_mb, 1, 1 << 20);
+  r.set("max_adapters", s.max_adapters, 1, 1 << 16);
   r.set_duration("report_interval_ms", w.report_interval, 10, 60'000);
 }
 

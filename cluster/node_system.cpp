@@ -10,7 +10,7 @@
 
 #include "actors/system_config.hpp"
 #include "cluster/openssl_guard.hpp"
-#include "worker/compute_settings.hpp"
+#include "worker/worker_settings.hpp"
 
 namespace lf::cluster {
 
@@ -70,22 +70,12 @@ caf::expected<actors::router_actor> connect_router(caf::actor_system& sys, const
 }
 
 worker::worker_settings worker_settings_for(const cluster_config& cfg, const worker_group& g) {
-  worker::worker_settings s;
+  auto s = g.settings;
   s.model_dir = cfg.model_dir;
   s.tokenizer_dir = cfg.tokenizer_dir;
   s.adapter_dir = cfg.adapter_dir;
-  s.threads = g.threads;
   // One OpenBLAS pool per process, shared by the node's workers: by default each worker's share.
-  s.blas_threads = g.blas_threads > 0 ? g.blas_threads : worker::share_of_cores(g.count);
-  s.dtype = g.dtype;
-  s.kv_budget_mb = g.kv_cache_mb;
-  s.block_size = g.block_size;
-  s.max_seqs = g.max_seqs;
-  s.max_batched_tokens = g.max_batched_tokens;
-  s.prefix_cache = g.prefix_cache;
-  s.adapter_budget_mb = g.adapter_cache_mb;
-  s.max_adapters = g.max_adapters;
-  return s;
+  return worker::resolve_for_process(std::move(s), g.count);
 }
 
 router::router_config router_config_for(const cluster_config& cfg) {

@@ -19,8 +19,8 @@
 
 namespace lf::gateway {
 
-/// The id the gateway uses towards the router (actors::client_request_id of its sink).
-using gateway_id = actors::client_request_id;
+/// The id the gateway uses towards the router (actors::sink_request_id of its sink).
+using gateway_id = actors::sink_request_id;
 
 /// A live request as the gateway knows it.
 struct gateway_entry {

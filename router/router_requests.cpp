@@ -29,7 +29,7 @@ request_limits router_state::limits() const {
   return l;
 }
 
-void router_state::reject(const actors::event_sink& sink, actors::client_request_id id, serve_errc code,
+void router_state::reject(const actors::event_sink& sink, actors::sink_request_id id, serve_errc code,
                           std::string message, std::uint32_t retry_after_ms) {
   self_->send(sink, actors::error_event{id, code, std::move(message), retry_after_ms});
 }

@@ -85,7 +85,7 @@ private:
   void end(route_entry& e, actors::error_event ev, bool cancel_worker);
   void end(route_entry& e, actors::done_event ev);
   void forget(route_entry& e);
-  void reject(const actors::event_sink& sink, actors::client_request_id id, serve_errc code, std::string message,
+  void reject(const actors::event_sink& sink, actors::sink_request_id id, serve_errc code, std::string message,
               std::uint32_t retry_after_ms = 0);
   void worker_lost(worker_entry& w);
   void sink_lost(const caf::actor_addr& addr);

@@ -40,7 +40,7 @@ int cmd_serve(int argc, char** argv) {
   std::cerr << "lorafleet serve: loading " << s.worker.model_dir << " into " << s.workers
             << " worker(s), " << s.worker.threads << " ATen thread(s) each, OpenBLAS "
             << s.worker.blas_threads << " thread(s) in all, "
-            << s.worker.kv_budget_mb << " MiB KV cache each, mode " << worker::to_string(s.worker.mode)
+            << s.worker.kv_cache_mb << " MiB KV cache each, mode " << worker::to_string(s.worker.mode)
             << (s.worker.adapter_dir.empty() ? std::string() : ", adapters from " + s.worker.adapter_dir)
             << "\n";
   cluster::local_cluster cluster(s);

@@ -18,14 +18,6 @@ double ms_between(time_point a, time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-request_result failure(serve_errc code, std::string message) {
-  request_result r;
-  r.outcome = code == serve_errc::cancelled ? request_outcome::cancelled : request_outcome::failed;
-  r.error = code;
-  r.message = std::move(message);
-  return r;
-}
-
 } // namespace
 
 std::string_view to_string(request_outcome o) {
@@ -35,22 +27,6 @@ std::string_view to_string(request_outcome o) {
     case request_outcome::failed: return "failed";
   }
   return "failed";
-}
-
-std::string_view to_string(batching_mode m) {
-  switch (m) {
-    case batching_mode::continuous: return "continuous";
-    case batching_mode::static_batch: return "static";
-    case batching_mode::static_no_cache: return "static_no_cache";
-  }
-  return "continuous";
-}
-
-std::optional<batching_mode> parse_batching_mode(std::string_view s) {
-  for (auto m : {batching_mode::continuous, batching_mode::static_batch, batching_mode::static_no_cache})
-    if (to_string(m) == s)
-      return m;
-  return std::nullopt;
 }
 
 serving_loop::serving_loop(engine::step_engine& engine, const engine::tokenizer& tok,
@@ -152,13 +128,8 @@ void serving_loop::take_inbox(time_point now) {
     cancels.swap(cancels_);
   }
   for (auto& it : items) {
-    auto seed = cfg_.seed + it.id.value();
-    // Built before the request is moved from (its stop strings would be gone).
-    engine::sampler pick(it.req.params, seed);
-    engine::text_stream stream(it.req.params.stop);
-    auto lr = std::unique_ptr<live_request>(new live_request{
-      std::move(it.req), std::move(it.cb), std::move(pick), std::move(stream), {}, it.submitted,
-      {}, {}, 0, false, cache::base_model, false});
+    auto lr = std::make_unique<live_request>(std::move(it.req), std::move(it.cb),
+                                             cfg_.seed + it.id.value(), it.submitted);
     auto& r = *lr;
     live_.emplace(it.id, std::move(lr));
     if (!r.req.adapter.empty()) {

@@ -33,21 +33,13 @@
 #include "worker/engine/step_engine.hpp"
 #include "worker/request.hpp"
 #include "worker/scheduler.hpp"
+#include "worker/worker_settings.hpp"
 
 namespace lf::engine {
 class tokenizer;
 }
 
 namespace lf::worker {
-
-/// How the loop batches.
-enum class batching_mode { continuous, static_batch, static_no_cache };
-
-/// "continuous", "static", "static_no_cache".
-std::string_view to_string(batching_mode m);
-
-/// Parses to_string's spellings; std::nullopt otherwise.
-std::optional<batching_mode> parse_batching_mode(std::string_view s);
 
 /// Runs a left-padded batch to completion (engine::generate bound to a model). The loop fills
 /// the options, including `adapters` for the rows' LoRA adapters.

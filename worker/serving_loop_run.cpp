@@ -13,21 +13,6 @@ namespace lf::worker {
 
 namespace {
 using clock_type = std::chrono::steady_clock;
-
-request_result finished(std::string reason) {
-  request_result r;
-  r.outcome = request_outcome::finished;
-  r.finish_reason = std::move(reason);
-  return r;
-}
-
-request_result failed(serve_errc code, std::string message) {
-  request_result r;
-  r.outcome = code == serve_errc::cancelled ? request_outcome::cancelled : request_outcome::failed;
-  r.error = code;
-  r.message = std::move(message);
-  return r;
-}
 } // namespace
 
 void serving_loop::run() {
@@ -51,7 +36,7 @@ void serving_loop::run() {
         ids.push_back(id);
       for (auto id : ids) {
         sched_.finish(cache::seq_id{id.value()});
-        end(id, failed(serve_errc::cancelled, "the worker is shutting down"));
+        end(id, failure(serve_errc::cancelled, "the worker is shutting down"));
       }
       static_queue_.clear();
     }
@@ -79,7 +64,7 @@ void serving_loop::run_continuous_step() {
   turn_ = adapter_turn();
   auto plan = sched_.schedule(now, [this](cache::adapter_id a) { return adapter_usable(a); });
   for (auto id : plan.expired)
-    end(request_id{id.value()}, failed(serve_errc::timeout, "deadline passed before the request finished"));
+    end(request_id{id.value()}, failure(serve_errc::timeout, "deadline passed before the request finished"));
   if (plan.chunks.empty()) {
     // Nothing runnable (e.g. every waiting request needs a cold adapter): wait for news briefly.
     wait_for_news();
@@ -103,7 +88,7 @@ void serving_loop::run_continuous_step() {
   } catch (const std::exception& e) {
     for (auto& c : plan.chunks) {
       sched_.finish(c.id);
-      end(request_id{c.id.value()}, failed(serve_errc::internal, std::string("engine step failed: ") + e.what()));
+      end(request_id{c.id.value()}, failure(serve_errc::internal, std::string("engine step failed: ") + e.what()));
     }
     return;
   }
@@ -126,7 +111,7 @@ void serving_loop::run_continuous_step() {
   sched_.complete(plan, sampled);
   for (auto id : broken) {
     sched_.finish(cache::seq_id{id.value()});
-    end(id, failed(serve_errc::internal, "the model produced invalid logits (NaN or inf)"));
+    end(id, failure(serve_errc::internal, "the model produced invalid logits (NaN or inf)"));
   }
   for (std::size_t i = 0; i < plan.chunks.size(); ++i)
     if (sampled[i] && live_.count(request_id{plan.chunks[i].id.value()}))
@@ -224,7 +209,7 @@ void serving_loop::run_static_batch() {
     res = static_fn_(batch, opts);
   } catch (const std::exception& e) {
     for (auto id : ids)
-      end(id, failed(serve_errc::internal, std::string("engine failed: ") + e.what()));
+      end(id, failure(serve_errc::internal, std::string("engine failed: ") + e.what()));
     return;
   }
   for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -241,9 +226,9 @@ void serving_loop::run_static_batch() {
       case engine::finish_reason::context_full: end(ids[i], finished("length")); break;
       case engine::finish_reason::cancelled:
         if (lr.req.deadline && clock_type::now() >= *lr.req.deadline)
-          end(ids[i], failed(serve_errc::timeout, "deadline passed before the request finished"));
+          end(ids[i], failure(serve_errc::timeout, "deadline passed before the request finished"));
         else
-          end(ids[i], failed(serve_errc::cancelled, "cancelled"));
+          end(ids[i], failure(serve_errc::cancelled, "cancelled"));
         break;
     }
   }

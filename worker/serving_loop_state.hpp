@@ -7,14 +7,36 @@
 
 namespace lf::worker {
 
+/// A request's terminal result for a normal end: "eos", "stop" or "length".
+inline request_result finished(std::string reason) {
+  request_result r;
+  r.outcome = request_outcome::finished;
+  r.finish_reason = std::move(reason);
+  return r;
+}
+
+/// A request's terminal result for an error; serve_errc::cancelled makes it a cancellation.
+inline request_result failure(serve_errc code, std::string message) {
+  request_result r;
+  r.outcome = code == serve_errc::cancelled ? request_outcome::cancelled : request_outcome::failed;
+  r.error = code;
+  r.message = std::move(message);
+  return r;
+}
+
 /// A request the loop thread owns.
 struct serving_loop::live_request {
+  live_request(gen_request r, request_callbacks c, std::uint64_t fallback_seed, time_point t)
+    : req(std::move(r)), cb(std::move(c)), pick(req.params, fallback_seed), stream(req.params.stop),
+      submitted(t) {}
+
   gen_request req;
   request_callbacks cb;
   engine::sampler pick;
   engine::text_stream stream;
   std::vector<std::int32_t> generated;
-  time_point submitted, scheduled{}, first_token{};
+  time_point submitted;
+  time_point scheduled{}, first_token{};
   std::uint32_t cached_tokens = 0;
   bool started = false;
   cache::adapter_id adapter = cache::base_model;  ///< the registry's id for req.adapter

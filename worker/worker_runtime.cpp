@@ -5,7 +5,6 @@
 #include <stdexcept>
 
 #include "cache/kv_pool.hpp"
-#include "worker/compute_settings.hpp"
 #include "worker/engine/blas_threads.hpp"
 #include "worker/engine/generator.hpp"
 #include "worker/engine/gpt2_model.hpp"
@@ -15,31 +14,6 @@
 #include "worker/engine/weights.hpp"
 
 namespace lf::worker {
-
-std::string check_settings(const worker_settings& s) {
-  if (s.model_dir.empty())
-    return "model_dir is empty";
-  if (!is_compute_dtype(s.dtype))
-    return std::string("dtype must be ") + compute_dtype_list + " (got \"" + s.dtype + "\")";
-  if (s.threads < 0)
-    return "threads must be >= 0 (got " + std::to_string(s.threads) + ")";
-  if (s.blas_threads < 0)
-    return "blas_threads must be >= 0 (got " + std::to_string(s.blas_threads) + ")";
-  if (s.block_size == 0)
-    return "block_size must be > 0";
-  if (s.num_blocks == 0 && s.kv_budget_mb == 0)
-    return "kv_budget_mb must be > 0";
-  if (s.max_seqs == 0 || s.max_batched_tokens == 0)
-    return "max_seqs and max_batched_tokens must be > 0";
-  if (s.max_seqs > s.max_batched_tokens)
-    return "max_seqs (" + std::to_string(s.max_seqs) + ") must not exceed max_batched_tokens ("
-           + std::to_string(s.max_batched_tokens) + ")";
-  if (s.mode != batching_mode::continuous && s.static_batch == 0)
-    return "static_batch must be > 0";
-  if (!s.adapter_dir.empty() && (s.adapter_budget_mb == 0 || s.max_adapters == 0))
-    return "adapter_budget_mb and max_adapters must be > 0";
-  return {};
-}
 
 namespace {
 
@@ -52,7 +26,7 @@ std::unique_ptr<cache::adapter_manager> make_adapters(const worker_settings& s,
   if (s.adapter_dir.empty())
     return nullptr;
   cache::adapter_cache_config cc;
-  cc.budget_bytes = s.adapter_budget_mb << 20;
+  cc.budget_bytes = s.adapter_cache_mb << 20;
   cc.max_adapters = s.max_adapters;
   return engine::make_lora_manager(s.adapter_dir, model, cc);
 }
@@ -60,10 +34,10 @@ std::unique_ptr<cache::adapter_manager> make_adapters(const worker_settings& s,
 std::uint32_t pool_blocks(const worker_settings& s, const engine::gpt2_config& c) {
   if (s.num_blocks > 0)
     return s.num_blocks;
-  auto n = cache::kv_pool::blocks_for_budget(s.kv_budget_mb << 20, c.n_layer, c.n_head,
+  auto n = cache::kv_pool::blocks_for_budget(s.kv_cache_mb << 20, c.n_layer, c.n_head,
                                              c.head_dim(), s.block_size);
   if (n == 0)
-    throw std::invalid_argument("kv_budget_mb " + std::to_string(s.kv_budget_mb)
+    throw std::invalid_argument("kv_cache_mb " + std::to_string(s.kv_cache_mb)
                                 + " holds no KV block of " + std::to_string(s.block_size)
                                 + " tokens for this model");
   return n;

@@ -2,7 +2,7 @@
 /// Everything one worker serves with, built from a model directory and a few settings:
 ///
 ///   model_dir ──> gpt2_weights ──> gpt2_model ─┐
-///   kv_budget_mb ──> kv_pool (blocks_for_budget)├─> paged_runner ──> serving_loop
+///   kv_cache_mb ──> kv_pool (blocks_for_budget)├─> paged_runner ──> serving_loop
 ///   model_dir/vocab.json ──> tokenizer ────────┤
 ///   adapter_dir ──> adapter_manager (LoRA) ────┘
 ///
@@ -21,34 +21,6 @@ class tokenizer;
 }
 
 namespace lf::worker {
-
-/// How to build a worker. Defaults suit a small CPU box.
-struct worker_settings {
-  std::string model_dir;        ///< config.json + model.safetensors (Hugging Face layout)
-  std::string tokenizer_dir;    ///< vocab.json + merges.txt; empty => model_dir
-  int threads = 0;              ///< ATen intra-op threads; 0 => leave as is. Process-wide!
-  int blas_threads = 0;         ///< OpenBLAS threads (engine/blas_threads.hpp); 0 => leave as is. Process-wide!
-  std::string dtype = "f32";    ///< compute dtype: "f32", "bf16" or "int8" (weights)
-  std::size_t kv_budget_mb = 256;  ///< K/V pool size; turned into blocks by kv_pool
-  std::uint32_t num_blocks = 0;    ///< > 0 overrides kv_budget_mb (tests)
-  std::uint32_t block_size = 16;   ///< tokens per KV block
-  std::uint32_t max_seqs = 64;     ///< running sequences per step at most
-  std::uint32_t max_batched_tokens = 512;  ///< tokens per step at most (prefill chunking)
-  std::uint32_t watermark_blocks = 0;      ///< see scheduler_config
-  bool prefix_cache = true;
-  batching_mode mode = batching_mode::continuous;
-  std::uint32_t static_batch = 8;          ///< static modes: batch size
-  std::uint64_t seed = 0;                  ///< fallback seed base for unseeded requests
-  /// LoRA adapters: PEFT directories under this root, named by their path relative to it
-  /// ("shakespeare", "styles/kjv"), loaded on first use. Empty => base model only (requests that
-  /// name an adapter end with unknown_adapter).
-  std::string adapter_dir;
-  std::size_t adapter_budget_mb = 256;  ///< resident adapter weights at most
-  std::uint32_t max_adapters = 64;      ///< resident + loading adapters at most
-};
-
-/// Checks settings that need no files: returns an error message or an empty string.
-std::string check_settings(const worker_settings& s);
 
 /// Owns the model, the K/V pool, the step engine, the tokenizer and the serving loop of one
 /// worker. The loop thread starts in the constructor; the destructor cancels what is left and

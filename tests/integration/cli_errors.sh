@@ -20,8 +20,8 @@ expect() {
 expect 2 "--workers must be in [1, 64] (got 0)" serve --workers 0
 expect 2 "--workers expects an integer (got 'x')" serve --workers x
 expect 2 "--workers needs a value" serve --workers
-expect 2 "--threads must be in" serve --threads 0
-expect 2 "--blas-threads must be in" serve --blas-threads 0
+expect 2 "--threads must be in" serve --threads -1
+expect 2 "--blas-threads must be in" serve --blas-threads 300
 expect 2 "--policy must be" serve --policy bogus
 expect 2 "--mode must be" serve --mode bogus
 expect 2 "--dtype must be f32, bf16 or int8" serve --dtype f64

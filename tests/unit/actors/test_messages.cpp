@@ -34,7 +34,7 @@ T round_trip(caf::actor_system& sys, T x) {
 
 generate_request sample_request() {
   generate_request r;
-  r.id = client_request_id{42};
+  r.id = sink_request_id{42};
   r.prompt = "Once upon a time";
   r.prompt_tokens = {1, 2, 3};
   r.adapter = "styles/kjv";
@@ -58,7 +58,7 @@ TEST_CASE("messages round-trip through CAF's binary serializer", "[messages]") {
   caf::actor_system sys{cfg};
 
   auto r = round_trip(sys, sample_request());
-  CHECK(r.id == client_request_id{42});
+  CHECK(r.id == sink_request_id{42});
   CHECK(r.prompt == "Once upon a time");
   CHECK(r.prompt_tokens == std::vector<std::int32_t>{1, 2, 3});
   CHECK(r.adapter == "styles/kjv");
@@ -73,7 +73,7 @@ TEST_CASE("messages round-trip through CAF's binary serializer", "[messages]") {
   CHECK(r.ignore_eos);
   CHECK(r.timeout_ms == 1500);
 
-  done_event d{client_request_id{5}, "length", "abc", {7, 8}, {3, 2, 1}, {1.5, 2.5, 3.5}, worker_id{2}};
+  done_event d{sink_request_id{5}, "length", "abc", {7, 8}, {3, 2, 1}, {1.5, 2.5, 3.5}, worker_id{2}};
   auto d2 = round_trip(sys, worker_done{worker_id{2}, route_id{9}, d});
   CHECK(d2.wid == worker_id{2});
   CHECK(d2.rid == route_id{9});
@@ -85,12 +85,12 @@ TEST_CASE("messages round-trip through CAF's binary serializer", "[messages]") {
   CHECK(d2.ev.timings.ttft_ms == 2.5);
   CHECK(d2.ev.worker == worker_id{2});
 
-  auto e = round_trip(sys, error_event{client_request_id{6}, serve_errc::overloaded, "busy", 250});
+  auto e = round_trip(sys, error_event{sink_request_id{6}, serve_errc::overloaded, "busy", 250});
   CHECK(e.code == serve_errc::overloaded);
   CHECK(e.message == "busy");
   CHECK(e.retry_after_ms == 250);
 
-  auto t = round_trip(sys, worker_token{worker_id{1}, route_id{3}, token_event{client_request_id{4}, 99, "x", 2}});
+  auto t = round_trip(sys, worker_token{worker_id{1}, route_id{3}, token_event{sink_request_id{4}, 99, "x", 2}});
   CHECK(t.ev.token == 99);
   CHECK(t.ev.index == 2);
 

@@ -28,7 +28,7 @@ TEST_CASE("a minimal config gets the documented defaults", "[cluster][config]") 
   CHECK(c.router().port == 4200);
   CHECK(c.router().bind == "127.0.0.1");
   CHECK(c.router().workers.count == 2);
-  CHECK(c.router().workers.threads == 1);
+  CHECK(c.router().workers.settings.threads == 0);  // 0: each worker's share of the cores
   CHECK(c.total_workers() == 2);
   CHECK_FALSE(c.clients.enabled());
   CHECK_FALSE(c.tls.enabled());
@@ -143,20 +143,20 @@ report_interval_ms = 20
   const auto& head = c.nodes[0];
   CHECK(head.bind == "0.0.0.0");
   CHECK(head.workers.count == 0);
-  CHECK(head.workers.threads == 2);  // from [workers]
+  CHECK(head.workers.settings.threads == 2);  // from [workers]
   const auto& g = c.nodes[1];
   CHECK(g.port == 0);
   CHECK(g.ssh == "ops@10.0.0.2");
   CHECK(g.workers.count == 3);
-  CHECK(g.workers.threads == 2);
-  CHECK(g.workers.kv_cache_mb == 48);
-  CHECK(g.workers.max_seqs == 8);
-  CHECK(g.workers.max_batched_tokens == 128);
-  CHECK(g.workers.dtype == "bf16");
-  CHECK(g.workers.block_size == 32);
-  CHECK_FALSE(g.workers.prefix_cache);
-  CHECK(g.workers.adapter_cache_mb == 64);
-  CHECK(g.workers.max_adapters == 4);
+  CHECK(g.workers.settings.threads == 2);
+  CHECK(g.workers.settings.kv_cache_mb == 48);
+  CHECK(g.workers.settings.max_seqs == 8);
+  CHECK(g.workers.settings.max_batched_tokens == 128);
+  CHECK(g.workers.settings.dtype == "bf16");
+  CHECK(g.workers.settings.block_size == 32);
+  CHECK_FALSE(g.workers.settings.prefix_cache);
+  CHECK(g.workers.settings.adapter_cache_mb == 64);
+  CHECK(g.workers.settings.max_adapters == 4);
   CHECK(g.workers.report_interval.count() == 20);
   CHECK(c.total_workers() == 3);
 }

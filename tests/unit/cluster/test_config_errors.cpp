@@ -89,7 +89,7 @@ TEST_CASE("values out of range or not in the allowed set", "[cluster][config][er
   config_dir d;
   auto i = d.issue(replaced("port = 4200", "port = 70000"));
   CHECK(i.reason == "70000 is out of range [1, 65535]");
-  CHECK(d.issue(replaced("count = 2", "count = 2\nthreads = 0")).key == "nodes[1].workers.threads");
+  CHECK(d.issue(replaced("count = 2", "count = 2\nthreads = -1")).key == "nodes[1].workers.threads");
   i = d.issue(with("\n[router]\nplacement = \"random\"\n"));
   CHECK(i.key == "router.placement");
   CHECK_THAT(i.reason, Contains("round_robin"));

@@ -98,7 +98,7 @@ public:
 
   void submit(actors::generate_request r) { self->send(router_, std::move(r)); }
 
-  void cancel(std::uint64_t id) { self->send(router_, actors::cancel_request{actors::client_request_id{id}}); }
+  void cancel(std::uint64_t id) { self->send(router_, actors::cancel_request{actors::sink_request_id{id}}); }
 
   /// Handles events until `done(*this)` holds or `limit` passes; false on timeout.
   template <class Pred>
@@ -159,7 +159,7 @@ private:
     l.streamed += ev.text;
   }
 
-  request_log& on_terminal(actors::client_request_id id) {
+  request_log& on_terminal(actors::sink_request_id id) {
     auto& l = log[id.value()];
     ++l.terminals;
     l.done_rank = static_cast<int>(terminals_++);
@@ -173,7 +173,7 @@ private:
 /// A greedy request that ignores EOS (so its length is max_tokens).
 inline actors::generate_request greedy(std::uint64_t id, std::string prompt, int max_tokens) {
   actors::generate_request r;
-  r.id = actors::client_request_id{id};
+  r.id = actors::sink_request_id{id};
   r.prompt = std::move(prompt);
   r.temperature = 0;
   r.max_tokens = max_tokens;

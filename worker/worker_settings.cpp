@@ -1,0 +1,65 @@
+#include "worker/worker_settings.hpp"
+
+#include <algorithm>
+#include <thread>
+
+namespace lf::worker {
+
+std::string_view to_string(batching_mode m) {
+  switch (m) {
+    case batching_mode::continuous: return "continuous";
+    case batching_mode::static_batch: return "static";
+    case batching_mode::static_no_cache: return "static_no_cache";
+  }
+  return "continuous";
+}
+
+std::optional<batching_mode> parse_batching_mode(std::string_view s) {
+  for (auto m : {batching_mode::continuous, batching_mode::static_batch, batching_mode::static_no_cache})
+    if (to_string(m) == s)
+      return m;
+  return std::nullopt;
+}
+
+bool is_compute_dtype(std::string_view s) { return s == "f32" || s == "bf16" || s == "int8"; }
+
+int share_of_cores(std::uint32_t workers) {
+  const auto cores = std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<int>(std::max(1u, cores / std::max(1u, workers)));
+}
+
+std::string check_settings(const worker_settings& s) {
+  if (s.model_dir.empty())
+    return "model_dir is empty";
+  if (!is_compute_dtype(s.dtype))
+    return std::string("dtype must be ") + compute_dtype_list + " (got \"" + s.dtype + "\")";
+  if (s.threads < 0)
+    return "threads must be >= 0 (got " + std::to_string(s.threads) + ")";
+  if (s.blas_threads < 0)
+    return "blas_threads must be >= 0 (got " + std::to_string(s.blas_threads) + ")";
+  if (s.block_size == 0)
+    return "block_size must be > 0";
+  if (s.num_blocks == 0 && s.kv_cache_mb == 0)
+    return "kv_cache_mb must be > 0";
+  if (s.max_seqs == 0 || s.max_batched_tokens == 0)
+    return "max_seqs and max_batched_tokens must be > 0";
+  if (s.max_seqs > s.max_batched_tokens)
+    return "max_seqs (" + std::to_string(s.max_seqs) + ") must not exceed max_batched_tokens ("
+           + std::to_string(s.max_batched_tokens) + "), or a full batch of decodes never fits a step";
+  if (s.mode != batching_mode::continuous && s.static_batch == 0)
+    return "static_batch must be > 0";
+  if (!s.adapter_dir.empty() && (s.adapter_cache_mb == 0 || s.max_adapters == 0))
+    return "adapter_cache_mb and max_adapters must be > 0";
+  return {};
+}
+
+worker_settings resolve_for_process(worker_settings s, std::uint32_t workers) {
+  const int share = share_of_cores(workers);
+  if (s.threads == 0)
+    s.threads = share;
+  if (s.blas_threads == 0)
+    s.blas_threads = share;
+  return s;
+}
+
+} // namespace lf::worker

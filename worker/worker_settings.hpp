@@ -1,0 +1,66 @@
+#pragma once
+/// How one worker is configured: the one struct behind `lorafleet serve`'s flags, a cluster
+/// config's [workers] / [nodes.workers] tables and worker_runtime, with the one set of defaults.
+/// Pure C++ (no torch), so the cluster config loader can use it.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace lf::worker {
+
+/// How the serving loop batches.
+enum class batching_mode { continuous, static_batch, static_no_cache };
+
+/// "continuous", "static", "static_no_cache".
+std::string_view to_string(batching_mode m);
+
+/// Parses to_string's spellings; std::nullopt otherwise.
+std::optional<batching_mode> parse_batching_mode(std::string_view s);
+
+/// The compute dtypes a worker accepts, as messages list them.
+inline constexpr const char* compute_dtype_list = "f32, bf16 or int8";
+
+/// Whether `s` names one of them (engine::parse_compute_dtype turns it into the enum).
+bool is_compute_dtype(std::string_view s);
+
+/// Each of `workers` workers' share of this machine's cores, at least 1.
+int share_of_cores(std::uint32_t workers);
+
+/// Everything one worker is built from. Field names are the cluster config's keys.
+struct worker_settings {
+  std::string model_dir;      ///< config.json + model.safetensors (Hugging Face layout)
+  std::string tokenizer_dir;  ///< vocab.json + merges.txt; empty => model_dir
+  /// LoRA adapters: PEFT directories under this root, named by their path relative to it
+  /// ("shakespeare", "styles/kjv"), loaded on first use. Empty => base model only (requests that
+  /// name an adapter end with unknown_adapter).
+  std::string adapter_dir;
+  int threads = 0;            ///< compute threads of this worker; 0 => its share of the cores
+  /// OpenBLAS threads of the process (process-wide!); 0 => the workers' share of the cores.
+  int blas_threads = 0;
+  std::string dtype = "f32";       ///< compute dtype: compute_dtype_list
+  std::size_t kv_cache_mb = 256;   ///< K/V pool size; turned into blocks by the pool
+  std::uint32_t num_blocks = 0;    ///< > 0 overrides kv_cache_mb (tests)
+  std::uint32_t block_size = 16;   ///< tokens per KV block
+  std::uint32_t max_seqs = 32;     ///< running sequences per step at most
+  std::uint32_t max_batched_tokens = 512;  ///< tokens per step at most (prefill chunking)
+  std::uint32_t watermark_blocks = 0;      ///< see scheduler_config
+  bool prefix_cache = true;
+  batching_mode mode = batching_mode::continuous;
+  std::uint32_t static_batch = 8;          ///< static modes: batch size
+  std::uint64_t seed = 0;                  ///< fallback seed base for unseeded requests
+  std::size_t adapter_cache_mb = 256;      ///< resident adapter weights at most
+  std::uint32_t max_adapters = 64;         ///< resident + loading adapters at most
+};
+
+/// Checks settings that need no files: returns an error message naming the setting, or an
+/// empty string.
+std::string check_settings(const worker_settings& s);
+
+/// `s` with its automatic values filled in for `workers` workers sharing one process: threads
+/// and blas_threads 0 become the workers' share of the cores.
+worker_settings resolve_for_process(worker_settings s, std::uint32_t workers);
+
+} // namespace lf::worker
