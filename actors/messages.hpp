@@ -22,12 +22,13 @@
 #include <caf/error.hpp>
 #include <caf/make_message.hpp>
 #include <caf/message.hpp>
+#include <caf/meta/load_callback.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/type_id.hpp>
 
 #include "actors/ids.hpp"
+#include "core/request.hpp"
 #include "core/serve_errc.hpp"
-#include "core/sampling_params.hpp"
 #include "worker/request.hpp"
 
 namespace lf::actors {
@@ -40,39 +41,12 @@ using expire_atom = caf::atom_constant<caf::atom("lf_expire")>;
 
 // -- client <-> router ----------------------------------------------------------------------------
 
-/// A generation request as the gateway decodes it. Sampling fields mirror
-/// lf::sampling_params (see sampling_of); the seed is split into has_seed + seed.
+/// A generation request as the gateway builds it (prompt rendered and tokenized); the router
+/// validates the draft once (core/request.hpp) and every later hop takes the validated_request.
 struct generate_request {
   sink_request_id id;
-  std::string prompt;                       ///< prompt text; used when prompt_tokens is empty
-  std::vector<std::int32_t> prompt_tokens;  ///< pre-tokenized prompt (wins over prompt)
-  std::string adapter;                      ///< LoRA adapter name; empty => the base model
-  float temperature = 1.0f;                 ///< 0 => greedy
-  std::int32_t top_k = 0;
-  float top_p = 1.0f;
-  float repetition_penalty = 1.0f;
-  bool has_seed = false;
-  std::uint64_t seed = 0;
-  std::int32_t max_tokens = 16;
-  std::vector<std::string> stop;
-  bool ignore_eos = false;
-  std::uint32_t timeout_ms = 0;  ///< not finished this long after reaching the router => timeout; 0 => none
+  request_draft draft;
 };
-
-/// The sampling settings of `r`.
-inline lf::sampling_params sampling_of(const generate_request& r) {
-  lf::sampling_params p;
-  p.temperature = r.temperature;
-  p.top_k = r.top_k;
-  p.top_p = r.top_p;
-  p.repetition_penalty = r.repetition_penalty;
-  if (r.has_seed)
-    p.seed = r.seed;
-  p.max_tokens = r.max_tokens;
-  p.stop = r.stop;
-  p.ignore_eos = r.ignore_eos;
-  return p;
-}
 
 /// Cancels the sender's request `id`; its terminal event is error_event{cancelled} unless it
 /// ended before the cancel arrived.
@@ -113,6 +87,7 @@ struct error_event {
 struct register_worker {
   std::string name;
   std::uint32_t context_window = 0;
+  std::uint32_t vocab_size = 0;
   std::uint32_t total_blocks = 0;
   std::uint32_t block_size = 0;
   std::uint32_t max_seqs = 0;
@@ -123,7 +98,8 @@ struct register_worker {
 /// one worker_done or worker_failed.
 struct worker_submit {
   route_id rid;
-  generate_request req;
+  sink_request_id id;        ///< the client's id, carried back in the events
+  validated_request req;
   std::uint32_t timeout_ms = 0;  ///< time left until the deadline; 0 => none
 };
 
@@ -184,9 +160,7 @@ struct router_stats {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generate_request& x) {
-  return f(caf::meta::type_name("lf.generate_request"), x.id, x.prompt, x.prompt_tokens, x.adapter,
-           x.temperature, x.top_k, x.top_p, x.repetition_penalty, x.has_seed, x.seed, x.max_tokens,
-           x.stop, x.ignore_eos, x.timeout_ms);
+  return f(caf::meta::type_name("lf.generate_request"), x.id, x.draft);
 }
 
 template <class Inspector>
@@ -212,13 +186,13 @@ typename Inspector::result_type inspect(Inspector& f, error_event& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, register_worker& x) {
-  return f(caf::meta::type_name("lf.register_worker"), x.name, x.context_window, x.total_blocks,
+  return f(caf::meta::type_name("lf.register_worker"), x.name, x.context_window, x.vocab_size, x.total_blocks,
            x.block_size, x.max_seqs, x.adapters);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_submit& x) {
-  return f(caf::meta::type_name("lf.worker_submit"), x.rid, x.req, x.timeout_ms);
+  return f(caf::meta::type_name("lf.worker_submit"), x.rid, x.id, x.req, x.timeout_ms);
 }
 
 template <class Inspector>
@@ -261,6 +235,39 @@ typename Inspector::result_type inspect(Inspector& f, router_stats& x) {
 }
 
 } // namespace lf::actors
+
+namespace lf {
+
+/// sampling_params on the wire: the optional seed as (has_seed, seed).
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
+  bool has_seed = x.seed.has_value();
+  std::uint64_t seed = x.seed.value_or(0);
+  auto load = caf::meta::load_callback([&]() -> caf::error {
+    x.seed = has_seed ? std::optional<std::uint64_t>(seed) : std::nullopt;
+    return caf::none;
+  });
+  return f(caf::meta::type_name("lf.sampling"), x.temperature, x.top_k, x.top_p,
+           x.repetition_penalty, has_seed, seed, x.max_tokens, x.stop, x.ignore_eos, load);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, request_draft& x) {
+  return f(caf::meta::type_name("lf.request_draft"), x.prompt, x.params, x.adapter, x.timeout_ms);
+}
+
+/// The one way to read and write a validated_request's fields: CAF's (de)serialization between
+/// the nodes of one cluster, which trust each other's validation.
+struct validated_request_access {
+  static request_draft& fields(validated_request& r) { return r.d_; }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, validated_request& x) {
+  return f(caf::meta::type_name("lf.validated_request"), validated_request_access::fields(x));
+}
+
+} // namespace lf
 
 namespace lf::worker {
 

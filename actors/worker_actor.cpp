@@ -8,7 +8,6 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "worker/engine/tokenizer.hpp"
 #include "worker/serving_loop.hpp"
 #include "worker/worker_runtime.hpp"
 
@@ -17,8 +16,8 @@ namespace lf::actors {
 worker_backend backend_of(std::shared_ptr<worker::worker_runtime> rt) {
   worker_backend b;
   b.loop = &rt->loop();
-  b.tok = &rt->tokenizer();
   b.context_window = rt->context_window();
+  b.vocab_size = static_cast<std::uint32_t>(rt->vocab_size());
   b.block_size = rt->block_size();
   b.max_seqs = rt->settings().max_seqs;
   auto* raw = rt.get();
@@ -47,10 +46,6 @@ struct worker_state {
 };
 
 using worker_self = worker_actor::stateful_pointer<worker_state>;
-
-error_event error_for(const generate_request& req, serve_errc code, std::string message) {
-  return error_event{req.id, code, std::move(message), 0};
-}
 
 worker_load snapshot(const worker_state& st) {
   auto l = st.backend.loop->load();
@@ -94,40 +89,22 @@ worker::request_callbacks make_callbacks(worker_self self, route_id rid, sink_re
   return cb;
 }
 
-/// Turns `req` into a loop request, or says why it cannot be served here.
-std::optional<error_event> build(const worker_state& st, const worker_submit& msg,
-                                 worker::gen_request& out) {
-  const auto& req = msg.req;
-  out.prompt = req.prompt_tokens.empty() ? st.backend.tok->encode(req.prompt) : req.prompt_tokens;
-  out.params = sampling_of(req);
-  if (out.prompt.empty())
-    return error_for(req, serve_errc::invalid_request, "prompt is empty");
-  if (st.backend.context_window > 0
-      && out.prompt.size() + static_cast<std::size_t>(std::max(req.max_tokens, 0))
-           > st.backend.context_window)
-    return error_for(req, serve_errc::prompt_too_long,
-                     "prompt (" + std::to_string(out.prompt.size()) + " tokens) + max_tokens ("
-                       + std::to_string(req.max_tokens) + ") exceeds the context window of "
-                       + std::to_string(st.backend.context_window) + " tokens");
-  out.adapter = req.adapter;  // the loop resolves it: unknown or broken => unknown_adapter
-  if (msg.timeout_ms > 0)
-    out.deadline = worker::time_point::clock::now() + std::chrono::milliseconds(msg.timeout_ms);
-  return std::nullopt;
-}
-
 void on_submit(worker_self self, worker_submit& msg) {
   auto& st = self->state;
-  auto fail = [&](error_event ev) { self->send(st.router, worker_failed{st.wid, msg.rid, std::move(ev)}); };
+  auto fail = [&](serve_errc code, std::string why) {
+    self->send(st.router, worker_failed{st.wid, msg.rid, error_event{msg.id, code, std::move(why), 0}});
+  };
   try {
     if (st.live.count(msg.rid))
-      return fail(error_for(msg.req, serve_errc::invalid_request, "request already on this worker"));
-    worker::gen_request g;
-    if (auto err = build(st, msg, g))
-      return fail(std::move(*err));
-    auto id = st.backend.loop->submit(std::move(g), make_callbacks(self, msg.rid, msg.req.id));
+      return fail(serve_errc::invalid_request, "request already on this worker");
+    std::optional<worker::time_point> deadline;
+    if (msg.timeout_ms > 0)
+      deadline = worker::time_point::clock::now() + std::chrono::milliseconds(msg.timeout_ms);
+    // The request was validated at the edge against limits this worker registered with.
+    auto id = st.backend.loop->submit(std::move(msg.req), deadline, make_callbacks(self, msg.rid, msg.id));
     st.live.emplace(msg.rid, id);
   } catch (const std::exception& e) {
-    fail(error_for(msg.req, serve_errc::internal, std::string("worker ") + st.opts.name + ": " + e.what()));
+    fail(serve_errc::internal, std::string("worker ") + st.opts.name + ": " + e.what());
   }
 }
 
@@ -142,8 +119,9 @@ worker_actor::behavior_type worker_impl(worker_self self, worker_backend backend
     if (dm.source == self->state.router.address())
       self->quit(dm.reason);  // the state's destructor cancels what is left in the loop
   });
-  register_worker reg{st.opts.name, st.backend.context_window, st.backend.loop->load().total_blocks,
-                      st.backend.block_size, st.backend.max_seqs, {}};
+  register_worker reg{st.opts.name, st.backend.context_window, st.backend.vocab_size,
+                      st.backend.loop->load().total_blocks, st.backend.block_size,
+                      st.backend.max_seqs, {}};
   if (st.backend.loaded_adapters)
     reg.adapters = st.backend.loaded_adapters();
   self->request(router, caf::infinite, std::move(reg))
@@ -175,8 +153,8 @@ worker_actor::behavior_type worker_impl(worker_self self, worker_backend backend
 
 worker_actor spawn_worker(caf::actor_system& sys, worker_backend backend, router_actor router,
                           worker_options opts) {
-  if (!backend.loop || !backend.tok)
-    throw std::invalid_argument("spawn_worker: the backend has no serving loop or tokenizer");
+  if (!backend.loop)
+    throw std::invalid_argument("spawn_worker: the backend has no serving loop");
   return sys.spawn(worker_impl, std::move(backend), std::move(router), std::move(opts));
 }
 

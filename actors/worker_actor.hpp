@@ -1,10 +1,10 @@
 #pragma once
 /// The worker actor: a thin shell around one serving loop. Serving runs on the loop's own thread;
-/// the actor only tokenizes, submits and cancels (none of which blocks), and the loop thread's
+/// the actor only submits and cancels (neither blocks), and the loop thread's
 /// callbacks send the results to the router with anon_send.
 ///
 ///   spawn ──request(register_worker)──> router ──worker_id──> [serving]
-///   [serving]  worker_submit ──> tokenize, check ──> loop.submit ─┐ (bad: worker_failed at once)
+///   [serving]  worker_submit (validated) ──> loop.submit ──────────┐
 ///              worker_cancel ──> loop.cancel (frees KV blocks)    │
 ///              report_atom (timer) ──> worker_load to the router  │
 ///              get_atom ──> worker_load (reply)                   │
@@ -26,10 +26,6 @@
 
 #include "actors/interfaces.hpp"
 
-namespace lf::engine {
-class tokenizer;
-}
-
 namespace lf::worker {
 class serving_loop;
 class worker_runtime;
@@ -39,10 +35,10 @@ namespace lf::actors {
 
 /// What a worker actor serves with. Torch-free, so tests can give it a loop over a fake engine.
 struct worker_backend {
-  std::shared_ptr<void> owner;           ///< keeps `loop` and `tok` alive while the actor runs
+  std::shared_ptr<void> owner;           ///< keeps `loop` alive while the actor runs
   worker::serving_loop* loop = nullptr;
-  const engine::tokenizer* tok = nullptr;
-  std::uint32_t context_window = 0;      ///< prompt + max_tokens at most
+  std::uint32_t context_window = 0;      ///< prompt + max_tokens at most (registered limit)
+  std::uint32_t vocab_size = 0;          ///< token ids below this (registered limit)
   std::uint32_t block_size = 0, max_seqs = 0;
   /// Adapters held right now (load reports; adapter_affinity placement); not set => none.
   /// Requests name adapters as strings; the serving loop resolves them (without an adapter

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "router/placement.hpp"
-#include "router/request_checks.hpp"
+#include "core/request.hpp"
 #include "worker/worker_settings.hpp"
 
 namespace lf::cluster {
@@ -84,7 +84,8 @@ struct router_settings {
   std::size_t queue_limit = 256;
   std::uint32_t max_inflight_per_worker = 64;
   std::uint32_t retry_after_ms = 200;
-  router::request_limits limits;
+  request_limits limits;            ///< [limits]; the model's context and vocabulary come at start
+  std::size_t max_prompt_bytes = std::size_t{1} << 20;  ///< the gateway's bound on a rendered prompt
 };
 
 /// CURVE on the client gateway ([security.clients]); keys are Z85 (40 characters).

@@ -55,8 +55,9 @@ void read_router(toml_reader& r, router_settings& rs, parse_state& st) {
   r.finish();
 }
 
-void read_limits(toml_reader& r, router::request_limits& l) {
-  r.set("max_prompt_bytes", l.max_prompt_bytes, 1, 1 << 30);
+void read_limits(toml_reader& r, router_settings& rs) {
+  auto& l = rs.limits;
+  r.set("max_prompt_bytes", rs.max_prompt_bytes, 1, 1 << 30);
   r.set("max_tokens", l.max_tokens_limit, 1, 1 << 20);
   r.set("max_stop", l.max_stop, 0, 1024);
   r.set("max_stop_len", l.max_stop_len, 1, 1 << 16);
@@ -161,7 +162,7 @@ bool read_config(const std::string& text, cluster_config& c, parse_state& st) {
   }
   if (const auto* t = r.table("limits")) {
     toml_reader lr(*t, "limits", st);
-    read_limits(lr, c.router_cfg.limits);
+    read_limits(lr, c.router_cfg);
   }
   if (const auto* t = r.table("heartbeat")) {
     toml_reader hr(*t, "heartbeat", st);

@@ -34,6 +34,15 @@ struct local_cluster::impl {
 
 local_cluster::local_cluster(cluster_settings s) : impl_(std::make_unique<impl>(std::move(s))) {
   auto& st = *impl_;
+  // The model's limits and tokenizer for the edge, unless the caller gave them.
+  auto& limits = st.settings.router.limits;
+  if (limits.context_window == 0 || limits.vocab_size == 0) {
+    const auto model = worker::model_limits(st.settings.worker);
+    limits.context_window = model.context_window;
+    limits.vocab_size = model.vocab_size;
+  }
+  if (!st.settings.gateway.tokenizer)
+    st.settings.gateway.tokenizer = worker::load_tokenizer(st.settings.worker);
   st.router = router::spawn_router(st.sys, st.settings.router);
   try {
     caf::scoped_actor self{st.sys};

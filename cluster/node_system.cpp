@@ -85,12 +85,18 @@ router::router_config router_config_for(const cluster_config& cfg) {
   r.max_inflight_per_worker = cfg.router_cfg.max_inflight_per_worker;
   r.retry_after_ms = cfg.router_cfg.retry_after_ms;
   r.limits = cfg.router_cfg.limits;
+  // The model's context window and vocabulary: every request is validated against them once.
+  const auto model = worker::model_limits(worker_settings_for(cfg, cfg.router().workers));
+  r.limits.context_window = model.context_window;
+  r.limits.vocab_size = model.vocab_size;
   return r;
 }
 
 gateway::gateway_options gateway_options_for(const cluster_config& cfg) {
   gateway::gateway_options g;
   g.endpoint = cfg.gateway_listen;
+  g.tokenizer = worker::load_tokenizer(worker_settings_for(cfg, cfg.router().workers));
+  g.max_prompt_bytes = cfg.router_cfg.max_prompt_bytes;
   g.max_per_connection = cfg.max_per_connection;
   g.curve_public_key = cfg.clients.public_key;
   g.curve_secret_key = cfg.clients.secret_key;

@@ -16,6 +16,7 @@
 
 #include "gateway/gateway_book.hpp"
 #include "gateway/gateway_stats.hpp"
+#include "worker/engine/tokenizer.hpp"
 
 namespace lf::gateway {
 
@@ -199,24 +200,23 @@ void on_submit(gw_self self, const std::string& identity, proto::submit_msg m) {
       reply_error(serve_errc::overloaded, "too many live requests on this connection", 200);
     return;
   }
-  actors::generate_request req;
-  req.id = std::get<gateway_id>(added);
-  req.prompt = proto::prompt_text(m);
-  req.adapter = m.adapter;
-  const auto p = proto::to_sampling_params(m);
-  req.temperature = p.temperature;
-  req.top_k = p.top_k;
-  req.top_p = p.top_p;
-  req.repetition_penalty = p.repetition_penalty;
-  if (p.seed) {
-    req.has_seed = true;
-    req.seed = *p.seed;
+  const auto gid = std::get<gateway_id>(added);
+  // The edge: the chat rendered and the prompt tokenized once; the router validates the draft.
+  const auto text = proto::prompt_text(m);
+  if (text.size() > st.io->opts.max_prompt_bytes) {
+    st.book.end(gid);
+    reply_error(serve_errc::prompt_too_long, "prompt is " + std::to_string(text.size())
+                                               + " bytes; the limit is "
+                                               + std::to_string(st.io->opts.max_prompt_bytes));
+    return;
   }
-  req.max_tokens = p.max_tokens;
-  req.stop = p.stop;
-  req.ignore_eos = p.ignore_eos;
+  actors::generate_request req;
+  req.id = gid;
+  req.draft.prompt = st.io->opts.tokenizer->encode(text);
+  req.draft.params = proto::to_sampling_params(m);
+  req.draft.adapter = m.adapter;
   if (m.deadline_ms)
-    req.timeout_ms = static_cast<std::uint32_t>(std::min<std::uint64_t>(*m.deadline_ms, UINT32_MAX));
+    req.draft.timeout_ms = static_cast<std::uint32_t>(std::min<std::uint64_t>(*m.deadline_ms, UINT32_MAX));
   ++st.io->live;
   self->send(st.io->router, std::move(req));
 }
@@ -336,6 +336,8 @@ caf::behavior gateway_actor(gw_self self, std::shared_ptr<zmq_gateway::impl> io)
 zmq_gateway::zmq_gateway(caf::actor_system& sys, actors::router_actor router, gateway_options opts)
   : impl_(std::make_shared<impl>(sys, std::move(router), std::move(opts))) {
   auto& io = *impl_;
+  if (!io.opts.tokenizer)
+    throw std::invalid_argument("gateway: no tokenizer (the gateway tokenizes prompts)");
   const auto name = "inproc://lf-gateway-" + std::to_string(reinterpret_cast<std::uintptr_t>(impl_.get()));
   io.out_pull.bind(name);
   io.out_push.connect(name);

@@ -4,7 +4,8 @@
 ///   client DEALER ──frame──> [zmq thread] ROUTER ── decode error / ping: answered right here
 ///                                  │ (identity, frame)
 ///                                  v
-///                          [gateway actor] gateway_book ──generate_request / cancel──> router
+///                          [gateway actor] render chat, tokenize (the edge: request_draft)
+///                                  │ gateway_book ──generate_request / cancel──> router
 ///                                  ^                                                     │
 ///                                  └──────────── token / done / error events ────────────┘
 ///                          encode ──(identity, frame) via inproc PUSH──> [zmq thread] ──> client
@@ -25,11 +26,21 @@
 
 #include "actors/interfaces.hpp"
 
+namespace lf::engine {
+class tokenizer;
+}
+
 namespace lf::gateway {
 
 /// Settings of a gateway.
 struct gateway_options {
   std::string endpoint = "tcp://127.0.0.1:5555";  ///< where to bind
+  /// The model's tokenizer: the gateway renders chats and tokenizes prompts, so the router gets
+  /// token ids (request_draft). Required.
+  std::shared_ptr<const engine::tokenizer> tokenizer;
+  /// Rendered prompts (a chat with its template) longer than this are refused (prompt_too_long)
+  /// before tokenizing.
+  std::size_t max_prompt_bytes = std::size_t{1} << 20;
   int send_hwm = 10000;                             ///< frames queued per peer at most
   int recv_hwm = 10000;
   std::size_t max_per_connection = 1024;            ///< live requests per client connection

@@ -47,6 +47,8 @@ std::optional<std::string> validate(const submit_msg& m) {
   if (m.deadline_ms && (*m.deadline_ms < 1 || *m.deadline_ms > max_deadline_ms))
     return "deadline_ms must be in [1, " + std::to_string(max_deadline_ms) + "] (got "
            + std::to_string(*m.deadline_ms) + ")";
+  // Sizes only: the sampling rules (ranges of temperature, top_p, max_tokens, the stop strings'
+  // contents) are checked once, with the rest of the request, by lf::validate_request.
   const auto params = to_sampling_params(m);
   if (m.is_chat() && m.stop.size() <= max_stop_strings && params.stop.size() > max_stop_strings) {
     const auto added = params.stop.size() - m.stop.size();
@@ -54,7 +56,14 @@ std::optional<std::string> validate(const submit_msg& m) {
            + " entries in a chat request, which adds " + std::to_string(added)
            + " default chat stop strings (got " + std::to_string(m.stop.size()) + ")";
   }
-  return lf::validate(params, max_tokens_limit, max_stop_strings, max_stop_bytes);
+  if (params.stop.size() > max_stop_strings)
+    return "stop must have at most " + std::to_string(max_stop_strings) + " entries (got "
+           + std::to_string(params.stop.size()) + ")";
+  for (std::size_t i = 0; i < m.stop.size(); ++i)
+    if (m.stop[i].size() > max_stop_bytes)
+      return "stop[" + std::to_string(i) + "] must be at most " + std::to_string(max_stop_bytes)
+             + " bytes (got " + std::to_string(m.stop[i].size()) + " bytes)";
+  return std::nullopt;
 }
 
 lf::sampling_params to_sampling_params(const submit_msg& m) {

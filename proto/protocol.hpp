@@ -9,7 +9,9 @@
 /// Decoding never throws: malformed, oversized or out-of-range input comes back as a
 /// decode_error (code invalid_request) carrying the request id whenever the frame had a readable
 /// one, so the gateway can answer the right request. A decoded submit_msg has also passed
-/// validate(), so everything downstream may rely on its limits.
+/// validate(): the protocol's size limits, so nothing downstream holds unbounded input. The
+/// request's meaning (sampling ranges, context window, adapter name) is checked once, by the
+/// router (lf::validate_request, core/request.hpp).
 
 #include <cstddef>
 #include <cstdint>
@@ -199,8 +201,8 @@ server_decode_result decode_server(std::string_view bytes);
 
 // --- submit helpers ---
 
-/// Rules beyond the wire types: prompt xor messages, sizes, the engine's sampling rules
-/// (engine::validate, on to_sampling_params(m)), deadline range. Returns the first problem.
+/// Rules beyond the wire types: prompt xor messages, sizes (prompt, messages, adapter, stop
+/// strings with a chat's defaults), UTF-8, deadline range. Returns the first problem.
 std::optional<std::string> validate(const submit_msg& m);
 
 /// The engine's view of `m`'s sampling fields. Chat requests get chat_stop_sequences() appended

@@ -34,14 +34,23 @@ router_state::~router_state() {
     if (e.state != route_state::queued)
       if (auto w = workers_.find(e.worker); w != workers_.end())
         caf::anon_send(w->second.handle, actors::worker_cancel{rid});
-    caf::anon_send(e.sink, actors::error_event{e.req.id, serve_errc::shutting_down, "the router is stopping", 0});
+    caf::anon_send(e.sink, actors::error_event{e.client_id, serve_errc::shutting_down, "the router is stopping", 0});
   }
 }
 
-actors::worker_id router_state::add_worker(actors::worker_actor handle, actors::register_worker info) {
+caf::result<actors::worker_id> router_state::add_worker(actors::worker_actor handle,
+                                                       actors::register_worker info) {
   for (auto& [id, w] : workers_)
     if (w.handle == handle)
       return id;  // registered twice (e.g. a retry): same id
+  const auto& l = cfg_.limits;
+  if ((l.context_window > 0 && info.context_window < l.context_window)
+      || (l.vocab_size > 0 && info.vocab_size < l.vocab_size))
+    return actors::make_serve_error(
+      serve_errc::invalid_request,
+      "worker " + info.name + " serves a model with context " + std::to_string(info.context_window)
+        + " and vocabulary " + std::to_string(info.vocab_size) + "; the router validates requests for "
+        + std::to_string(l.context_window) + " and " + std::to_string(l.vocab_size));
   actors::worker_id id{next_wid_++};
   auto& w = workers_[id];
   w.id = id;
@@ -86,7 +95,7 @@ void router_state::on_token(actors::worker_token& msg) {
     return;
   e->state = route_state::streaming;
   ++e->streamed;
-  msg.ev.id = e->req.id;
+  msg.ev.id = e->client_id;
   self_->send(e->sink, std::move(msg.ev));
 }
 

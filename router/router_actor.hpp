@@ -27,7 +27,7 @@
 
 #include "actors/interfaces.hpp"
 #include "router/placement.hpp"
-#include "router/request_checks.hpp"
+#include "core/request.hpp"
 
 namespace lf::router {
 
@@ -37,8 +37,9 @@ struct router_config {
   std::size_t max_queue = 256;                   ///< admission queue bound
   std::uint32_t max_inflight_per_worker = 64;    ///< placed-not-ended requests per worker
   std::uint32_t retry_after_ms = 200;            ///< hint sent with `overloaded`
-  /// Validation limits. context_window 0 => the smallest context of the registered workers;
-  /// vocab_size 0 => token ids are checked by the workers.
+  /// What requests are validated against (core/request.hpp). context_window and vocab_size 0 =>
+  /// those of the registered workers (the smallest); set from the model, they also refuse the
+  /// registration of a worker whose model is smaller, so a validated request fits every worker.
   request_limits limits;
 };
 

@@ -12,20 +12,24 @@ namespace lf::router {
 
 namespace {
 
-/// Estimated tokens of work: prompt (about 4 bytes per token for text) + max_tokens.
-std::uint64_t cost_of(const actors::generate_request& r) {
-  std::uint64_t prompt = r.prompt_tokens.empty() ? r.prompt.size() / 4 + 1 : r.prompt_tokens.size();
-  return prompt + static_cast<std::uint64_t>(std::max(r.max_tokens, 0));
-}
+/// Tokens of work a request may take: prompt + max_tokens.
+std::uint64_t cost_of(const validated_request& r) { return r.max_length(); }
 
 } // namespace
 
 request_limits router_state::limits() const {
   auto l = cfg_.limits;
-  if (l.context_window == 0)
+  auto smallest = [&](std::uint32_t& limit, auto field) {
+    if (limit > 0)
+      return;
     for (auto& [id, w] : workers_)
-      if (w.info.context_window > 0 && (l.context_window == 0 || w.info.context_window < l.context_window))
-        l.context_window = w.info.context_window;
+      if (w.info.*field > 0 && (limit == 0 || w.info.*field < limit))
+        limit = w.info.*field;
+  };
+  smallest(l.context_window, &actors::register_worker::context_window);
+  std::uint32_t vocab = static_cast<std::uint32_t>(l.vocab_size);
+  smallest(vocab, &actors::register_worker::vocab_size);
+  l.vocab_size = vocab;
   return l;
 }
 
@@ -47,14 +51,17 @@ void router_state::submit(actors::generate_request& req) {
       return reject(sink, req.id, serve_errc::invalid_request,
                     "request id " + std::to_string(req.id.value()) + " is already in use");
     }
-    if (auto bad = check_request(req.prompt_tokens, req.prompt, actors::sampling_of(req), req.adapter, limits())) {
-      ++counters_.rejected;
-      return reject(sink, req.id, bad->code, std::move(bad->message));
+    auto checked = validate_request(std::move(req.draft), limits());
+    if (auto* bad = std::get_if<check_failure>(&checked)) {
+      ++(bad->code == serve_errc::overloaded ? counters_.overloaded : counters_.rejected);
+      return reject(sink, req.id, bad->code, std::move(bad->message),
+                    bad->code == serve_errc::overloaded ? cfg_.retry_after_ms : 0);
     }
+    auto& valid = std::get<validated_request>(checked);
     // Admission: straight to a worker if one has room and nobody is waiting, else the queue.
     std::optional<actors::worker_id> wid;
     if (queue_.empty())
-      wid = placer_.choose(views(req.adapter), !req.adapter.empty());
+      wid = placer_.choose(views(valid.adapter()), !valid.adapter().empty());
     if (!wid && queue_.full()) {
       ++counters_.overloaded;
       return reject(sink, req.id, serve_errc::overloaded,
@@ -65,15 +72,16 @@ void router_state::submit(actors::generate_request& req) {
     actors::route_id rid{next_rid_++};
     auto& e = routes_[rid];
     e.rid = rid;
+    e.client_id = req.id;
     e.sink = sink;
     e.sink_addr = addr;
-    e.cost = cost_of(req);
-    if (req.timeout_ms > 0) {
-      e.deadline = router_clock::now() + std::chrono::milliseconds(req.timeout_ms);
-      self_->delayed_send(caf::actor_cast<actors::router_actor>(self_), std::chrono::milliseconds(req.timeout_ms),
+    e.cost = cost_of(valid);
+    if (const auto timeout = valid.timeout_ms(); timeout > 0) {
+      e.deadline = router_clock::now() + std::chrono::milliseconds(timeout);
+      self_->delayed_send(caf::actor_cast<actors::router_actor>(self_), std::chrono::milliseconds(timeout),
                           actors::expire_atom::value, rid);
     }
-    e.req = std::move(req);
+    e.req = std::move(valid);
     by_client_.emplace(key, rid);
     if (sinks_[addr]++ == 0)
       self_->monitor(sender);  // the client going away cancels its requests
@@ -106,20 +114,20 @@ void router_state::place(route_entry& e, worker_entry& w) {
   e.streamed = 0;
   ++w.inflight;
   w.load_tokens += e.cost;
-  if (!e.req.adapter.empty())
-    ++w.placed_adapters[e.req.adapter];
+  if (!e.req.adapter().empty())
+    ++w.placed_adapters[e.req.adapter()];
   std::uint32_t left = 0;
   if (e.deadline) {
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*e.deadline - router_clock::now());
     left = static_cast<std::uint32_t>(std::max<std::int64_t>(ms.count(), 1));
   }
-  self_->send(w.handle, actors::worker_submit{e.rid, e.req, left});
+  self_->send(w.handle, actors::worker_submit{e.rid, e.client_id, e.req, left});
 }
 
 void router_state::dispatch() {
   while (auto head = queue_.front()) {
     auto& e = routes_.at(*head);
-    auto wid = placer_.choose(views(e.req.adapter), !e.req.adapter.empty());
+    auto wid = placer_.choose(views(e.req.adapter()), !e.req.adapter().empty());
     if (!wid)
       return;  // every worker is full; the head waits, and so does everyone behind it
     queue_.pop();
@@ -133,8 +141,8 @@ void router_state::forget(route_entry& e) {
       auto& w = it->second;
       --w.inflight;
       w.load_tokens -= std::min(w.load_tokens, e.cost);
-      if (!e.req.adapter.empty()) {
-        auto a = w.placed_adapters.find(e.req.adapter);
+      if (!e.req.adapter().empty()) {
+        auto a = w.placed_adapters.find(e.req.adapter());
         if (a != w.placed_adapters.end() && --a->second == 0)
           w.placed_adapters.erase(a);
       }
@@ -142,7 +150,7 @@ void router_state::forget(route_entry& e) {
   } else {
     queue_.remove(e.rid);
   }
-  by_client_.erase({e.sink_addr, e.req.id.value()});
+  by_client_.erase({e.sink_addr, e.client_id.value()});
   if (auto s = sinks_.find(e.sink_addr); s != sinks_.end() && --s->second == 0) {
     self_->demonitor(e.sink_addr);
     sinks_.erase(s);
@@ -162,14 +170,14 @@ void router_state::end(route_entry& e, actors::error_event ev, bool cancel_worke
     case serve_errc::worker_lost: ++counters_.worker_lost; break;
     default: ++counters_.failed; break;
   }
-  ev.id = e.req.id;
+  ev.id = e.client_id;
   self_->send(e.sink, std::move(ev));
   forget(e);
 }
 
 void router_state::end(route_entry& e, actors::done_event ev) {
   ++counters_.completed;
-  ev.id = e.req.id;
+  ev.id = e.client_id;
   self_->send(e.sink, std::move(ev));
   forget(e);
 }

@@ -1,6 +1,6 @@
 #pragma once
 /// The router actor's state (internal to router_actor*.cpp). Bookkeeping only: the decisions
-/// come from placer, admission_queue and check_request; the methods send the resulting messages.
+/// come from placer, admission_queue and validate_request; the methods send the resulting messages.
 
 #include <chrono>
 #include <map>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <caf/actor_addr.hpp>
+#include <caf/result.hpp>
 #include <caf/typed_response_promise.hpp>
 
 #include "router/admission_queue.hpp"
@@ -22,7 +23,8 @@ using router_clock = std::chrono::steady_clock;
 /// One accepted request.
 struct route_entry {
   actors::route_id rid;
-  actors::generate_request req;   ///< kept to place it again if its worker dies before streaming
+  actors::sink_request_id client_id;   ///< the sink's id, put on every event to the sink
+  validated_request req;   ///< kept to place it again if its worker dies before streaming
   actors::event_sink sink;
   caf::actor_addr sink_addr;
   route_state state = route_state::queued;
@@ -66,7 +68,9 @@ public:
   void expire(actors::route_id rid);
 
   // -- workers (router_actor.cpp) --
-  actors::worker_id add_worker(actors::worker_actor handle, actors::register_worker info);
+  /// Registers a worker (same id when it registers twice); an error when its model cannot serve
+  /// what the router validates against (a smaller context window or vocabulary).
+  caf::result<actors::worker_id> add_worker(actors::worker_actor handle, actors::register_worker info);
   void on_load(actors::worker_load& load);
   void on_token(actors::worker_token& msg);
   void on_done(actors::worker_done& msg);

@@ -194,12 +194,13 @@ int main(int argc, char** argv) try {
 
   if (kv_tokens > 0) {
     auto tok = tokenizer::from_dir(LF_TOKENIZER_DIR);
-    generation_request req;
-    req.prompt = tok.encode("The history of the world is a long and complicated story of");
-    req.params.temperature = 0;
-    req.params.ignore_eos = true;
-    req.params.max_tokens = static_cast<int>(kv_tokens);
-    std::cout << "\nKV cache vs no cache, " << req.params.max_tokens << " generated tokens, batch 1:\n";
+    lf::request_draft d;
+    d.prompt = tok.encode("The history of the world is a long and complicated story of");
+    d.params.temperature = 0;
+    d.params.ignore_eos = true;
+    d.params.max_tokens = static_cast<int>(kv_tokens);
+    generation_request req{lf::validate_or_throw(std::move(d), m.config().limits())};
+    std::cout << "\nKV cache vs no cache, " << kv_tokens << " generated tokens, batch 1:\n";
     for (bool kv : {true, false}) {
       generate_options o;
       o.use_kv_cache = kv;

@@ -123,7 +123,6 @@ outcome run(const scenario& sc, const settings& st, const gpt2_model& model, con
   serving_config cfg;
   cfg.sched.max_seqs = static_cast<std::uint32_t>(st.concurrency);
   cfg.sched.max_batched_tokens = std::max<std::uint32_t>(512, cfg.sched.max_seqs);
-  cfg.sched.context_window = static_cast<std::uint32_t>(mc.n_positions);
   cfg.num_blocks = blocks;
   cfg.block_size = block_size;
   cfg.prefix_cache = false;  // random prompts: nothing to share anyway
@@ -138,13 +137,14 @@ outcome run(const scenario& sc, const settings& st, const gpt2_model& model, con
   int sent = 0, done = 0;
   std::function<void()> send;  // called with `m` held
   send = [&] {
-    gen_request r;
+    request_draft d;
     for (int k = 0; k < st.prompt_tokens; ++k)
-      r.prompt.push_back(token(rng));
-    r.params.temperature = 0;
-    r.params.max_tokens = st.max_tokens;
-    r.params.ignore_eos = true;
-    r.adapter = pick_adapter(sc, rng);
+      d.prompt.push_back(token(rng));
+    d.params.temperature = 0;
+    d.params.max_tokens = st.max_tokens;
+    d.params.ignore_eos = true;
+    d.adapter = pick_adapter(sc, rng);
+    auto r = validate_or_throw(std::move(d), mc.limits());
     ++sent;
     request_callbacks cb;
     cb.on_done = [&](request_result res) {
@@ -162,7 +162,7 @@ outcome run(const scenario& sc, const settings& st, const gpt2_model& model, con
         send();
       cv.notify_all();
     };
-    loop.submit(std::move(r), std::move(cb));
+    loop.submit(std::move(r), std::nullopt, std::move(cb));
   };
   auto t0 = clock_type::now();
   {

@@ -98,7 +98,6 @@ run_result run_jobs(bench_env& env, serving_config cfg, const std::vector<job>& 
   const auto& mc = env.model.config();
   cfg.num_blocks = env.num_blocks;
   cfg.block_size = env.block_size;
-  cfg.sched.context_window = static_cast<std::uint32_t>(mc.n_positions);
   cache::kv_pool pool({mc.n_layer, mc.n_head, mc.head_dim(), cfg.num_blocks, cfg.block_size});
   paged_runner runner(env.model, pool);
   counting_engine counter(runner);
@@ -119,11 +118,12 @@ run_result run_jobs(bench_env& env, serving_config cfg, const std::vector<job>& 
     if (next >= jobs.size())
       return;
     const auto i = next++;
-    gen_request r;
-    r.prompt = jobs[i].prompt;
-    r.params.temperature = 0;
-    r.params.ignore_eos = true;
-    r.params.max_tokens = jobs[i].max_tokens;
+    request_draft d;
+    d.prompt = jobs[i].prompt;
+    d.params.temperature = 0;
+    d.params.ignore_eos = true;
+    d.params.max_tokens = jobs[i].max_tokens;
+    auto r = validate_or_throw(std::move(d), mc.limits());
     request_callbacks cb;
     cb.on_token = [&, i](std::int32_t, std::string_view) {
       std::lock_guard<std::mutex> g(m);
@@ -149,7 +149,7 @@ run_result run_jobs(bench_env& env, serving_config cfg, const std::vector<job>& 
       cv.notify_all();
     };
     sent[i] = clock_type::now();
-    loop.submit(std::move(r), std::move(cb));
+    loop.submit(std::move(r), std::nullopt, std::move(cb));
   };
   const auto t0 = clock_type::now();
   {

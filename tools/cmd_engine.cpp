@@ -99,8 +99,8 @@ int cmd_generate(int argc, char** argv) {
   auto tok = load_tokenizer(dir);
   gpt2_model model(load_gpt2_weights(dir, dtype));
   std::vector<generation_request> batch;
-  for (auto& p : prompts)
-    batch.push_back({tok.encode(p), params});
+  for (auto& p : prompts)  // this command is an edge: it validates like the router does
+    batch.push_back({validate_or_throw({tok.encode(p), params, {}, 0}, model.config().limits())});
   generate_options opts;
   opts.adapters = load_row_adapters(adapters, adapter_root, model, batch);
   opts.use_kv_cache = kv;

@@ -1,6 +1,6 @@
 #pragma once
-/// What a worker serves: one generation request, its streamed tokens and its single terminal
-/// result. Pure C++; shared by the serving loop, the worker actor and the router.
+/// What a worker serves: a validated request (core/request.hpp), its streamed tokens and its
+/// single terminal result. Pure C++; shared by the serving loop, the worker actor and the router.
 
 #include <chrono>
 #include <cstdint>
@@ -13,7 +13,7 @@
 #include "core/serve_errc.hpp"
 #include "core/strong_id.hpp"
 #include "cache/ids.hpp"
-#include "core/sampling_params.hpp"
+#include "core/request.hpp"
 
 namespace lf::worker {
 
@@ -21,18 +21,6 @@ using time_point = std::chrono::steady_clock::time_point;
 
 /// A request inside one worker (the serving loop's handle; also its KV sequence id).
 using request_id = lf::strong_id<struct request_tag, std::uint64_t>;
-
-/// One prompt to continue.
-struct gen_request {
-  std::vector<std::int32_t> prompt;
-  lf::sampling_params params;
-  /// LoRA adapter by name: its path under the worker's adapter directory ("shakespeare",
-  /// "styles/kjv"); empty = the base model. A request that names an adapter is never served by
-  /// the base model: an unknown, refused or broken adapter ends it with unknown_adapter or
-  /// invalid_request.
-  std::string adapter;
-  std::optional<time_point> deadline;  ///< not finished by then: ends with serve_errc::timeout
-};
 
 /// How a request ended.
 enum class request_outcome { finished, cancelled, failed };

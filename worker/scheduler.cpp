@@ -27,8 +27,8 @@ std::string_view to_string(seq_phase phase) noexcept {
 
 scheduler::scheduler(scheduler_config cfg, cache::block_manager& blocks)
   : cfg_(cfg), blocks_(blocks) {
-  if (cfg.max_seqs == 0 || cfg.max_batched_tokens == 0 || cfg.context_window == 0)
-    throw std::invalid_argument("scheduler: max_seqs, max_batched_tokens and context_window "
+  if (cfg.max_seqs == 0 || cfg.max_batched_tokens == 0)
+    throw std::invalid_argument("scheduler: max_seqs and max_batched_tokens "
                                 "must be > 0");
   // Otherwise the decodes of a full batch would not fit one step and the newest running
   // sequences could be left without a token step after step.
@@ -108,10 +108,6 @@ std::optional<std::string> scheduler::add(seq_spec spec, time_point) {
   if (contains(spec.id) || blocks_.contains(spec.id))
     return name + ": duplicate id";
   const auto need = std::uint64_t{spec.prompt.size()} + spec.max_tokens;
-  if (need > cfg_.context_window)
-    return name + ": prompt (" + std::to_string(spec.prompt.size()) + " tokens) + max_tokens ("
-           + std::to_string(spec.max_tokens) + ") exceeds the context window of "
-           + std::to_string(cfg_.context_window) + " tokens";
   // The sequence may grow to `need` tokens and must then fit the pool on its own, or no amount
   // of preemption could make room for it.
   const auto need_blocks = ceil_div(need, blocks_.block_size());

@@ -22,9 +22,10 @@
 /// blocks stay in the prefix cache), goes back to the head of the waiting queue and is later
 /// re-admitted with prompt + generated tokens as its prompt, so prefix hits skip most of the work.
 ///
-/// Liveness: add() rejects any request whose prompt + max_tokens exceeds the context window or
-/// the whole pool, so the oldest running sequence always fits once everyone newer is preempted;
-/// it therefore always makes progress, and sequences finish within max_tokens.
+/// Liveness: add() rejects any request whose prompt + max_tokens exceeds the whole pool, so the
+/// oldest running sequence always fits once everyone newer is preempted; it therefore always
+/// makes progress, and sequences finish within max_tokens. (That prompt + max_tokens fits the
+/// model's context window was checked once, at the edge: core/request.hpp.)
 
 #include <chrono>
 #include <cstdint>
@@ -51,8 +52,6 @@ struct scheduler_config {
   std::uint32_t max_seqs = 64;
   /// Tokens computed per step at most (decodes + prefill chunks); > 0.
   std::uint32_t max_batched_tokens = 512;
-  /// Model context: prompt + max_tokens of a request must not exceed it; > 0.
-  std::uint32_t context_window = 1024;
   /// Admission leaves at least this many blocks free for running sequences to decode into
   /// (fewer preemptions right after an admission). Ignored when nothing is running, so a request
   /// that fits the pool is always admissible.
@@ -145,8 +144,8 @@ public:
   scheduler& operator=(const scheduler&) = delete;
 
   /// Queues a sequence at the tail of the waiting queue. Returns an error message (and queues
-  /// nothing) if it can never run: empty prompt, max_tokens == 0, duplicate id, prompt +
-  /// max_tokens > context_window, or more blocks than the pool has. A deadline already passed is
+  /// nothing) if it can never run: empty prompt, max_tokens == 0, duplicate id, or more blocks
+  /// than the pool has. A deadline already passed is
   /// accepted; the next schedule() reports it expired.
   std::optional<std::string> add(seq_spec spec, time_point now);
 

@@ -53,42 +53,21 @@ serving_loop::~serving_loop() {
     adapters_->set_listener({});  // waits out a call in progress: none can reach us after this
 }
 
-request_id serving_loop::submit(gen_request req, request_callbacks cb) {
-  std::string err;
-  serve_errc code = serve_errc::invalid_request;
-  if (req.prompt.empty())
-    err = "prompt is empty";
-  for (auto t : req.prompt)
-    if (err.empty() && (t < 0 || static_cast<std::size_t>(t) >= engine_.vocab_size()))
-      err = "prompt token id " + std::to_string(t) + " is outside the vocabulary [0, "
-            + std::to_string(engine_.vocab_size()) + ")";
-  if (err.empty())
-    if (auto bad = lf::validate(req.params))
-      err = *bad;
-  if (err.empty() && req.prompt.size() + static_cast<std::size_t>(req.params.max_tokens)
-                       > cfg_.sched.context_window) {
-    code = serve_errc::prompt_too_long;
-    err = "prompt (" + std::to_string(req.prompt.size()) + " tokens) + max_tokens ("
-          + std::to_string(req.params.max_tokens) + ") exceeds the context window of "
-          + std::to_string(cfg_.sched.context_window) + " tokens";
-  }
+request_id serving_loop::submit(validated_request req, std::optional<time_point> deadline,
+                                request_callbacks cb) {
   request_id id;
   {
     std::lock_guard<std::mutex> g(mtx_);
     id = request_id{next_id_++};
-    if (err.empty() && stopping_) {
-      code = serve_errc::shutting_down;
-      err = "the worker is shutting down";
-    }
-    if (err.empty()) {
-      inbox_.push_back({id, std::move(req), std::move(cb), clock_type::now()});
+    if (!stopping_) {
+      inbox_.push_back({id, std::move(req), deadline, std::move(cb), clock_type::now()});
       cv_.notify_one();
       return id;
     }
     ++load_.failed;
   }
   if (cb.on_done)
-    cb.on_done(failure(code, std::move(err)));
+    cb.on_done(failure(serve_errc::shutting_down, "the worker is shutting down"));
   return id;
 }
 
@@ -128,18 +107,18 @@ void serving_loop::take_inbox(time_point now) {
     cancels.swap(cancels_);
   }
   for (auto& it : items) {
-    auto lr = std::make_unique<live_request>(std::move(it.req), std::move(it.cb),
+    auto lr = std::make_unique<live_request>(std::move(it.req), it.deadline, std::move(it.cb),
                                              cfg_.seed + it.id.value(), it.submitted);
     auto& r = *lr;
     live_.emplace(it.id, std::move(lr));
-    if (!r.req.adapter.empty()) {
+    if (!r.req.adapter().empty()) {
       if (adapters_ == nullptr) {
         end(it.id, failure(serve_errc::unknown_adapter,
                            "this worker serves no LoRA adapters (it has no adapter directory)"));
         continue;
       }
       // A cold adapter starts loading now; the request waits for it in the queue.
-      auto got = adapters_->acquire(r.req.adapter);
+      auto got = adapters_->acquire(r.req.adapter());
       if (got.state == cache::adapter_state::failed) {
         end(it.id, failure(got.error, std::move(got.message)));
         continue;
@@ -148,8 +127,8 @@ void serving_loop::take_inbox(time_point now) {
       r.holds_adapter = true;
     }
     if (cfg_.mode == batching_mode::continuous) {
-      seq_spec spec{cache::seq_id{it.id.value()}, r.req.prompt, r.adapter,
-                    static_cast<std::uint32_t>(r.req.params.max_tokens), r.req.deadline};
+      seq_spec spec{cache::seq_id{it.id.value()}, r.req.prompt(), r.adapter,
+                    static_cast<std::uint32_t>(r.req.params().max_tokens), r.deadline};
       if (auto err = sched_.add(std::move(spec), now))
         end(it.id, failure(serve_errc::prompt_too_long, *err));
     } else {
@@ -176,7 +155,7 @@ void serving_loop::end(request_id id, request_result res) {
   auto now = clock_type::now();
   res.text = lr->stream.emitted();
   res.tokens = std::move(lr->generated);
-  res.usage.prompt_tokens = static_cast<std::uint32_t>(lr->req.prompt.size());
+  res.usage.prompt_tokens = static_cast<std::uint32_t>(lr->req.prompt().size());
   res.usage.completion_tokens = static_cast<std::uint32_t>(res.tokens.size());
   res.usage.cached_tokens = lr->cached_tokens;
   res.timings.total_ms = ms_between(lr->submitted, now);

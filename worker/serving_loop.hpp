@@ -89,10 +89,13 @@ public:
   serving_loop(const serving_loop&) = delete;
   serving_loop& operator=(const serving_loop&) = delete;
 
-  /// Queues a request. Invalid requests (empty prompt, ids outside the vocabulary, bad sampling
-  /// parameters) and requests after stop() end at once with on_done(failed), on the caller's
-  /// thread. Returns the request's id either way.
-  request_id submit(gen_request req, request_callbacks cb);
+  /// Queues a request, checked once at the edge (validate_request against this model's limits);
+  /// the loop checks nothing again. `deadline`: not finished by then => serve_errc::timeout.
+  /// A request's adapter is its path under the worker's adapter directory; a request that names
+  /// one is never served by the base model (an unknown, refused or broken adapter ends it with
+  /// unknown_adapter or invalid_request). After stop() requests end at once with
+  /// on_done(shutting_down) on the caller's thread. Returns the request's id either way.
+  request_id submit(validated_request req, std::optional<time_point> deadline, request_callbacks cb);
 
   /// Cancels a request in any state; its blocks are freed and on_done(cancelled) follows.
   /// Returns false if the request is unknown or already ended.

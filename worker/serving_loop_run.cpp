@@ -120,7 +120,7 @@ void serving_loop::run_continuous_step() {
 
 void serving_loop::on_sampled(request_id id, std::int32_t token) {
   auto& lr = *live_.at(id);
-  const auto& p = lr.req.params;
+  const auto& p = lr.req.params();
   if (lr.generated.empty())
     lr.first_token = clock_type::now();
   std::string delta;
@@ -134,8 +134,7 @@ void serving_loop::on_sampled(request_id id, std::int32_t token) {
     delta = std::move(st.delta);
     if (st.stopped) {
       reason = "stop";
-    } else if (static_cast<int>(lr.generated.size()) >= p.max_tokens
-               || lr.req.prompt.size() + lr.generated.size() >= cfg_.sched.context_window) {
+    } else if (static_cast<int>(lr.generated.size()) >= p.max_tokens) {
       delta += lr.stream.finish();
       reason = lr.stream.stopped() ? "stop" : "length";
     }
@@ -180,7 +179,7 @@ void serving_loop::run_static_batch() {
     auto& lr = *live_.at(id);
     lr.started = true;
     lr.scheduled = now;
-    batch.push_back({lr.req.prompt, lr.req.params, lr.adapter});
+    batch.push_back({lr.req, lr.adapter});
   }
   engine::generate_options opts;
   if (adapters_)
@@ -191,14 +190,14 @@ void serving_loop::run_static_batch() {
     auto& lr = *live_.at(ids[row]);
     if (lr.generated.empty())
       lr.first_token = clock_type::now();
-    if (tok != cfg_.eos_id || lr.req.params.ignore_eos)
+    if (tok != cfg_.eos_id || lr.req.params().ignore_eos)
       lr.generated.push_back(tok);
     if (lr.cb.on_token)
       lr.cb.on_token(tok, delta);
   };
   opts.is_cancelled = [&](std::size_t row) {
     auto& lr = *live_.at(ids[row]);
-    if (lr.req.deadline && clock_type::now() >= *lr.req.deadline)
+    if (lr.deadline && clock_type::now() >= *lr.deadline)
       return true;
     std::lock_guard<std::mutex> g(mtx_);
     return (stopping_ && !drain_)
@@ -225,7 +224,7 @@ void serving_loop::run_static_batch() {
       case engine::finish_reason::length:
       case engine::finish_reason::context_full: end(ids[i], finished("length")); break;
       case engine::finish_reason::cancelled:
-        if (lr.req.deadline && clock_type::now() >= *lr.req.deadline)
+        if (lr.deadline && clock_type::now() >= *lr.deadline)
           end(ids[i], failure(serve_errc::timeout, "deadline passed before the request finished"));
         else
           end(ids[i], failure(serve_errc::cancelled, "cancelled"));

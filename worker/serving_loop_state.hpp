@@ -26,11 +26,13 @@ inline request_result failure(serve_errc code, std::string message) {
 
 /// A request the loop thread owns.
 struct serving_loop::live_request {
-  live_request(gen_request r, request_callbacks c, std::uint64_t fallback_seed, time_point t)
-    : req(std::move(r)), cb(std::move(c)), pick(req.params, fallback_seed), stream(req.params.stop),
-      submitted(t) {}
+  live_request(validated_request r, std::optional<time_point> d, request_callbacks c,
+               std::uint64_t fallback_seed, time_point t)
+    : req(std::move(r)), deadline(d), cb(std::move(c)), pick(req.params(), fallback_seed),
+      stream(req.params().stop), submitted(t) {}
 
-  gen_request req;
+  validated_request req;
+  std::optional<time_point> deadline;
   request_callbacks cb;
   engine::sampler pick;
   engine::text_stream stream;
@@ -45,7 +47,8 @@ struct serving_loop::live_request {
 
 struct serving_loop::inbox_item {
   request_id id;
-  gen_request req;
+  validated_request req;
+  std::optional<time_point> deadline;
   request_callbacks cb;
   time_point submitted;
 };

@@ -17,7 +17,7 @@ namespace lf::worker {
 
 namespace {
 
-engine::tokenizer load_tokenizer(const worker_settings& s) {
+engine::tokenizer tokenizer_of(const worker_settings& s) {
   return engine::tokenizer::from_dir(s.tokenizer_dir.empty() ? s.model_dir : s.tokenizer_dir);
 }
 
@@ -56,7 +56,7 @@ struct worker_runtime::impl {
   serving_loop loop;
 
   impl(const worker_settings& s, engine::gpt2_weights w)
-    : settings(s), model(std::move(w)), tok(load_tokenizer(s)),
+    : settings(s), model(std::move(w)), tok(tokenizer_of(s)),
       pool({model.config().n_layer, model.config().n_head, model.config().head_dim(),
             pool_blocks(s, model.config()), s.block_size}),
       adapters(make_adapters(s, model)),
@@ -74,7 +74,6 @@ struct worker_runtime::impl {
     serving_config c;
     c.sched.max_seqs = s.max_seqs;
     c.sched.max_batched_tokens = s.max_batched_tokens;
-    c.sched.context_window = static_cast<std::uint32_t>(mc.n_positions);
     c.sched.watermark_blocks = s.watermark_blocks;
     c.num_blocks = blocks;
     c.block_size = s.block_size;
@@ -122,6 +121,8 @@ const engine::tokenizer& worker_runtime::tokenizer() const { return impl_->tok; 
 std::uint32_t worker_runtime::context_window() const {
   return static_cast<std::uint32_t>(impl_->model.config().n_positions);
 }
+
+request_limits worker_runtime::limits() const { return impl_->model.config().limits(); }
 
 std::size_t worker_runtime::vocab_size() const {
   return static_cast<std::size_t>(impl_->model.config().vocab_size);

@@ -44,6 +44,10 @@ public:
   /// The model's context window in tokens (GPT-2: n_positions).
   std::uint32_t context_window() const;
 
+  /// What requests to this worker are validated against (validate_request): its context window
+  /// and vocabulary, default policy limits.
+  request_limits limits() const;
+
   /// Vocabulary size of the model.
   std::size_t vocab_size() const;
 

@@ -1,7 +1,12 @@
 #include "worker/worker_settings.hpp"
 
 #include <algorithm>
+#include <filesystem>
+#include <stdexcept>
 #include <thread>
+
+#include "worker/engine/gpt2_config.hpp"
+#include "worker/engine/tokenizer.hpp"
 
 namespace lf::worker {
 
@@ -51,6 +56,17 @@ std::string check_settings(const worker_settings& s) {
   if (!s.adapter_dir.empty() && (s.adapter_cache_mb == 0 || s.max_adapters == 0))
     return "adapter_cache_mb and max_adapters must be > 0";
   return {};
+}
+
+request_limits model_limits(const worker_settings& s) {
+  if (!std::filesystem::is_directory(s.model_dir))
+    throw std::runtime_error("model directory " + s.model_dir + " does not exist");
+  return engine::gpt2_config::load((std::filesystem::path(s.model_dir) / "config.json").string()).limits();
+}
+
+std::shared_ptr<const engine::tokenizer> load_tokenizer(const worker_settings& s) {
+  return std::make_shared<const engine::tokenizer>(
+    engine::tokenizer::from_dir(s.tokenizer_dir.empty() ? s.model_dir : s.tokenizer_dir));
 }
 
 worker_settings resolve_for_process(worker_settings s, std::uint32_t workers) {

@@ -5,9 +5,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "core/request.hpp"
+
+namespace lf::engine {
+class tokenizer;
+}
 
 namespace lf::worker {
 
@@ -58,6 +65,15 @@ struct worker_settings {
 /// Checks settings that need no files: returns an error message naming the setting, or an
 /// empty string.
 std::string check_settings(const worker_settings& s);
+
+/// The limits requests for this model are validated against (core/request.hpp): context window
+/// and vocabulary from `s.model_dir`/config.json, default policy limits. Throws
+/// std::runtime_error naming the file when it cannot be read.
+request_limits model_limits(const worker_settings& s);
+
+/// The model's tokenizer (`tokenizer_dir`, or `model_dir` when that is empty), for the edge that
+/// tokenizes prompts. Throws std::runtime_error naming the file.
+std::shared_ptr<const engine::tokenizer> load_tokenizer(const worker_settings& s);
 
 /// `s` with its automatic values filled in for `workers` workers sharing one process: threads
 /// and blas_threads 0 become the workers' share of the cores.

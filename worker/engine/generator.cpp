@@ -25,24 +25,6 @@ std::string_view to_string(finish_reason r) {
   return "unknown";
 }
 
-std::string check_request(const gpt2_model& model, const generation_request& req) {
-  const auto& cfg = model.config();
-  if (req.prompt.empty())
-    return "prompt is empty";
-  for (auto id : req.prompt)
-    if (id < 0 || id >= cfg.vocab_size)
-      return "prompt token id " + std::to_string(id) + " is outside the vocabulary [0, "
-             + std::to_string(cfg.vocab_size) + ")";
-  if (auto err = validate(req.params))
-    return *err;
-  auto need = static_cast<std::int64_t>(req.prompt.size()) + req.params.max_tokens;
-  if (need > cfg.n_positions)
-    return "prompt (" + std::to_string(req.prompt.size()) + " tokens) + max_tokens ("
-           + std::to_string(req.params.max_tokens) + ") exceeds the context window of "
-           + std::to_string(cfg.n_positions) + " tokens";
-  return {};
-}
-
 namespace {
 
 using clock_type = std::chrono::steady_clock;
@@ -75,7 +57,7 @@ void consume(const at::Tensor& logits, std::vector<row_state>& rows,
       r.out.reason = finish_reason::cancelled;
       continue;
     }
-    const auto& p = batch[b].params;
+    const auto& p = batch[b].req.params();
     auto id = r.pick.sample(base + b * vocab, vocab, r.context);
     std::string delta;
     if (id == tok.eos_id() && !p.ignore_eos) {
@@ -114,9 +96,11 @@ void consume(const at::Tensor& logits, std::vector<row_state>& rows,
 generation_batch_result generate(const gpt2_model& model, const tokenizer& tok,
                                  const std::vector<generation_request>& batch,
                                  const generate_options& opts) {
+  // Rows were validated against this model at the edge; a longer one is a caller's bug.
   for (std::size_t b = 0; b < batch.size(); ++b)
-    if (auto err = check_request(model, batch[b]); !err.empty())
-      throw std::invalid_argument("request " + std::to_string(b) + ": " + err);
+    if (batch[b].req.max_length() > static_cast<std::uint64_t>(model.config().n_positions))
+      throw std::invalid_argument("generate: row " + std::to_string(b)
+                                  + " was validated for a longer context than this model's");
   // Every row's adapter, held for the whole batch.
   std::vector<std::shared_ptr<const lora_weights>> row_lora(batch.size());
   for (std::size_t b = 0; b < batch.size(); ++b) {
@@ -133,8 +117,8 @@ generation_batch_result generate(const gpt2_model& model, const tokenizer& tok,
   const auto B = static_cast<std::int64_t>(batch.size());
   std::int64_t lmax = 0, max_new = 0;
   for (auto& r : batch) {
-    lmax = std::max<std::int64_t>(lmax, static_cast<std::int64_t>(r.prompt.size()));
-    max_new = std::max<std::int64_t>(max_new, r.params.max_tokens);
+    lmax = std::max<std::int64_t>(lmax, static_cast<std::int64_t>(r.req.prompt().size()));
+    max_new = std::max<std::int64_t>(max_new, r.req.params().max_tokens);
   }
   // History of every row, left padded: ids [B, S] and mask [B, S], S growing by one per step.
   std::vector<row_state> rows;
@@ -143,13 +127,14 @@ generation_batch_result generate(const gpt2_model& model, const tokenizer& tok,
   std::vector<std::int64_t> real(batch.size());  ///< real tokens so far = next position id
   for (std::size_t b = 0; b < batch.size(); ++b) {
     const auto& req = batch[b];
-    rows.push_back({sampler(req.params, opts.seed + b), text_stream(req.params.stop), req.prompt, {}, false});
-    auto pad = lmax - static_cast<std::int64_t>(req.prompt.size());
+    const auto& prompt = req.req.prompt();
+    rows.push_back({sampler(req.req.params(), opts.seed + b), text_stream(req.req.params().stop), prompt, {}, false});
+    auto pad = lmax - static_cast<std::int64_t>(prompt.size());
     ids[b].assign(static_cast<std::size_t>(pad), tok.eos_id());
     mask[b].assign(static_cast<std::size_t>(pad), false);
-    ids[b].insert(ids[b].end(), req.prompt.begin(), req.prompt.end());
-    mask[b].insert(mask[b].end(), req.prompt.size(), true);
-    real[b] = static_cast<std::int64_t>(req.prompt.size());
+    ids[b].insert(ids[b].end(), prompt.begin(), prompt.end());
+    mask[b].insert(mask[b].end(), prompt.size(), true);
+    real[b] = static_cast<std::int64_t>(prompt.size());
     res.timing.prompt_tokens += real[b];
   }
   // Builds the step's inputs from the last `t` columns of the history.

@@ -11,7 +11,7 @@
 
 #include "cache/adapter_manager.hpp"
 #include "cache/ids.hpp"
-#include "core/sampling_params.hpp"
+#include "core/request.hpp"
 
 namespace lf::engine {
 
@@ -26,8 +26,7 @@ std::string_view to_string(finish_reason r);
 
 /// One prompt and how to continue it.
 struct generation_request {
-  std::vector<std::int32_t> prompt;
-  sampling_params params;
+  validated_request req;  ///< checked against this model at the edge (core/request.hpp)
   /// LoRA adapter of this row (found through generate_options::adapters), or the base model.
   cache::adapter_id adapter = cache::base_model;
 };
@@ -70,13 +69,8 @@ struct generate_options {
   cache::adapter_lookup_fn adapters;
 };
 
-/// Checks a request against the model before any work: non-empty prompt, ids inside the
-/// vocabulary, valid sampling params, prompt + max_tokens within the context window.
-/// Returns an error message or empty string.
-std::string check_request(const gpt2_model& model, const generation_request& req);
-
 /// Generates every request as one left-padded batch. Throws std::invalid_argument naming the
-/// row when check_request fails for one of them or its adapter is not loaded.
+/// row when its adapter is not loaded (or, a caller's bug, it is longer than the context).
 generation_batch_result generate(const gpt2_model& model, const tokenizer& tok,
                                  const std::vector<generation_request>& batch,
                                  const generate_options& opts = {});

@@ -4,6 +4,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/request.hpp"
+
 namespace lf::engine {
 
 /// GPT-2 model shape and the few settings the forward pass depends on. Defaults are gpt2 (124M).
@@ -27,6 +29,15 @@ struct gpt2_config {
 
   /// The MLP's hidden width: n_inner, or 4 * n_embd when n_inner is 0.
   int inner_dim() const noexcept { return n_inner > 0 ? n_inner : 4 * n_embd; }
+
+  /// What requests for this model are validated against (core/request.hpp): its context window
+  /// and vocabulary, the default policy limits.
+  request_limits limits() const noexcept {
+    request_limits l;
+    l.context_window = static_cast<std::uint32_t>(n_positions);
+    l.vocab_size = static_cast<std::size_t>(vocab_size);
+    return l;
+  }
 
   /// True for the exact erf GELU ("gelu"), false for the tanh approximation.
   bool exact_gelu() const noexcept { return activation_function == "gelu"; }

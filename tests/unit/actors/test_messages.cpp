@@ -35,20 +35,35 @@ T round_trip(caf::actor_system& sys, T x) {
 generate_request sample_request() {
   generate_request r;
   r.id = sink_request_id{42};
-  r.prompt = "Once upon a time";
-  r.prompt_tokens = {1, 2, 3};
-  r.adapter = "styles/kjv";
-  r.temperature = 0.7f;
-  r.top_k = 40;
-  r.top_p = 0.9f;
-  r.repetition_penalty = 1.1f;
-  r.has_seed = true;
-  r.seed = 7;
-  r.max_tokens = 33;
-  r.stop = {"\n\n", "END"};
-  r.ignore_eos = true;
-  r.timeout_ms = 1500;
+  r.draft.prompt = {1, 2, 3};
+  r.draft.adapter = "styles/kjv";
+  auto& p = r.draft.params;
+  p.temperature = 0.7f;
+  p.top_k = 40;
+  p.top_p = 0.9f;
+  p.repetition_penalty = 1.1f;
+  p.seed = 7;
+  p.max_tokens = 33;
+  p.stop = {"\n\n", "END"};
+  p.ignore_eos = true;
+  r.draft.timeout_ms = 1500;
   return r;
+}
+
+/// Checks every field of sample_request()'s draft against `d`.
+void check_sample(const request_draft& d) {
+  CHECK(d.prompt == std::vector<std::int32_t>{1, 2, 3});
+  CHECK(d.adapter == "styles/kjv");
+  const auto& p = d.params;
+  CHECK(p.temperature == 0.7f);
+  CHECK(p.top_k == 40);
+  CHECK(p.top_p == 0.9f);
+  CHECK(p.repetition_penalty == 1.1f);
+  CHECK(p.seed == std::optional<std::uint64_t>(7));
+  CHECK(p.max_tokens == 33);
+  CHECK(p.stop == std::vector<std::string>{"\n\n", "END"});
+  CHECK(p.ignore_eos);
+  CHECK(d.timeout_ms == 1500);
 }
 
 } // namespace
@@ -59,19 +74,23 @@ TEST_CASE("messages round-trip through CAF's binary serializer", "[messages]") {
 
   auto r = round_trip(sys, sample_request());
   CHECK(r.id == sink_request_id{42});
-  CHECK(r.prompt == "Once upon a time");
-  CHECK(r.prompt_tokens == std::vector<std::int32_t>{1, 2, 3});
-  CHECK(r.adapter == "styles/kjv");
-  CHECK(r.temperature == 0.7f);
-  CHECK(r.top_k == 40);
-  CHECK(r.top_p == 0.9f);
-  CHECK(r.repetition_penalty == 1.1f);
-  CHECK(r.has_seed);
-  CHECK(r.seed == 7);
-  CHECK(r.max_tokens == 33);
-  CHECK(r.stop == std::vector<std::string>{"\n\n", "END"});
-  CHECK(r.ignore_eos);
-  CHECK(r.timeout_ms == 1500);
+  check_sample(r.draft);
+
+  // A request without a seed keeps having none.
+  auto unseeded = sample_request();
+  unseeded.draft.params.seed.reset();
+  CHECK_FALSE(round_trip(sys, unseeded).draft.params.seed);
+
+  // The validated request a worker gets crosses nodes with every field.
+  request_limits lim;
+  lim.context_window = 64;
+  lim.vocab_size = 100;
+  auto sub = round_trip(sys, worker_submit{route_id{8}, sink_request_id{42},
+                                           validate_or_throw(sample_request().draft, lim), 250});
+  CHECK(sub.rid == route_id{8});
+  CHECK(sub.id == sink_request_id{42});
+  CHECK(sub.timeout_ms == 250);
+  check_sample({sub.req.prompt(), sub.req.params(), sub.req.adapter(), sub.req.timeout_ms()});
 
   done_event d{sink_request_id{5}, "length", "abc", {7, 8}, {3, 2, 1}, {1.5, 2.5, 3.5}, worker_id{2}};
   auto d2 = round_trip(sys, worker_done{worker_id{2}, route_id{9}, d});
@@ -112,7 +131,11 @@ TEST_CASE("a caf::message of lorafleet types serializes by registered name", "[m
   caf::actor_system sys{cfg};
   // Serializing a type-erased message needs the types registered under their names: this is
   // what the middleman does with every message that crosses nodes.
-  auto msg = caf::make_message(worker_submit{route_id{11}, sample_request(), 900});
+  request_limits lim;
+  lim.context_window = 64;
+  lim.vocab_size = 100;
+  auto msg = caf::make_message(
+    worker_submit{route_id{11}, sink_request_id{3}, validate_or_throw(sample_request().draft, lim), 900});
   std::vector<char> buf;
   caf::binary_serializer out{sys, buf};
   REQUIRE_FALSE(out(msg));
@@ -123,7 +146,8 @@ TEST_CASE("a caf::message of lorafleet types serializes by registered name", "[m
   auto& ws = back.get_as<worker_submit>(0);
   CHECK(ws.rid == route_id{11});
   CHECK(ws.timeout_ms == 900);
-  CHECK(ws.req.stop.size() == 2);
+  CHECK(ws.req.params().stop.size() == 2);
+  CHECK(ws.req.prompt().size() == 3);
 }
 
 TEST_CASE("serve_errc is a CAF error category", "[messages]") {

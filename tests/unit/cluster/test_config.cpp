@@ -124,7 +124,7 @@ report_interval_ms = 20
   CHECK(c.router_cfg.queue_limit == 12);
   CHECK(c.router_cfg.max_inflight_per_worker == 7);
   CHECK(c.router_cfg.retry_after_ms == 250);
-  CHECK(c.router_cfg.limits.max_prompt_bytes == 5000);
+  CHECK(c.router_cfg.max_prompt_bytes == 5000);
   CHECK(c.router_cfg.limits.max_tokens_limit == 100);
   CHECK(c.router_cfg.limits.max_stop == 3);
   CHECK(c.router_cfg.limits.max_stop_len == 20);

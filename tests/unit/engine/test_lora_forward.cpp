@@ -212,13 +212,12 @@ TEST_CASE("paged runner: a mixed-adapter batch gives each row what it gets alone
 TEST_CASE("generator: a mixed-adapter static batch gives each row what it gets alone", "[lora]") {
   auto& tok = fx().tok;
   auto req = [&](const std::string& text, adapter_id a, int n) {
-    generation_request r;
-    r.prompt = tok.encode(text);
-    r.params.temperature = 0;
-    r.params.max_tokens = n;
-    r.params.ignore_eos = true;
-    r.adapter = a;
-    return r;
+    lf::request_draft d;
+    d.prompt = tok.encode(text);
+    d.params.temperature = 0;
+    d.params.max_tokens = n;
+    d.params.ignore_eos = true;
+    return generation_request{lf::validate_or_throw(std::move(d), fx().model.config().limits()), a};
   };
   const std::vector<generation_request> batch = {
     req("Once upon a time", base_model, 8), req("The quick brown fox jumps", adapter_id{1}, 6),

@@ -22,11 +22,12 @@ lf::test::tiny_engine& fx() { return lf::test::tiny(); }
 
 /// Greedy tokens of one prompt through the dense path, for reference.
 std::vector<std::int32_t> dense_greedy(const std::vector<std::int32_t>& prompt, int n) {
-  generation_request r;
-  r.prompt = prompt;
-  r.params.temperature = 0;
-  r.params.max_tokens = n;
-  r.params.ignore_eos = true;
+  lf::request_draft d;
+  d.prompt = prompt;
+  d.params.temperature = 0;
+  d.params.max_tokens = n;
+  d.params.ignore_eos = true;
+  generation_request r{lf::validate_or_throw(std::move(d), fx().model.config().limits())};
   return generate(fx().model, fx().tok, {r}).outputs[0].tokens;
 }
 

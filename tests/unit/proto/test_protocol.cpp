@@ -193,7 +193,7 @@ TEST_CASE("server message helpers: terminal replies and their request", "[protoc
   CHECK(request_of(error_msg{std::nullopt, lf::serve_errc::internal, "x", {}}) == std::nullopt);
   CHECK(request_of(pong_msg{}) == std::nullopt);
 
-  const auto e = expect_error(decode_client(submit_fields().set("max_tokens", i64(0)).bytes()));
+  const auto e = expect_error(decode_client(submit_fields().set("max_tokens", u64(1ull << 40)).bytes()));
   const auto reply = to_error_msg(e);
   CHECK(reply.id == client_request_id{5});
   CHECK(reply.code == lf::serve_errc::invalid_request);

@@ -20,6 +20,7 @@
 #include "router/router_actor.hpp"
 #include "actors/system_config.hpp"
 #include "actors/worker_actor.hpp"
+#include "tests/support/test_tokenizer.hpp"
 #include "tests/support/tiny_model.hpp"
 #include "worker/worker_runtime.hpp"
 
@@ -170,14 +171,15 @@ private:
   std::size_t terminals_ = 0;
 };
 
-/// A greedy request that ignores EOS (so its length is max_tokens).
-inline actors::generate_request greedy(std::uint64_t id, std::string prompt, int max_tokens) {
+/// A greedy request that ignores EOS (so its length is max_tokens), its prompt tokenized as the
+/// gateway would.
+inline actors::generate_request greedy(std::uint64_t id, const std::string& prompt, int max_tokens) {
   actors::generate_request r;
   r.id = actors::sink_request_id{id};
-  r.prompt = std::move(prompt);
-  r.temperature = 0;
-  r.max_tokens = max_tokens;
-  r.ignore_eos = true;
+  r.draft.prompt = tokenizer().encode(prompt);
+  r.draft.params.temperature = 0;
+  r.draft.params.max_tokens = max_tokens;
+  r.draft.params.ignore_eos = true;
   return r;
 }
 

@@ -94,7 +94,7 @@ TEST_CASE("invalid requests get an error event and the cluster keeps serving", "
   std::map<std::uint64_t, serve_errc> expect;
 
   auto bad_temp = test::greedy(1, "Hello", 4);
-  bad_temp.temperature = -1;
+  bad_temp.draft.params.temperature = -1;
   cl.submit(bad_temp);
   expect[1] = serve_errc::invalid_request;
 
@@ -102,33 +102,33 @@ TEST_CASE("invalid requests get an error event and the cluster keeps serving", "
   expect[2] = serve_errc::invalid_request;
 
   auto bad_adapter = test::greedy(3, "Hello", 4);
-  bad_adapter.adapter = "../secrets";
+  bad_adapter.draft.adapter = "../secrets";
   cl.submit(bad_adapter);
   expect[3] = serve_errc::invalid_request;
 
   auto unknown_adapter = test::greedy(4, "Hello", 4);
-  unknown_adapter.adapter = "no_such_adapter";  // well-formed; no worker serves it
+  unknown_adapter.draft.adapter = "no_such_adapter";  // well-formed; no worker serves it
   cl.submit(unknown_adapter);
   expect[4] = serve_errc::unknown_adapter;
 
   auto too_many_tokens = test::greedy(5, "", 16);
-  too_many_tokens.prompt_tokens.assign(250, 464);  // 250 + 16 > 256: the router sees it
+  too_many_tokens.draft.prompt.assign(250, 464);  // 250 + 16 > 256: the router sees it
   cl.submit(too_many_tokens);
   expect[5] = serve_errc::prompt_too_long;
 
   std::string long_text;
   for (int i = 0; i < 60; ++i)
-    long_text += " the cat";  // ~120 tokens; the router cannot count them, the worker can
+    long_text += " the cat";  // 120 tokens + 200 > 256
   cl.submit(test::greedy(6, long_text, 200));
   expect[6] = serve_errc::prompt_too_long;
 
   auto bad_id = test::greedy(7, "", 4);
-  bad_id.prompt_tokens = {1, 2, 60000};  // outside the vocabulary: the worker's loop refuses it
+  bad_id.draft.prompt = {1, 2, 60000};  // outside the vocabulary
   cl.submit(bad_id);
   expect[7] = serve_errc::invalid_request;
 
   auto bad_stop = test::greedy(8, "Hello", 4);
-  bad_stop.stop = {""};
+  bad_stop.draft.params.stop = {""};
   cl.submit(bad_stop);
   expect[8] = serve_errc::invalid_request;
 

@@ -72,10 +72,10 @@ TEST_CASE("a request past its deadline ends with timeout", "[cluster][model]") {
   cluster c(router_config{}, {test::tiny_worker()});
   client cl(c.sys, c.router);
   auto r = test::greedy(1, "Once upon a time", 240);
-  r.timeout_ms = 1;
+  r.draft.timeout_ms = 1;
   cl.submit(r);
   auto ok = test::greedy(2, "Hi", 3);
-  ok.timeout_ms = 60000;
+  ok.draft.timeout_ms = 60000;
   cl.submit(ok);
   REQUIRE(cl.run_until_terminals(2));
   cl.stats();

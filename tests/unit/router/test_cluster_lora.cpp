@@ -37,7 +37,7 @@ worker::worker_settings lora_worker() {
 test::request_log run_alone(client& cl, std::uint64_t id, const std::string& prompt,
                             const std::string& adapter, int max_tokens) {
   auto r = test::greedy(id, prompt, max_tokens);
-  r.adapter = adapter;
+  r.draft.adapter = adapter;
   cl.submit(r);
   REQUIRE(cl.run_until([id](const client& k) { return k.log.count(id) && k.log.at(id).terminals > 0; }));
   return cl.log[id];
@@ -69,7 +69,7 @@ TEST_CASE("adapters are applied, and adapter_affinity keeps them on their worker
   for (std::size_t i = 0; i < n; ++i) {
     auto r = test::greedy(100 + i, prompt, max_tokens);
     if (i % 2 == 0)
-      r.adapter = "one";
+      r.draft.adapter = "one";
     cl.submit(r);
   }
   REQUIRE(cl.run_until_terminals(3 + n));

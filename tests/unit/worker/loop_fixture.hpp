@@ -9,10 +9,27 @@
 #include <thread>
 #include <vector>
 
+#include "core/request.hpp"
 #include "worker/engine/step_engine.hpp"
 #include "worker/request.hpp"
+#include "worker/serving_loop.hpp"
 
 namespace lf::test {
+
+/// `d` validated as the router would, for a model with `context` positions and GPT-2's
+/// vocabulary: the loop takes validated requests only.
+inline validated_request validated(request_draft d, std::uint32_t context = 1024) {
+  request_limits l;
+  l.context_window = context;
+  l.vocab_size = 50257;
+  return validate_or_throw(std::move(d), l);
+}
+
+/// Submits `d` (validated) to `loop`.
+inline worker::request_id submit(worker::serving_loop& loop, request_draft d, worker::request_callbacks cb,
+                                 std::optional<worker::time_point> deadline = std::nullopt) {
+  return loop.submit(validated(std::move(d)), deadline, std::move(cb));
+}
 
 /// A model-free engine: the next token of a chunk is a fixed function of its last token and
 /// position, so outputs are deterministic and independent of batching. Never emits EOS (50256).

@@ -169,10 +169,10 @@ TEST_CASE("random requests on a small pool: no leak, no starvation, exact output
           "[scheduler]") {
   // Pools of about 2-3 of the largest requests, so decodes regularly preempt.
   const scenario scenarios[] = {
-    {"tiny blocks", scheduler_config{8, 32, 128}, 60, 4, 60, 40, 1, 0.2},
-    {"large blocks", scheduler_config{16, 64, 160}, 20, 16, 100, 40, 2, 0.1},
-    {"one block each", scheduler_config{4, 4, 32}, 8, 8, 16, 16, 3, 0.1},
-    {"big budget", scheduler_config{32, 256, 128}, 80, 4, 80, 40, 4, 0.3},
+    {"tiny blocks", scheduler_config{8, 32}, 60, 4, 60, 40, 1, 0.2},
+    {"large blocks", scheduler_config{16, 64}, 20, 16, 100, 40, 2, 0.1},
+    {"one block each", scheduler_config{4, 4}, 8, 8, 16, 16, 3, 0.1},
+    {"big budget", scheduler_config{32, 256}, 80, 4, 80, 40, 4, 0.3},
   };
   for (const auto& sc : scenarios)
     DYNAMIC_SECTION(sc.name) { run_scenario(sc); }

@@ -25,11 +25,11 @@ const std::vector<std::string> texts = {
   "Four score and seven years ago", "It was the best of times, it was the worst of times", "Call me Ishmael."};
 
 std::vector<std::int32_t> alone(const std::vector<std::int32_t>& prompt, int n) {
-  generation_request r{prompt, {}};
-  r.params.temperature = 0;
-  r.params.max_tokens = n;
-  r.params.ignore_eos = true;
-  return generate(fx().model, fx().tok, {r}).outputs[0].tokens;
+  lf::request_draft d{prompt, {}, {}, 0};
+  d.params.temperature = 0;
+  d.params.max_tokens = n;
+  d.params.ignore_eos = true;
+  return generate(fx().model, fx().tok, {{lf::test::validated(std::move(d))}}).outputs[0].tokens;
 }
 
 /// Runs every text through a loop with `cfg` and checks each output against generating it alone.
@@ -43,12 +43,12 @@ void check_against_alone(serving_config cfg) {
   lf::test::collector col;
   serving_loop loop(runner, fx().tok, cfg, static_fn);
   for (std::size_t i = 0; i < texts.size(); ++i) {
-    gen_request r;
+    lf::request_draft r;
     r.prompt = fx().tok.encode(texts[i]);
     r.params.temperature = 0;
     r.params.max_tokens = 10 + static_cast<int>(i) * 3;
     r.params.ignore_eos = true;
-    loop.submit(r, col.make(static_cast<int>(i)));
+    lf::test::submit(loop, r, col.make(static_cast<int>(i)));
   }
   REQUIRE(col.wait_for(texts.size(), std::chrono::seconds(120)));
   for (std::size_t i = 0; i < texts.size(); ++i) {
@@ -70,7 +70,6 @@ serving_config base_config() {
   c.block_size = 4;
   c.sched.max_seqs = 8;
   c.sched.max_batched_tokens = 16;  // long prompts are prefilled in chunks
-  c.sched.context_window = 256;
   return c;
 }
 

@@ -53,13 +53,13 @@ const std::vector<std::string> names = {"", "one", "two/nested"};
 
 /// Greedy tokens of one request generated alone (dense path, adapters loaded directly).
 std::vector<std::int32_t> alone(const std::string& text, const std::string& adapter, int n) {
-  generation_request r;
-  r.prompt = fx().tok.encode(text);
-  r.params.temperature = 0;
-  r.params.max_tokens = n;
-  r.params.ignore_eos = true;
-  r.adapter = adapter_id{static_cast<std::uint32_t>(
-    std::find(names.begin(), names.end(), adapter) - names.begin())};
+  lf::request_draft d;
+  d.prompt = fx().tok.encode(text);
+  d.params.temperature = 0;
+  d.params.max_tokens = n;
+  d.params.ignore_eos = true;
+  generation_request r{lf::test::validated(std::move(d)), adapter_id{static_cast<std::uint32_t>(
+    std::find(names.begin(), names.end(), adapter) - names.begin())}};
   generate_options o;
   o.adapters = fx().reference;
   return generate(fx().model, fx().tok, {r}, o).outputs[0].tokens;
@@ -78,20 +78,20 @@ void check_against_alone(serving_config cfg, lf::cache::adapter_cache_config cac
   serving_loop loop(runner, fx().tok, cfg, static_fn, mgr.get());
   auto max_tokens = [](std::size_t i) { return 8 + static_cast<int>(i % 4) * 3; };
   for (std::size_t i = 0; i < texts.size(); ++i) {
-    gen_request r;
+    lf::request_draft r;
     r.prompt = fx().tok.encode(texts[i]);
     r.params.temperature = 0;
     r.params.max_tokens = max_tokens(i);
     r.params.ignore_eos = true;
     r.adapter = names[i % names.size()];
-    loop.submit(r, col.make(static_cast<int>(i)));
+    lf::test::submit(loop, r, col.make(static_cast<int>(i)));
   }
   for (const auto& bad : {"broken", "missing"}) {
-    gen_request r;
+    lf::request_draft r;
     r.prompt = fx().tok.encode("Hello");
     r.params.max_tokens = 4;
     r.adapter = bad;
-    loop.submit(r, col.make(bad == std::string("broken") ? 100 : 101));
+    lf::test::submit(loop, r, col.make(bad == std::string("broken") ? 100 : 101));
   }
   REQUIRE(col.wait_for(texts.size() + 2, std::chrono::seconds(120)));
   for (std::size_t i = 0; i < texts.size(); ++i) {
@@ -129,7 +129,6 @@ serving_config base_config() {
   c.block_size = 4;
   c.sched.max_seqs = 8;
   c.sched.max_batched_tokens = 64;
-  c.sched.context_window = static_cast<std::uint32_t>(fx().model.config().n_positions);
   c.eos_id = fx().tok.eos_id();
   return c;
 }

@@ -1,0 +1,70 @@
+#include "core/request.hpp"
+
+#include <stdexcept>
+
+namespace lf {
+
+namespace {
+
+bool name_char(char c) noexcept {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-'
+         || c == '_' || c == '.';
+}
+
+check_failure fail(serve_errc code, std::string message) { return {code, std::move(message)}; }
+
+} // namespace
+
+bool valid_adapter_name(std::string_view name) noexcept {
+  if (name.empty() || name.size() > max_adapter_name_length)
+    return false;
+  bool component_start = true;
+  for (char c : name) {
+    if (c == '/') {
+      if (component_start)
+        return false;  // leading '/' or "//"
+      component_start = true;
+      continue;
+    }
+    if (!name_char(c) || (component_start && c == '.'))
+      return false;  // bad character, or ".", "..", hidden names
+    component_start = false;
+  }
+  return !component_start;  // no trailing '/'
+}
+
+std::variant<validated_request, check_failure> validate_request(request_draft d,
+                                                                const request_limits& limits) {
+  if (limits.context_window == 0 || limits.vocab_size == 0)
+    return fail(serve_errc::overloaded,
+                "no worker has registered yet: the model's context window is not known");
+  if (d.prompt.empty())
+    return fail(serve_errc::invalid_request, "prompt is empty");
+  for (auto t : d.prompt)
+    if (t < 0 || static_cast<std::size_t>(t) >= limits.vocab_size)
+      return fail(serve_errc::invalid_request,
+                  "prompt token id " + std::to_string(t) + " is outside the vocabulary [0, "
+                    + std::to_string(limits.vocab_size) + ")");
+  if (auto err = validate(d.params, limits.max_tokens_limit, limits.max_stop, limits.max_stop_len))
+    return fail(serve_errc::invalid_request, *err);
+  if (!d.adapter.empty() && !valid_adapter_name(d.adapter))
+    return fail(serve_errc::invalid_request,
+                "adapter name is not a valid relative path of [A-Za-z0-9._-] components");
+  if (d.prompt.size() + static_cast<std::size_t>(d.params.max_tokens) > limits.context_window)
+    return fail(serve_errc::prompt_too_long,
+                "prompt (" + std::to_string(d.prompt.size()) + " tokens) + max_tokens ("
+                  + std::to_string(d.params.max_tokens) + ") exceeds the context window of "
+                  + std::to_string(limits.context_window) + " tokens");
+  validated_request v;
+  v.d_ = std::move(d);
+  return v;
+}
+
+validated_request validate_or_throw(request_draft d, const request_limits& limits) {
+  auto r = validate_request(std::move(d), limits);
+  if (auto* bad = std::get_if<check_failure>(&r))
+    throw std::invalid_argument(bad->message);
+  return std::get<validated_request>(std::move(r));
+}
+
+} // namespace lf

@@ -1,0 +1,17 @@
+#pragma once
+/// The GPT-2 tokenizer of models/tokenizer, loaded once per test binary: tests that play the
+/// gateway tokenize their prompts with it, as the gateway does. Pure C++ (no torch).
+
+#include <string>
+
+#include "worker/engine/tokenizer.hpp"
+
+namespace lf::test {
+
+/// The binary's one tokenizer (models/tokenizer under the source tree).
+inline const engine::tokenizer& tokenizer() {
+  static const engine::tokenizer tok = engine::tokenizer::from_dir(std::string(LF_SOURCE_DIR) + "/models/tokenizer");
+  return tok;
+}
+
+} // namespace lf::test

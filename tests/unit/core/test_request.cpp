@@ -1,0 +1,118 @@
+// The one validation of a request (core/request.hpp): every refusal names its field and code, and
+// what passes is what every later hop gets.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "core/request.hpp"
+
+using namespace lf;
+using Catch::Matchers::Contains;
+
+namespace {
+
+request_limits limits() {
+  request_limits l;
+  l.context_window = 64;
+  l.vocab_size = 100;
+  return l;
+}
+
+request_draft draft(std::vector<std::int32_t> prompt = {1, 2, 3}) {
+  request_draft d;
+  d.prompt = std::move(prompt);
+  d.params.max_tokens = 8;
+  return d;
+}
+
+/// The failure of `d`, which must not validate.
+check_failure refusal(request_draft d, request_limits l = limits()) {
+  auto r = validate_request(std::move(d), l);
+  REQUIRE(std::holds_alternative<check_failure>(r));
+  auto f = std::get<check_failure>(r);
+  CHECK_FALSE(f.message.empty());
+  return f;
+}
+
+} // namespace
+
+TEST_CASE("a valid draft becomes a validated request with the same fields", "[request]") {
+  auto d = draft({5, 6, 7, 8});
+  d.params.temperature = 0.5f;
+  d.params.seed = 9;
+  d.params.stop = {"END"};
+  d.adapter = "styles/kjv";
+  d.timeout_ms = 1500;
+  auto r = validate_request(d, limits());
+  REQUIRE(std::holds_alternative<validated_request>(r));
+  const auto& v = std::get<validated_request>(r);
+  CHECK(v.prompt() == d.prompt);
+  CHECK(v.params().temperature == 0.5f);
+  CHECK(v.params().seed == std::optional<std::uint64_t>(9));
+  CHECK(v.params().stop == std::vector<std::string>{"END"});
+  CHECK(v.adapter() == "styles/kjv");
+  CHECK(v.timeout_ms() == 1500);
+  CHECK(v.max_length() == 4 + 8);
+}
+
+TEST_CASE("each refusal names its field and code", "[request]") {
+  CHECK(refusal(draft({})).code == serve_errc::invalid_request);
+  CHECK_THAT(refusal(draft({})).message, Contains("prompt is empty"));
+  CHECK_THAT(refusal(draft({1, 100})).message, Contains("prompt token id 100 is outside the vocabulary [0, 100)"));
+  CHECK(refusal(draft({1, -1})).code == serve_errc::invalid_request);
+  auto d = draft();
+  d.adapter = "../etc";
+  CHECK_THAT(refusal(d).message, Contains("adapter name"));
+  // 60 prompt tokens + 8 > 64: the one wording of the context rule.
+  auto f = refusal(draft(std::vector<std::int32_t>(60, 1)));
+  CHECK(f.code == serve_errc::prompt_too_long);
+  CHECK(f.message == "prompt (60 tokens) + max_tokens (8) exceeds the context window of 64 tokens");
+  CHECK(std::holds_alternative<validated_request>(validate_request(draft(std::vector<std::int32_t>(56, 1)), limits())));
+}
+
+TEST_CASE("sampling values follow the engine's rules, with the value in the message", "[request]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  auto with = [](auto set) {
+    auto d = draft();
+    set(d.params);
+    return refusal(d);
+  };
+  CHECK_THAT(with([](auto& p) { p.temperature = std::nanf(""); }).message, Contains("temperature must be a finite number >= 0 (got nan)"));
+  CHECK_THAT(with([&](auto& p) { p.temperature = inf; }).message, Contains("(got inf)"));
+  CHECK_THAT(with([](auto& p) { p.temperature = -0.5f; }).message, Contains("(got -0.5)"));
+  CHECK_THAT(with([](auto& p) { p.top_p = 0; }).message, Contains("top_p must be a finite number in (0, 1] (got 0)"));
+  CHECK_THAT(with([](auto& p) { p.top_p = 1.5f; }).message, Contains("(got 1.5)"));
+  CHECK_THAT(with([](auto& p) { p.top_k = -1; }).message, Contains("top_k must be >= 0"));
+  CHECK_THAT(with([](auto& p) { p.repetition_penalty = 0; }).message, Contains("repetition_penalty must be a finite number > 0"));
+  CHECK_THAT(with([](auto& p) { p.max_tokens = 0; }).message, Contains("max_tokens must be in [1, 65536] (got 0)"));
+  CHECK_THAT(with([](auto& p) { p.stop = {"a", ""}; }).message, Contains("stop[1] must not be empty"));
+  CHECK_THAT(with([](auto& p) { p.stop = std::vector<std::string>(17, "x"); }).message, Contains("stop must have at most 16 entries (got 17)"));
+  CHECK_THAT(with([](auto& p) { p.stop = {"\xff"}; }).message, Contains("stop[0] must be valid UTF-8"));
+  CHECK(with([](auto& p) { p.temperature = -1; }).code == serve_errc::invalid_request);
+}
+
+TEST_CASE("unknown model limits refuse the request as overloaded, never accept it unchecked", "[request]") {
+  auto l = limits();
+  l.context_window = 0;
+  CHECK(refusal(draft(), l).code == serve_errc::overloaded);
+  l = limits();
+  l.vocab_size = 0;
+  CHECK(refusal(draft(), l).code == serve_errc::overloaded);
+}
+
+TEST_CASE("validate_or_throw throws the refusal's message", "[request]") {
+  CHECK_THROWS_WITH(validate_or_throw(draft({}), limits()), Contains("prompt is empty"));
+  CHECK(validate_or_throw(draft(), limits()).prompt().size() == 3);
+}
+
+TEST_CASE("adapter names: relative paths of safe characters only", "[request]") {
+  for (auto ok : {"shakespeare", "styles/kjv", "a-b_c.d", "v1.2/x", "A9"})
+    CHECK(valid_adapter_name(ok));
+  using namespace std::literals;
+  for (auto bad : {""sv, "/abs"sv, "trail/"sv, "a//b"sv, ".hidden"sv, "a/../b"sv, ".."sv, "a/.b"sv,
+                   "sp ace"sv, "back\\slash"sv, "nul\0x"sv, "semi;colon"sv, "ü"sv})
+    CHECK_FALSE(valid_adapter_name(bad));
+  CHECK(valid_adapter_name(std::string(max_adapter_name_length, 'a')));
+  CHECK_FALSE(valid_adapter_name(std::string(max_adapter_name_length + 1, 'a')));
+}
