@@ -9,22 +9,8 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "worker/serving_loop.hpp"
-#include "worker/worker_runtime.hpp"
 
 namespace lf::actors {
-
-worker_backend backend_of(std::shared_ptr<worker::worker_runtime> rt) {
-  worker_backend b;
-  b.loop = &rt->loop();
-  b.context_window = rt->context_window();
-  b.vocab_size = static_cast<std::uint32_t>(rt->vocab_size());
-  b.block_size = rt->block_size();
-  b.max_seqs = rt->settings().max_seqs;
-  auto* raw = rt.get();
-  b.loaded_adapters = [raw] { return raw->adapters(); };
-  b.owner = std::move(rt);
-  return b;
-}
 
 namespace {
 

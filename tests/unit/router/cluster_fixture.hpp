@@ -1,6 +1,8 @@
 #pragma once
-/// An in-process cluster for actor tests: one actor system, a router, workers over the tiny
-/// GPT-2, and a client that plays the gateway with a scoped_actor and logs every event.
+/// An in-process cluster for router tests: one actor system, a router, workers, and a client
+/// that plays the gateway with a scoped_actor and logs every event. Workers are serving loops
+/// over a fake engine by default (fake_worker: deterministic tokens, no torch), so the router's
+/// behaviour is tested without a model; tests/unit/router/model_worker.hpp adds the tiny GPT-2.
 
 #include <catch2/catch.hpp>
 
@@ -10,6 +12,7 @@
 #include <caf/send.hpp>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -17,45 +20,68 @@
 #include <vector>
 
 #include "actors/interfaces.hpp"
-#include "router/router_actor.hpp"
 #include "actors/system_config.hpp"
 #include "actors/worker_actor.hpp"
+#include "router/router_actor.hpp"
 #include "tests/support/test_tokenizer.hpp"
 #include "tests/support/tiny_model.hpp"
-#include "worker/worker_runtime.hpp"
+#include "tests/unit/worker/loop_fixture.hpp"
+#include "worker/serving_loop.hpp"
 
 namespace lf::test {
 
-/// Settings of a small worker over the tiny model (context 256).
-inline worker::worker_settings tiny_worker(std::uint32_t max_seqs = 8) {
-  worker::worker_settings s;
-  s.model_dir = tiny_model_dir();
-  s.threads = 1;
-  s.num_blocks = 256;
-  s.block_size = 8;
-  s.max_seqs = max_seqs;
-  s.max_batched_tokens = 64;
-  return s;
+/// Makes one worker's backend (its serving loop and what owns it).
+using backend_factory = std::function<actors::worker_backend()>;
+
+/// A worker whose serving loop runs a fake engine (context 256, GPT-2's vocabulary, 256 KV blocks
+/// of 8 tokens): its tokens depend only on each sequence's own tokens, so a request gets the same
+/// text alone or in any batch; `step` is the simulated time of one engine step.
+inline backend_factory fake_worker(std::uint32_t max_seqs = 8,
+                                   std::chrono::microseconds step = std::chrono::microseconds(300)) {
+  return [=] {
+    struct owner {
+      fake_engine engine;
+      worker::serving_loop loop;
+      owner(worker::serving_config cfg, std::chrono::microseconds t)
+        : engine(50257, t), loop(engine, tokenizer(), cfg) {}
+    };
+    worker::serving_config cfg;
+    cfg.sched.max_seqs = max_seqs;
+    cfg.sched.max_batched_tokens = 64;
+    cfg.num_blocks = 256;
+    cfg.block_size = 8;
+    cfg.eos_id = tokenizer().eos_id();
+    auto o = std::make_shared<owner>(cfg, step);
+    actors::worker_backend b;
+    b.loop = &o->loop;
+    b.context_window = 256;
+    b.vocab_size = 50257;
+    b.block_size = cfg.block_size;
+    b.max_seqs = max_seqs;
+    b.owner = std::move(o);
+    return b;
+  };
 }
 
 struct test_config : caf::actor_system_config {
   test_config() { actors::add_lorafleet_types(*this); }
 };
 
-/// A router and `workers` workers in one actor system. The destructor stops every actor and
+/// A router and one worker per factory in one actor system. The destructor stops every actor and
 /// every serving loop before the actor system goes.
 class cluster {
 public:
-  cluster(router::router_config rc, std::vector<worker::worker_settings> workers)
+  cluster(router::router_config rc, std::vector<backend_factory> workers)
     : router(router::spawn_router(sys, rc)) {
     caf::scoped_actor self{sys};
     for (std::size_t i = 0; i < workers.size(); ++i) {
-      auto rt = std::make_shared<worker::worker_runtime>(workers[i]);
-      runtimes.push_back(rt);
+      auto b = workers[i]();
+      loops.push_back(b.loop);
+      owners.push_back(b.owner);
       actors::worker_options o;
       o.name = "w" + std::to_string(i + 1);
       o.report_interval = std::chrono::milliseconds(20);
-      this->workers.push_back(actors::spawn_worker(sys, actors::backend_of(rt), router, o));
+      this->workers.push_back(actors::spawn_worker(sys, std::move(b), router, o));
       // Readiness: the router answers once this worker has registered, so worker i gets id i + 1.
       bool ready = false;
       self->request(router, std::chrono::seconds(30), caf::wait_for_atom::value,
@@ -70,14 +96,15 @@ public:
     for (auto& w : workers)
       caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(router, caf::exit_reason::user_shutdown);
-    for (auto& rt : runtimes)
-      rt->loop().stop(false);
+    for (auto* l : loops)
+      l->stop(false);
   }
 
   test_config cfg;
   caf::actor_system sys{cfg};
   actors::router_actor router;
-  std::vector<std::shared_ptr<worker::worker_runtime>> runtimes;
+  std::vector<worker::serving_loop*> loops;  ///< each worker's loop (owned by `owners`)
+  std::vector<std::shared_ptr<void>> owners;
   std::vector<actors::worker_actor> workers;
 };
 

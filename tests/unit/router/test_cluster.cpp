@@ -10,10 +10,10 @@ using namespace lf::router;
 using lf::test::client;
 using lf::test::cluster;
 
-TEST_CASE("200 concurrent requests each end once, with the text they get alone", "[cluster][model]") {
+TEST_CASE("200 concurrent requests each end once, with the text they get alone", "[cluster]") {
   router_config rc;
   rc.placement.policy = placement_policy::least_loaded;
-  cluster c(rc, {test::tiny_worker(), test::tiny_worker()});
+  cluster c(rc, {test::fake_worker(), test::fake_worker()});
   const int max_tokens = 12;
   auto alone = test::alone_texts(c, max_tokens);
 
@@ -47,12 +47,12 @@ TEST_CASE("200 concurrent requests each end once, with the text they get alone",
   CHECK(stats.overloaded == 0);
 }
 
-TEST_CASE("an overload burst gets `overloaded` at once for the excess", "[cluster][model]") {
+TEST_CASE("an overload burst gets `overloaded` at once for the excess", "[cluster]") {
   router_config rc;
   rc.max_inflight_per_worker = 4;
   rc.max_queue = 8;
   rc.retry_after_ms = 150;
-  cluster c(rc, {test::tiny_worker(), test::tiny_worker()});
+  cluster c(rc, {test::fake_worker(), test::fake_worker()});
   client cl(c.sys, c.router);
   // Room: 2 workers x 4 in flight + 8 queued = 16. Long generations so none ends mid-burst.
   const std::size_t burst = 40, room = 16;
@@ -88,8 +88,8 @@ TEST_CASE("an overload burst gets `overloaded` at once for the excess", "[cluste
   CHECK(last_overload_rank < first_done_rank);
 }
 
-TEST_CASE("invalid requests get an error event and the cluster keeps serving", "[cluster][model]") {
-  cluster c(router_config{}, {test::tiny_worker(), test::tiny_worker()});
+TEST_CASE("invalid requests get an error event and the cluster keeps serving", "[cluster]") {
+  cluster c(router_config{}, {test::fake_worker(), test::fake_worker()});
   client cl(c.sys, c.router);
   std::map<std::uint64_t, serve_errc> expect;
 

@@ -35,8 +35,8 @@ bool eventually(Pred pred, std::chrono::seconds limit = std::chrono::seconds(10)
 
 } // namespace
 
-TEST_CASE("cancellation ends a streaming request and reaches the worker", "[cluster][model]") {
-  cluster c(router_config{}, {test::tiny_worker()});
+TEST_CASE("cancellation ends a streaming request and reaches the worker", "[cluster]") {
+  cluster c(router_config{}, {test::fake_worker()});
   client cl(c.sys, c.router);
   cl.submit(test::greedy(1, "Once upon a time", 240));
   REQUIRE(cl.run_until([](const client& k) { return k.log.count(1) && !k.log.at(1).tokens.empty(); }));
@@ -68,8 +68,8 @@ TEST_CASE("cancellation ends a streaming request and reaches the worker", "[clus
   CHECK(cl.log[1].terminals == 1);
 }
 
-TEST_CASE("a request past its deadline ends with timeout", "[cluster][model]") {
-  cluster c(router_config{}, {test::tiny_worker()});
+TEST_CASE("a request past its deadline ends with timeout", "[cluster]") {
+  cluster c(router_config{}, {test::fake_worker()});
   client cl(c.sys, c.router);
   auto r = test::greedy(1, "Once upon a time", 240);
   r.draft.timeout_ms = 1;
@@ -87,11 +87,11 @@ TEST_CASE("a request past its deadline ends with timeout", "[cluster][model]") {
 }
 
 TEST_CASE("killing a worker mid-batch: unstarted requests move, started ones end worker_lost",
-          "[cluster][model]") {
+          "[cluster]") {
   router_config rc;
   rc.placement.policy = placement_policy::round_robin;
   // Worker 1 runs 2 sequences at a time, so most of its share waits inside it, not started.
-  cluster c(rc, {test::tiny_worker(2), test::tiny_worker(8)});
+  cluster c(rc, {test::fake_worker(2), test::fake_worker(8)});
   const int max_tokens = 40;
   auto alone = test::alone_texts(c, max_tokens);
 
@@ -139,13 +139,13 @@ TEST_CASE("killing a worker mid-batch: unstarted requests move, started ones end
   // The dead worker's loop ended every request it was given (the actor's end cancelled the
   // rest), so no sequence is left holding KV blocks: 4 alone-phase + 12 burst requests.
   CHECK(eventually([&] {
-    auto l = c.runtimes[0]->loop().load();
+    auto l = c.loops[0]->load();
     return l.finished + l.cancelled + l.failed == alone.size() / 2 + n / 2;
   }));
 }
 
-TEST_CASE("a client that goes away has its requests cancelled", "[cluster][model]") {
-  cluster c(router_config{}, {test::tiny_worker()});
+TEST_CASE("a client that goes away has its requests cancelled", "[cluster]") {
+  cluster c(router_config{}, {test::fake_worker()});
   {
     client gone(c.sys, c.router);
     gone.submit(test::greedy(1, "Once upon a time", 240));
@@ -160,8 +160,8 @@ TEST_CASE("a client that goes away has its requests cancelled", "[cluster][model
   CHECK(eventually([&] { return load_of(cl, w).cancelled == 1; }));
 }
 
-TEST_CASE("a stopping router ends what is live with shutting_down", "[cluster][model]") {
-  cluster c(router_config{}, {test::tiny_worker()});
+TEST_CASE("a stopping router ends what is live with shutting_down", "[cluster]") {
+  cluster c(router_config{}, {test::fake_worker()});
   client cl(c.sys, c.router);
   cl.submit(test::greedy(1, "Once upon a time", 240));
   REQUIRE(cl.run_until([](const client& k) { return k.log.count(1) && !k.log.at(1).tokens.empty(); }));
@@ -170,5 +170,5 @@ TEST_CASE("a stopping router ends what is live with shutting_down", "[cluster][m
   REQUIRE(cl.log[1].error);
   CHECK(cl.log[1].error->code == serve_errc::shutting_down);
   // The worker saw its router go, cancelled its requests and quit.
-  CHECK(eventually([&] { return c.runtimes[0]->loop().load().cancelled == 1; }));
+  CHECK(eventually([&] { return c.loops[0]->load().cancelled == 1; }));
 }

@@ -1,6 +1,6 @@
 // LoRA adapters through the cluster: workers load PEFT adapters from an adapter directory, the
 // router keeps an adapter's requests on the worker that holds it (adapter_affinity).
-#include "tests/unit/router/cluster_fixture.hpp"
+#include "tests/unit/router/model_worker.hpp"
 
 #include <set>
 
@@ -48,7 +48,7 @@ test::request_log run_alone(client& cl, std::uint64_t id, const std::string& pro
 TEST_CASE("adapters are applied, and adapter_affinity keeps them on their worker", "[cluster][lora][model]") {
   router_config rc;
   rc.placement.policy = placement_policy::adapter_affinity;
-  cluster c(rc, {lora_worker(), lora_worker()});
+  cluster c(rc, {test::model_worker(lora_worker()), test::model_worker(lora_worker())});
   client cl(c.sys, c.router);
   const std::string prompt = "Once upon a time";
   const int max_tokens = 20;

@@ -27,7 +27,7 @@ struct two_nodes {
 
   node_config worker_cfg;
   caf::actor_system worker_sys{worker_cfg};
-  std::shared_ptr<worker::worker_runtime> rt;
+  worker_backend backend = test::fake_worker()();
   worker_actor worker;
 
   two_nodes() {
@@ -37,10 +37,9 @@ struct two_nodes {
     // What a worker node does: look the router up, then spawn workers that register with it.
     auto remote = worker_sys.middleman().remote_actor<router_actor>("127.0.0.1", port);
     REQUIRE(remote);
-    rt = std::make_shared<worker::worker_runtime>(test::tiny_worker());
     worker_options o;
     o.name = "remote-w1";
-    worker = spawn_worker(worker_sys, backend_of(rt), *remote, o);
+    worker = spawn_worker(worker_sys, backend, *remote, o);
     caf::scoped_actor self{router_sys};
     bool ready = false;
     self->request(router, std::chrono::seconds(30), caf::wait_for_atom::value, std::uint32_t{1})
@@ -51,13 +50,13 @@ struct two_nodes {
   ~two_nodes() {
     caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(router, caf::exit_reason::user_shutdown);
-    rt->loop().stop(false);
+    backend.loop->stop(false);
   }
 };
 
 } // namespace
 
-TEST_CASE("a remote worker registers and serves, and its death is seen across nodes", "[cluster][remote][model]") {
+TEST_CASE("a remote worker registers and serves, and its death is seen across nodes", "[cluster][remote]") {
   two_nodes n;
   client cl(n.router_sys, n.router);
   cl.submit(test::greedy(1, "Once upon a time", 8));

@@ -1,0 +1,23 @@
+// backend_of: a worker actor over a worker_runtime. Its own library (lf_worker_backend), so the
+// actors and the router link without torch; only what builds real workers links the runtime.
+#include "actors/worker_actor.hpp"
+
+#include "worker/serving_loop.hpp"
+#include "worker/worker_runtime.hpp"
+
+namespace lf::actors {
+
+worker_backend backend_of(std::shared_ptr<worker::worker_runtime> rt) {
+  worker_backend b;
+  b.loop = &rt->loop();
+  b.context_window = rt->context_window();
+  b.vocab_size = static_cast<std::uint32_t>(rt->vocab_size());
+  b.block_size = rt->block_size();
+  b.max_seqs = rt->settings().max_seqs;
+  auto* raw = rt.get();
+  b.loaded_adapters = [raw] { return raw->adapters(); };
+  b.owner = std::move(rt);
+  return b;
+}
+
+} // namespace lf::actors
