@@ -8,6 +8,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "core/log.hpp"
 #include "worker/serving_loop.hpp"
 
 namespace lf::actors {
@@ -90,6 +91,7 @@ void on_submit(worker_self self, worker_submit& msg) {
     auto id = st.backend.loop->submit(std::move(msg.req), deadline, make_callbacks(self, msg.rid, msg.id));
     st.live.emplace(msg.rid, id);
   } catch (const std::exception& e) {
+    log::error("worker", "submit failed", {{"worker", st.opts.name}, {"reason", e.what()}});
     fail(serve_errc::internal, std::string("worker ") + st.opts.name + ": " + e.what());
   }
 }
@@ -102,8 +104,11 @@ worker_actor::behavior_type worker_impl(worker_self self, worker_backend backend
   st.router = router;
   self->monitor(router);
   self->set_down_handler([self](const caf::down_msg& dm) {
-    if (dm.source == self->state.router.address())
+    if (dm.source == self->state.router.address()) {
+      log::warn("worker", "router lost: cancelling this worker's requests and stopping",
+                {{"worker", self->state.opts.name}, {"requests", self->state.live.size()}});
       self->quit(dm.reason);  // the state's destructor cancels what is left in the loop
+    }
   });
   register_worker reg{st.opts.name, st.backend.context_window, st.backend.vocab_size,
                       st.backend.loop->load().total_blocks, st.backend.block_size,
@@ -114,9 +119,14 @@ worker_actor::behavior_type worker_impl(worker_self self, worker_backend backend
     .then(
       [self](worker_id id) {
         self->state.wid = id;
+        log::info("worker", "registered with the router", {{"worker", self->state.opts.name}, {"wid", id.value()}});
         self->send(caf::actor_cast<worker_actor>(self), report_atom::value);
       },
-      [self](caf::error& err) { self->quit(std::move(err)); });
+      [self](caf::error& err) {
+        log::error("worker", "registration refused", {{"worker", self->state.opts.name},
+                                                      {"reason", self->system().render(err)}});
+        self->quit(std::move(err));
+      });
   return {
     [self](worker_submit& msg) { on_submit(self, msg); },
     [self](const worker_cancel& msg) {

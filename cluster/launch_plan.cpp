@@ -16,7 +16,8 @@ std::string_view to_string(start_mode m) noexcept {
 }
 
 std::vector<node_start> plan_launch(const cluster_config& cfg, const std::string& self_binary,
-                                    const std::vector<std::string>& local_names) {
+                                    const std::vector<std::string>& local_names,
+                                    const std::vector<std::string>& node_args) {
   std::vector<node_start> out;
   const auto& l = cfg.launch;
   const auto remote_bin = l.remote_binary.empty() ? self_binary : l.remote_binary;
@@ -28,9 +29,11 @@ std::vector<node_start> plan_launch(const cluster_config& cfg, const std::string
     if (is_local_host(n.host, local_names)) {
       s.mode = start_mode::local;
       s.argv = {self_binary, "node", cfg.file, "--name", n.name};
+      s.argv.insert(s.argv.end(), node_args.begin(), node_args.end());
     } else {
       s.mode = n.ssh.empty() ? start_mode::manual : start_mode::ssh;
-      const std::vector<std::string> remote{remote_bin, "node", remote_cfg, "--name", n.name};
+      std::vector<std::string> remote{remote_bin, "node", remote_cfg, "--name", n.name};
+      remote.insert(remote.end(), node_args.begin(), node_args.end());
       if (s.mode == start_mode::manual) {
         s.argv = remote;
       } else {

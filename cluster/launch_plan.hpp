@@ -29,10 +29,11 @@ struct node_start {
 };
 
 /// The nodes in start order (router node first). Local hosts (is_local_host with `local_names`)
-/// run `self_binary node CONFIG --name N`; a node with `ssh` runs the same command over ssh
+/// run `self_binary node CONFIG --name N [node_args...]`; a node with `ssh` runs the same command over ssh
 /// with launch.remote_binary / remote_config (default: the same paths); the others are manual.
 std::vector<node_start> plan_launch(const cluster_config& cfg, const std::string& self_binary,
-                                    const std::vector<std::string>& local_names);
+                                    const std::vector<std::string>& local_names,
+                                    const std::vector<std::string>& node_args = {});
 
 /// `s` quoted for a POSIX shell when it needs quoting ("a b" -> 'a b', "it's" -> 'it'\''s').
 std::string shell_quote(std::string_view s);

@@ -105,11 +105,17 @@ private:
   void forward(node_proc& n, bool at_end) {
     std::string bytes;
     n.proc->read_some(bytes);
+    auto out = [&](const std::string& l) {
+      if (opts_.raw_node_output)
+        std::cout << l << "\n" << std::flush;
+      else
+        say(n.start.node, l);
+    };
     for (auto& l : n.lines.feed(bytes))
-      say(n.start.node, l);
+      out(l);
     if (at_end)
       if (auto rest = n.lines.flush(); !rest.empty())
-        say(n.start.node, rest);
+        out(rest);
   }
   void reap(node_proc& n);
   void on_signal(int sig);
@@ -311,7 +317,7 @@ int launch_run::run(std::vector<node_start> plan) {
 } // namespace
 
 int run_launch(const cluster_config& cfg, const launch_options& opts) {
-  auto plan = plan_launch(cfg, opts.self_binary, local_host_names());
+  auto plan = plan_launch(cfg, opts.self_binary, local_host_names(), opts.node_args);
   say("launch", "cluster \"" + cfg.name + "\" from " + cfg.file + ": " + std::to_string(cfg.nodes.size())
                   + " node(s), " + std::to_string(cfg.total_workers()) + " worker(s); router node \""
                   + cfg.router_node + "\"; clients connect to " + client_endpoint(cfg));

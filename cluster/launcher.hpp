@@ -19,6 +19,7 @@
 /// scripts and tests.
 
 #include <string>
+#include <vector>
 
 #include "cluster/cluster_config.hpp"
 
@@ -29,6 +30,11 @@ struct launch_options {
   std::string self_binary;  ///< the lorafleet executable the local nodes run
   std::string ready_file;   ///< written once the cluster is ready; empty: none
   bool dry_run = false;     ///< print the plan and exit
+  /// Added to every node's command line (e.g. --log-level debug --log-format json).
+  std::vector<std::string> node_args;
+  /// Forward the nodes' output lines as they are, without the "[NODE] " prefix (JSON logs carry
+  /// the node's name in each line).
+  bool raw_node_output = false;
 };
 
 /// Runs a launch to its end (output: stdout, one line at a time); returns the process exit status (0 after a clean stop, 1 when the

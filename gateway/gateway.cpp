@@ -14,6 +14,7 @@
 #include <caf/stateful_actor.hpp>
 #include <zmq.hpp>
 
+#include "core/log.hpp"
 #include "gateway/gateway_book.hpp"
 #include "gateway/gateway_stats.hpp"
 #include "worker/engine/tokenizer.hpp"
@@ -111,6 +112,7 @@ struct zmq_gateway::impl {
     const std::string_view payload(static_cast<const char*>(parts[1].data()), parts[1].size());
     auto decoded = proto::decode_client(payload);
     if (auto* err = std::get_if<proto::decode_error>(&decoded)) {
+      log::debug("gateway", "frame refused", {{"reason", err->message}});
       reply_now(identity, proto::encode(proto::to_error_msg(*err)), gone);
       return;
     }
@@ -317,12 +319,17 @@ caf::behavior gateway_actor(gw_self self, std::shared_ptr<zmq_gateway::impl> io)
       end_request(self, ev.id);
     },
     [self](gone_atom, const std::string& identity) {
-      for (auto g : self->state.book.drop_connection(identity)) {
+      const auto gone = self->state.book.drop_connection(identity);
+      for (auto g : gone) {
         self->send(self->state.io->router, actors::cancel_request{g});
         --self->state.io->live;
       }
+      if (!gone.empty())
+        log::info("gateway", "client gone: its requests are cancelled", {{"requests", gone.size()}});
     },
     [self](drain_atom, bool cancel_all) {
+      log::info("gateway", cancel_all ? "stopping: cancelling what is live" : "not accepting new requests",
+                {{"live", self->state.book.live()}});
       self->state.accepting = false;
       if (cancel_all)
         for (auto g : self->state.book.all())
@@ -363,6 +370,8 @@ zmq_gateway::zmq_gateway(caf::actor_system& sys, actors::router_actor router, ga
     throw std::runtime_error("gateway: cannot bind " + io.opts.endpoint + ": " + e.what());
   }
   io.bound = io.sock.get(zmq::sockopt::last_endpoint);
+  log::info("gateway", "listening", {{"endpoint", io.bound}, {"curve", !io.opts.curve_secret_key.empty()},
+                                     {"client_allow_list", io.opts.allowed_client_keys.size()}});
   io.actor = sys.spawn(gateway_actor, impl_);
   io.thread = std::thread([p = impl_.get()] { p->run(); });
 }

@@ -9,6 +9,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "core/log.hpp"
 #include "router/router_state.hpp"
 
 namespace lf::router {
@@ -45,12 +46,13 @@ caf::result<actors::worker_id> router_state::add_worker(actors::worker_actor han
       return id;  // registered twice (e.g. a retry): same id
   const auto& l = cfg_.limits;
   if ((l.context_window > 0 && info.context_window < l.context_window)
-      || (l.vocab_size > 0 && info.vocab_size < l.vocab_size))
-    return actors::make_serve_error(
-      serve_errc::invalid_request,
-      "worker " + info.name + " serves a model with context " + std::to_string(info.context_window)
-        + " and vocabulary " + std::to_string(info.vocab_size) + "; the router validates requests for "
-        + std::to_string(l.context_window) + " and " + std::to_string(l.vocab_size));
+      || (l.vocab_size > 0 && info.vocab_size < l.vocab_size)) {
+    auto why = "worker " + info.name + " serves a model with context " + std::to_string(info.context_window)
+               + " and vocabulary " + std::to_string(info.vocab_size) + "; the router validates requests for "
+               + std::to_string(l.context_window) + " and " + std::to_string(l.vocab_size);
+    log::error("router", "worker refused", {{"worker", info.name}, {"reason", why}});
+    return actors::make_serve_error(serve_errc::invalid_request, std::move(why));
+  }
   actors::worker_id id{next_wid_++};
   auto& w = workers_[id];
   w.id = id;
@@ -60,6 +62,10 @@ caf::result<actors::worker_id> router_state::add_worker(actors::worker_actor han
   w.last.adapters = info.adapters;
   w.info = std::move(info);
   self_->monitor(handle);
+  log::info("router", "worker registered",
+            {{"worker", w.info.name}, {"wid", id.value()}, {"context", w.info.context_window},
+             {"kv_blocks", w.info.total_blocks}, {"max_seqs", w.info.max_seqs},
+             {"workers", workers_.size()}});
   auto n = static_cast<std::uint32_t>(workers_.size());
   auto it = std::stable_partition(waiters_.begin(), waiters_.end(),
                                   [n](auto& wt) { return wt.first > n; });
@@ -94,7 +100,8 @@ void router_state::on_token(actors::worker_token& msg) {
   if (!e)
     return;
   e->state = route_state::streaming;
-  ++e->streamed;
+  if (e->streamed++ == 0 && !e->first_token)
+    e->first_token = router_clock::now();
   msg.ev.id = e->client_id;
   self_->send(e->sink, std::move(msg.ev));
 }
@@ -119,6 +126,7 @@ void router_state::on_down(const caf::down_msg& dm) {
 
 void router_state::worker_lost(worker_entry& dead) {
   auto wid = dead.id;
+  const auto name = dead.info.name;
   workers_.erase(wid);  // first, so nothing below is placed on it again
   std::vector<actors::route_id> mine;
   for (auto& [rid, e] : routes_)
@@ -139,6 +147,8 @@ void router_state::worker_lost(worker_entry& dead) {
           false);
     }
   }
+  log::warn("router", "worker lost", {{"worker", name}, {"wid", wid.value()}, {"requests", mine.size()},
+                                      {"workers", workers_.size()}});
   dispatch();
 }
 

@@ -6,6 +6,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "core/log.hpp"
 #include "router/router_state.hpp"
 
 namespace lf::router {
@@ -35,6 +36,7 @@ request_limits router_state::limits() const {
 
 void router_state::reject(const actors::event_sink& sink, actors::sink_request_id id, serve_errc code,
                           std::string message, std::uint32_t retry_after_ms) {
+  log::debug("router", "request refused", {{"code", to_string(code)}, {"message", message}});
   self_->send(sink, actors::error_event{id, code, std::move(message), retry_after_ms});
 }
 
@@ -76,6 +78,7 @@ void router_state::submit(actors::generate_request& req) {
     e.sink = sink;
     e.sink_addr = addr;
     e.cost = cost_of(valid);
+    e.accepted = router_clock::now();
     if (const auto timeout = valid.timeout_ms(); timeout > 0) {
       e.deadline = router_clock::now() + std::chrono::milliseconds(timeout);
       self_->delayed_send(caf::actor_cast<actors::router_actor>(self_), std::chrono::milliseconds(timeout),
@@ -111,6 +114,8 @@ std::vector<worker_view> router_state::views(const std::string& adapter) const {
 void router_state::place(route_entry& e, worker_entry& w) {
   e.state = route_state::placed;
   e.worker = w.id;
+  if (!e.placed)
+    e.placed = router_clock::now();
   e.streamed = 0;
   ++w.inflight;
   w.load_tokens += e.cost;
@@ -171,12 +176,50 @@ void router_state::end(route_entry& e, actors::error_event ev, bool cancel_worke
     default: ++counters_.failed; break;
   }
   ev.id = e.client_id;
+  log_end(e, to_string(ev.code), ev.message, nullptr);
   self_->send(e.sink, std::move(ev));
   forget(e);
 }
 
+void router_state::log_end(const route_entry& e, std::string_view outcome, const std::string& message,
+                           const actors::done_event* done) const {
+  const bool ok = done != nullptr;
+  const auto lvl = ok || outcome == "cancelled" || outcome == "timeout" ? log::level::info : log::level::warn;
+  if (!log::enabled(lvl))
+    return;
+  const auto now = router_clock::now();
+  auto ms = [&](std::optional<router_clock::time_point> t) {
+    return t ? std::chrono::duration<double, std::milli>(*t - e.accepted).count() : -1.0;
+  };
+  std::string worker = "-";
+  if (auto w = workers_.find(e.worker); e.state != route_state::queued && w != workers_.end())
+    worker = w->second.info.name;
+  const double total_ms = std::chrono::duration<double, std::milli>(now - e.accepted).count();
+  if (ok) {
+    log::write(lvl, "router", "request done",
+               {{"rid", e.rid.value()}, {"worker", worker},
+                {"adapter", e.req.adapter().empty() ? std::string("-") : e.req.adapter()},
+                {"finish", outcome}, {"queue_ms", ms(e.placed)}, {"ttft_ms", ms(e.first_token)},
+                {"total_ms", total_ms}, {"tokens_in", e.req.prompt().size()},
+                {"tokens_out", done->tokens.size()}, {"cached", done->usage.cached_tokens}});
+    return;
+  }
+  log::write(lvl, "router", "request ended",
+             {{"rid", e.rid.value()},
+              {"worker", worker},
+              {"adapter", e.req.adapter().empty() ? std::string("-") : e.req.adapter()},
+              {"finish", outcome},
+              {"queue_ms", ms(e.placed)},
+              {"ttft_ms", ms(e.first_token)},
+              {"total_ms", total_ms},
+              {"tokens_in", e.req.prompt().size()},
+              {"tokens_out", e.streamed},
+              {"message", message}});
+}
+
 void router_state::end(route_entry& e, actors::done_event ev) {
   ++counters_.completed;
+  log_end(e, ev.finish_reason, {}, &ev);
   ev.id = e.client_id;
   self_->send(e.sink, std::move(ev));
   forget(e);
@@ -210,6 +253,7 @@ void router_state::sink_lost(const caf::actor_addr& addr) {
       if (auto w = workers_.find(e.worker); w != workers_.end())
         self_->send(w->second.handle, actors::worker_cancel{rid});
     ++counters_.cancelled;
+    log_end(e, "client_gone", {}, nullptr);
     forget(e);  // no terminal event: nobody is listening
   }
 }

@@ -32,6 +32,9 @@ struct route_entry {
   std::uint32_t streamed = 0;            ///< tokens sent to the sink
   std::uint64_t cost = 0;                ///< estimated tokens (placement load)
   std::optional<router_clock::time_point> deadline;
+  router_clock::time_point accepted{};               ///< for the request's log line
+  std::optional<router_clock::time_point> placed;   ///< first placement
+  std::optional<router_clock::time_point> first_token;
 };
 
 /// One registered worker.
@@ -92,6 +95,9 @@ private:
   void reject(const actors::event_sink& sink, actors::sink_request_id id, serve_errc code, std::string message,
               std::uint32_t retry_after_ms = 0);
   void worker_lost(worker_entry& w);
+  /// The one info line of a request that ends (outcome: finish reason or error code).
+  void log_end(const route_entry& e, std::string_view outcome, const std::string& message,
+               const actors::done_event* done) const;
   void sink_lost(const caf::actor_addr& addr);
   request_limits limits() const;
 

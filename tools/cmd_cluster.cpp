@@ -17,6 +17,7 @@
 #include "tools/commands.hpp"
 #include "tools/curve_flags.hpp"
 #include "tools/sampling_flags.hpp"
+#include "tools/log_flags.hpp"
 #include "tools/serve_options.hpp"
 #include "worker/engine/blas_threads.hpp"
 
@@ -30,22 +31,24 @@ int cmd_serve(int argc, char** argv) {
   const bool blas_given = a.has("blas-threads");
   const auto drain = std::chrono::seconds(a.integer_in("drain-timeout", 30, 0, 86400));
   const auto ready_file = a.str("ready-file");
+  const auto logs = log_settings_from(a);
   a.finish();
+  log::configure(logs);
   // Signals go to this thread only (sigwait below); every thread started later inherits the mask.
   sigset_t sigs;
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGINT);
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  std::cerr << "lorafleet serve: loading " << s.worker.model_dir << " into " << s.workers
-            << " worker(s), " << s.worker.threads << " ATen thread(s) each, OpenBLAS "
-            << s.worker.blas_threads << " thread(s) in all, "
-            << s.worker.kv_cache_mb << " MiB KV cache each, mode " << worker::to_string(s.worker.mode)
-            << (s.worker.adapter_dir.empty() ? std::string() : ", adapters from " + s.worker.adapter_dir)
-            << "\n";
+  log::info("serve", "loading",
+            {{"model", s.worker.model_dir}, {"workers", s.workers}, {"threads", s.worker.threads},
+             {"blas_threads", s.worker.blas_threads}, {"dtype", s.worker.dtype},
+             {"kv_cache_mb", s.worker.kv_cache_mb}, {"max_seqs", s.worker.max_seqs},
+             {"mode", worker::to_string(s.worker.mode)},
+             {"adapters", s.worker.adapter_dir.empty() ? std::string("-") : s.worker.adapter_dir}});
   cluster::local_cluster cluster(s);
   if (blas_given && engine::set_blas_threads(0) == 0)
-    std::cerr << "lorafleet serve: the BLAS is not OpenBLAS; --blas-threads had no effect\n";
+    log::warn("serve", "the BLAS is not OpenBLAS; --blas-threads had no effect");
   std::cout << "lorafleet serve: serving on " << cluster.endpoint() << " with " << s.workers
             << " worker(s), placement " << router::to_string(s.router.placement.policy)
             << "; Ctrl-C drains and stops" << std::endl;
@@ -53,12 +56,12 @@ int cmd_serve(int argc, char** argv) {
     std::ofstream(ready_file) << cluster.endpoint() << "\n";
   int sig = 0;
   sigwait(&sigs, &sig);
-  std::cerr << "lorafleet serve: " << (sig == SIGINT ? "SIGINT" : "SIGTERM")
-            << ": not accepting new requests; draining for up to " << drain.count() << " s\n";
+  log::info("serve", std::string(sig == SIGINT ? "SIGINT" : "SIGTERM")
+                       + ": not accepting new requests, draining", {{"drain_timeout_s", drain.count()}});
   const auto st = cluster.stats();
   const auto cancelled = cluster.shutdown(drain);
-  std::cerr << "lorafleet serve: stopped (" << st.completed << " completed, " << st.failed
-            << " failed, " << cancelled << " cancelled at shutdown)\n";
+  log::info("serve", "stopped", {{"completed", st.completed}, {"failed", st.failed},
+                                 {"cancelled_at_shutdown", cancelled}});
   return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cluster/local_cluster.hpp"
+#include "tools/log_flags.hpp"
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
 #include "tools/loadtest/driver.hpp"
@@ -95,6 +96,8 @@ void progress_line(std::size_t ended, std::size_t sent, std::uint64_t tokens, do
 int cmd_loadtest(int argc, char** argv) {
   args a(argc, argv, 2, {"self-host", "chat", "no-ignore-eos", "quiet"});
   const bool self_host = a.has("self-host");
+  // A self-hosted server logs warnings only: the report is this command's output.
+  log::configure(log_settings_from(a, "warn"));
   std::unique_ptr<cluster::local_cluster> cluster;
   std::string endpoint = a.positional().empty() ? std::string{} : a.positional()[0];
   std::optional<cluster::cluster_settings> cs;

@@ -22,6 +22,7 @@
 #include "cluster/worker_node.hpp"
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
+#include "tools/log_flags.hpp"
 
 namespace lf::tools {
 
@@ -29,19 +30,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// "HH:MM:SS.mmm message" on stderr, one whole line at a time (workers log from several threads).
-void log_line(const std::string& line) {
-  static std::mutex m;
-  const auto now = std::chrono::system_clock::now();
-  const auto t = std::chrono::system_clock::to_time_t(now);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  std::ostringstream s;
-  s << std::put_time(&tm, "%H:%M:%S") << "." << std::setw(3) << std::setfill('0') << ms << " " << line << "\n";
-  std::lock_guard<std::mutex> lk(m);
-  std::cerr << s.str() << std::flush;
-}
+/// The node's own progress lines, through the structured logger (component "node").
+void log_line(const std::string& line) { log::info("node", line); }
 
 std::string config_arg(args& a, const char* usage) {
   if (a.positional().size() != 1)
@@ -66,11 +56,13 @@ const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGT
 
 int cmd_node(int argc, char** argv) {
   args a(argc, argv, 2);
-  const auto path = config_arg(a, "lorafleet node CONFIG --name NODE [--drain-timeout S] [--ready-file PATH]");
+  const auto path = config_arg(a, "lorafleet node CONFIG --name NODE [--drain-timeout S] [--ready-file PATH] [--log-level L] [--log-format text|json]");
   const auto name = a.required("name");
   const auto drain = std::chrono::seconds(a.integer_in("drain-timeout", 10, 0, 86400));
   const auto ready_file = a.str("ready-file");
+  const auto logs = log_settings_from(a, "info", name);
   a.finish();
+  log::configure(logs);
   const auto cfg = cluster::load_cluster_config(path);
   const auto* node = cfg.find(name);
   if (!node) {
@@ -122,12 +114,16 @@ int cmd_node(int argc, char** argv) {
 
 int cmd_launch(int argc, char** argv) {
   args a(argc, argv, 2, {"dry-run"});
-  const auto path = config_arg(a, "lorafleet launch CONFIG [--dry-run] [--ready-file PATH]");
+  const auto path = config_arg(a, "lorafleet launch CONFIG [--dry-run] [--ready-file PATH] [--log-level L] [--log-format text|json]");
   cluster::launch_options o;
   o.dry_run = a.has("dry-run");
   o.ready_file = a.str("ready-file");
   o.self_binary = a.str("binary", cluster::self_executable());
+  const auto logs = log_settings_from(a);
+  o.node_args = log_flags_of(logs);
+  o.raw_node_output = logs.fmt == log::format::json;
   a.finish();
+  log::configure(logs);
   cluster::load_options lo;
   lo.check_paths = !o.dry_run;  // a dry run may look at a config made for other machines
   const auto cfg = cluster::load_cluster_config(path, lo);

@@ -17,8 +17,10 @@ commands:
               [--dtype f32|bf16|int8] [--kv-cache-mb MB] [--max-seqs N] [--max-batched-tokens N]
               [--mode continuous|static|static_no_cache] [--no-prefix-cache] [--block-size N]
               [--policy round_robin|least_loaded|adapter_affinity] [--queue-limit N]
-              [--drain-timeout S] [--ready-file PATH]
-              router + workers + ZeroMQ gateway in one process (default model: models/default)
+              [--drain-timeout S] [--ready-file PATH] [--log-level debug|info|warn|error|off]
+              [--log-format text|json]
+              router + workers + ZeroMQ gateway in one process (default model: models/default);
+              logs one line per finished request at info level (stderr)
   client      [--endpoint EP] (--prompt TEXT | --user TEXT [--system TEXT]) [--adapter NAME]
               [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--repetition-penalty R]
               [--seed S] [--stop STR ...] [--ignore-eos] [--no-stream] [--timeout S]
@@ -26,13 +28,16 @@ commands:
               send one request and stream the answer
   status      [ENDPOINT] [--server-key KEY|FILE] [--client-key DIR/NAME]
               the cluster's workers, load and counters
-  node        CONFIG --name NODE [--drain-timeout S] [--ready-file PATH]
+  node        CONFIG --name NODE [--drain-timeout S] [--ready-file PATH] [--log-level L]
+              [--log-format text|json]
               run one node of a cluster config (docs/cluster.md): the router node (router +
               gateway + its workers) or a worker node (connects to the router node, reconnects)
-  launch      CONFIG [--dry-run] [--ready-file PATH]   start the config's local nodes as processes,
+  launch      CONFIG [--dry-run] [--ready-file PATH] [--log-level L] [--log-format text|json]
+              start the config's local nodes as processes (passing the log flags on),
               wait for every worker, print the client endpoint; Ctrl-C stops them all
   keygen      --out DIR [--name NAME] [--force]   write a CURVE key pair NAME.public / NAME.secret
-  loadtest    ENDPOINT | --self-host [serve flags; --adapter-dir DIR for the server's adapters]
+  loadtest    ENDPOINT | --self-host [serve flags; --adapter-dir DIR for the server's adapters;
+              the server logs at --log-level warn unless given]
               [--arrival closed|poisson] [--concurrency N] [--seed S] [--temperature T]
               [--rate R --burstiness B] [--sweep-concurrency 1,2,4 | --sweep-rate 1,2,4]
               [--requests N] [--duration S] [--input N|LO-HI] [--output N|LO-HI] [--prompts FILE]

@@ -2,6 +2,8 @@
 #include "worker/serving_loop.hpp"
 #include "worker/serving_loop_state.hpp"
 
+#include "core/log.hpp"
+
 #include <algorithm>
 #include <exception>
 
@@ -86,6 +88,8 @@ void serving_loop::run_continuous_step() {
   try {
     engine_.step(chunks);
   } catch (const std::exception& e) {
+    log::error("worker", "engine step failed: its requests end with `internal`",
+               {{"requests", plan.chunks.size()}, {"reason", e.what()}});
     for (auto& c : plan.chunks) {
       sched_.finish(c.id);
       end(request_id{c.id.value()}, failure(serve_errc::internal, std::string("engine step failed: ") + e.what()));
@@ -110,6 +114,7 @@ void serving_loop::run_continuous_step() {
   }
   sched_.complete(plan, sampled);
   for (auto id : broken) {
+    log::error("worker", "the model produced invalid logits", {{"request", id.value()}});
     sched_.finish(cache::seq_id{id.value()});
     end(id, failure(serve_errc::internal, "the model produced invalid logits (NaN or inf)"));
   }
@@ -207,6 +212,8 @@ void serving_loop::run_static_batch() {
   try {
     res = static_fn_(batch, opts);
   } catch (const std::exception& e) {
+    log::error("worker", "static batch failed: its requests end with `internal`",
+               {{"requests", ids.size()}, {"reason", e.what()}});
     for (auto id : ids)
       end(id, failure(serve_errc::internal, std::string("engine failed: ") + e.what()));
     return;
