@@ -1,7 +1,7 @@
 #pragma once
 /// Strong integer ids: a `request_id` cannot be passed where a `block_id` is expected, and a raw
 /// integer must be wrapped explicitly. Header-only, standard library only, so the pure cores
-/// (cache/, worker/ scheduler, router/ policies) can use it without CAF.
+/// (cache/, the worker's scheduler, the router's placement) can use it without CAF.
 
 #include <cstdint>
 #include <functional>
