@@ -1,0 +1,167 @@
+// The matrix kernels against a double-precision reference on odd shapes (M 1..300, K and N not
+// multiples of the vector width), in every kernel family this machine runs; and the invariances
+// the engine relies on: a row's result does not depend on the other rows, on M, or on the threads.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+
+#include "tests/unit/kernels/kernel_reference.hpp"
+#include "worker/engine/kernels/gemm.hpp"
+
+using namespace lf::kernels;
+using lf::test::isa_scope;
+
+namespace {
+
+struct problem {
+  int M, K, N;
+  std::vector<float> x, w, bias;
+  problem(int m, int k, int n, std::uint64_t seed)
+    : M(m), K(k), N(n), x(lf::test::random_floats(static_cast<std::size_t>(m) * k, seed)),
+      w(lf::test::random_floats(static_cast<std::size_t>(k) * n, seed + 1, 0.05f)),
+      bias(lf::test::random_floats(static_cast<std::size_t>(n), seed + 2, 0.1f)) {}
+};
+
+std::vector<float> run(const packed_matrix& pm, const problem& p, thread_pool& pool, int rows = -1,
+                       int first_row = 0, bool accumulate = false, float start = 0.0f) {
+  const int M = rows < 0 ? p.M : rows;
+  std::vector<float> y(static_cast<std::size_t>(M) * (p.N + 3), start);  // ldy > N
+  gemm_workspace ws;
+  gemm_io io;
+  io.x = p.x.data() + static_cast<std::size_t>(first_row) * p.K;
+  io.ldx = static_cast<std::size_t>(p.K);
+  io.y = y.data();
+  io.ldy = static_cast<std::size_t>(p.N + 3);
+  io.m = M;
+  io.bias = p.bias.data();
+  io.accumulate = accumulate;
+  gemm(pm, io, ws, pool);
+  return y;
+}
+
+/// Largest |y - ref| relative to the row's largest |ref|.
+double worst_error(const std::vector<float>& y, const std::vector<double>& ref, const problem& p) {
+  double worst = 0;
+  for (int m = 0; m < p.M; ++m) {
+    double scale = 1e-6;
+    for (int n = 0; n < p.N; ++n)
+      scale = std::max(scale, std::fabs(ref[static_cast<std::size_t>(m) * p.N + n]));
+    for (int n = 0; n < p.N; ++n)
+      worst = std::max(worst, std::fabs(y[static_cast<std::size_t>(m) * (p.N + 3) + n]
+                                        - ref[static_cast<std::size_t>(m) * p.N + n]) / scale);
+  }
+  return worst;
+}
+
+packed_matrix pack(weight_type t, const problem& p) {
+  return packed_matrix::pack(t, p.K, p.N, {p.w.data(), static_cast<std::size_t>(p.N), 1});
+}
+
+} // namespace
+
+TEST_CASE("packing keeps every value (f32 exactly, bf16 and int8 within their step)", "[kernels][gemm]") {
+  problem p(1, 37, 70, 3);
+  for (auto t : {weight_type::f32, weight_type::bf16, weight_type::int8}) {
+    auto pm = pack(t, p);
+    CHECK(pm.k_padded() % group_of(t) == 0);
+    CHECK(pm.n_padded() == 128);
+    std::vector<float> col(static_cast<std::size_t>(p.K));
+    for (int n : {0, 15, 16, 63, 64, 69}) {
+      pm.column(n, col.data());
+      float amax = 0;
+      for (int k = 0; k < p.K; ++k)
+        amax = std::max(amax, std::fabs(p.w[static_cast<std::size_t>(k) * p.N + n]));
+      for (int k = 0; k < p.K; ++k) {
+        const float v = p.w[static_cast<std::size_t>(k) * p.N + n];
+        const float tol = t == weight_type::f32 ? 0.0f : t == weight_type::bf16 ? std::fabs(v) / 256 : amax / 127 / 2 * 1.0001f;
+        INFO(to_string(t) << " k " << k << " n " << n);
+        CHECK(std::fabs(col[static_cast<std::size_t>(k)] - v) <= tol);
+      }
+    }
+  }
+}
+
+TEST_CASE("activation rows quantize to u8 with 0 exact and every value within half a step", "[kernels][gemm]") {
+  auto x = lf::test::random_floats(203, 9);
+  std::vector<std::uint8_t> q(208);
+  float scale;
+  std::int32_t zero;
+  quantize_row_u8(x.data(), 203, 208, q.data(), scale, zero);
+  for (int i = 0; i < 203; ++i)
+    CHECK(std::fabs(scale * (q[static_cast<std::size_t>(i)] - zero) - x[static_cast<std::size_t>(i)]) <= scale / 2 * 1.0001f);
+  for (int i = 203; i < 208; ++i)
+    CHECK(q[static_cast<std::size_t>(i)] == zero);
+  const float zeros[5] = {};
+  quantize_row_u8(zeros, 5, 8, q.data(), scale, zero);
+  CHECK(scale == 1.0f);
+  CHECK(zero == 0);
+  const float positive[3] = {1, 2, 3};  // the range still includes 0
+  quantize_row_u8(positive, 3, 4, q.data(), scale, zero);
+  CHECK(zero == 0);
+  CHECK(q[2] == 255);
+}
+
+TEST_CASE("products match the reference on odd shapes in every kernel family", "[kernels][gemm]") {
+  thread_pool pool(2);
+  const std::vector<std::array<int, 3>> shapes = {{1, 1, 1}, {1, 768, 2304}, {3, 37, 70}, {7, 129, 65},
+                                                  {13, 64, 64}, {61, 200, 130}, {300, 95, 33}};
+  for (auto isa : lf::test::runnable_isas()) {
+    isa_scope scope(isa);
+    for (auto [M, K, N] : shapes) {
+      problem p(M, K, N, static_cast<std::uint64_t>(M * 1000 + K));
+      const auto ref = lf::test::reference_product(p.x, p.w, p.bias, M, K, N);
+      for (auto t : {weight_type::f32, weight_type::bf16, weight_type::int8}) {
+        INFO(to_string(isa) << " " << to_string(t) << " M " << M << " K " << K << " N " << N);
+        const auto err = worst_error(run(pack(t, p), p, pool), ref, p);
+        // f32: rounding only; bf16: 8-bit mantissas; int8: weights and activations at 8 bits (the
+        // inputs have 8-sigma outliers, which widen a row's quantization step).
+        CHECK(err < (t == weight_type::f32 ? 1e-5 : t == weight_type::bf16 ? 2e-2 : 8e-2));
+      }
+    }
+  }
+}
+
+TEST_CASE("accumulate adds to y; a row's result does not depend on M, its neighbours or threads", "[kernels][gemm]") {
+  problem p(37, 150, 200, 77);
+  thread_pool one(1), two(2), three(3);
+  for (auto isa : lf::test::runnable_isas()) {
+    isa_scope scope(isa);
+    for (auto t : {weight_type::f32, weight_type::bf16, weight_type::int8}) {
+      INFO(to_string(isa) << " " << to_string(t));
+      auto pm = pack(t, p);
+      const auto all = run(pm, p, two);
+      const std::size_t ldy = static_cast<std::size_t>(p.N + 3);
+      CHECK(run(pm, p, one) == all);
+      CHECK(run(pm, p, three) == all);
+      for (int first : {0, 5, 36}) {
+        for (int rows : {1, 2, 7}) {
+          if (first + rows > p.M)
+            continue;
+          const auto part = run(pm, p, two, rows, first);
+          for (int r = 0; r < rows; ++r)
+            CHECK(std::memcmp(part.data() + r * ldy, all.data() + (first + r) * ldy, sizeof(float) * p.N) == 0);
+        }
+      }
+      const auto acc = run(pm, p, two, -1, 0, true, 1.5f);
+      for (std::size_t i = 0; i < all.size(); i += 7)
+        if (i % ldy < static_cast<std::size_t>(p.N))
+          CHECK(acc[i] == 1.5f + all[i]);
+    }
+  }
+}
+
+TEST_CASE("int8 results are the same bit for bit in every kernel family", "[kernels][gemm]") {
+  problem p(19, 333, 150, 5);
+  thread_pool pool(2);
+  auto pm = pack(weight_type::int8, p);
+  std::vector<float> first;
+  for (auto isa : lf::test::runnable_isas()) {
+    isa_scope scope(isa);
+    auto y = run(pm, p, pool);
+    if (first.empty())
+      first = y;
+    INFO(to_string(isa));
+    CHECK(y == first);
+  }
+}

@@ -1,0 +1,194 @@
+// The matrix-product dispatcher, activation conversion and the portable (generic) kernels.
+#include "worker/engine/kernels/gemm.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "worker/engine/kernels/cpu_features.hpp"
+#include "worker/engine/kernels/quant_params.hpp"
+
+namespace lf::kernels {
+
+void gemm_workspace::reserve(std::size_t bytes, std::size_t rows) {
+  if (act_.size() < bytes)
+    act_ = aligned_buffer(std::max(bytes, act_.size() * 3 / 2));
+  if (scale_.size() < rows) {
+    scale_.resize(rows);
+    zero_.resize(rows);
+  }
+}
+
+void quantize_row_u8(const float* x, int k, int k_padded, std::uint8_t* out, float& scale,
+                     std::int32_t& zero) noexcept {
+  float mn = 0, mx = 0;
+  for (int i = 0; i < k; ++i) {
+    mn = std::min(mn, x[i]);
+    mx = std::max(mx, x[i]);
+  }
+  float inv;
+  detail::u8_params(mn, mx, scale, inv, zero);
+  for (int i = 0; i < k; ++i)
+    out[i] = detail::u8_of(x[i], inv, zero);
+  // Padding: any value works (the padded weights are 0); the zero point keeps the sums exact.
+  for (int i = k; i < k_padded; ++i)
+    out[i] = static_cast<std::uint8_t>(zero);
+}
+
+namespace detail {
+
+namespace {
+
+/// y row `m`, columns [col0, col0 + n) from the accumulated values `v` (f32 and bf16).
+void store_row(const gemm_panels& g, int m, int col0, int n, const float* v) {
+  float* y = g.y + static_cast<std::size_t>(m) * g.ldy + col0;
+  for (int c = 0; c < n; ++c) {
+    float t = v[c];
+    if (g.bias)
+      t = t + g.bias[col0 + c];
+    y[c] = g.accumulate ? y[c] + t : t;
+  }
+}
+
+} // namespace
+
+void gemm_generic(const gemm_panels& g, int p0, int p1) {
+  const auto& w = *g.w;
+  const int G = group_of(w.type());
+  const int groups = w.k_padded() / G;
+  for (int p = p0; p < p1; ++p) {
+    const int col0 = p * panel_cols;
+    const int n = std::min(panel_cols, w.n() - col0);
+    const std::byte* panel = w.panel(p);
+    for (int m = 0; m < g.m; ++m) {
+      float v[panel_cols];
+      switch (w.type()) {
+        case weight_type::f32: {
+          const auto* a = static_cast<const float*>(g.a) + static_cast<std::size_t>(m) * g.lda;
+          const auto* b = reinterpret_cast<const float*>(panel);
+          for (int c = 0; c < panel_cols; ++c) {
+            float acc = 0;
+            for (int k = 0; k < groups; ++k)
+              acc += a[k] * b[k * panel_cols + c];
+            v[c] = acc;
+          }
+          store_row(g, m, col0, n, v);
+          break;
+        }
+        case weight_type::bf16: {
+          const auto* a = static_cast<const std::uint16_t*>(g.a) + static_cast<std::size_t>(m) * g.lda;
+          const auto* b = reinterpret_cast<const std::uint16_t*>(panel);
+          for (int c = 0; c < panel_cols; ++c) {
+            float acc = 0;
+            for (int k = 0; k < groups; ++k) {
+              const auto* bb = b + (k * panel_cols + c) * 2;
+              acc += from_bf16(a[2 * k + 1]) * from_bf16(bb[1]);  // the odd element first, as
+              acc += from_bf16(a[2 * k]) * from_bf16(bb[0]);      // vdpbf16ps does
+            }
+            v[c] = acc;
+          }
+          store_row(g, m, col0, n, v);
+          break;
+        }
+        case weight_type::int8: {
+          const auto* a = static_cast<const std::uint8_t*>(g.a) + static_cast<std::size_t>(m) * g.lda;
+          const auto* b = reinterpret_cast<const std::int8_t*>(panel);
+          std::int32_t acc[panel_cols] = {};
+          for (int k = 0; k < groups; ++k) {
+            const std::int32_t a0 = a[4 * k], a1 = a[4 * k + 1], a2 = a[4 * k + 2], a3 = a[4 * k + 3];
+            const auto* bk = b + k * panel_cols * 4;
+            for (int c = 0; c < panel_cols; ++c)
+              acc[c] += a0 * bk[4 * c] + a1 * bk[4 * c + 1] + a2 * bk[4 * c + 2] + a3 * bk[4 * c + 3];
+          }
+          const float as = g.a_scale[m];
+          const std::int32_t az = g.a_zero[m];
+          const float* ws = w.scales() + col0;
+          const std::int32_t* cs = w.col_sums() + col0;
+          for (int c = 0; c < n; ++c)
+            v[c] = static_cast<float>(acc[c] - az * cs[c]) * (as * ws[c]);
+          store_row(g, m, col0, n, v);
+          break;
+        }
+      }
+    }
+  }
+}
+
+} // namespace detail
+
+void gemm(const packed_matrix& w, const gemm_io& io, gemm_workspace& ws, thread_pool& pool) {
+  if (io.m < 0 || (io.m > 0 && (io.x == nullptr || io.y == nullptr)))
+    throw std::invalid_argument("gemm: null operand or negative row count");
+  if (io.m == 0)
+    return;
+  const int K = w.k(), KP = w.k_padded(), M = io.m;
+  const auto family = active_isa();
+  const auto& f = host_features();
+  gemm_panels g{&w, io.x, io.ldx, nullptr, nullptr, io.y, io.ldy, M, io.bias, io.accumulate};
+  // Rows are converted in parallel only when there are enough of them to pay for a region.
+  const bool rows_in_parallel = M >= 16;
+  switch (w.type()) {
+    case weight_type::f32:
+      break;
+    case weight_type::bf16: {
+      ws.reserve(static_cast<std::size_t>(M) * KP * 2, 0);
+      auto* a = reinterpret_cast<std::uint16_t*>(ws.act());
+      auto convert = [&](std::size_t r0, std::size_t r1) {
+        for (auto r = r0; r < r1; ++r) {
+          const float* x = io.x + r * io.ldx;
+          std::uint16_t* out = a + r * static_cast<std::size_t>(KP);
+          for (int k = 0; k < K; ++k)
+            out[k] = to_bf16(x[k]);
+          for (int k = K; k < KP; ++k)
+            out[k] = 0;
+        }
+      };
+      rows_in_parallel ? pool.parallel_for(static_cast<std::size_t>(M), convert)
+                       : convert(0, static_cast<std::size_t>(M));
+      g.a = a;
+      g.lda = static_cast<std::size_t>(KP);
+      break;
+    }
+    case weight_type::int8: {
+      ws.reserve(static_cast<std::size_t>(M) * KP, static_cast<std::size_t>(M));
+      auto* a = reinterpret_cast<std::uint8_t*>(ws.act());
+      float* scale = ws.row_scale();
+      std::int32_t* zero = ws.row_zero();
+      auto quantize = [&](std::size_t r0, std::size_t r1) {
+        if (family == isa::avx512) {
+          detail::quantize_rows_avx512(io.x + r0 * io.ldx, io.ldx, static_cast<int>(r1 - r0), K, KP,
+                                       a + r0 * static_cast<std::size_t>(KP), scale + r0, zero + r0);
+          return;
+        }
+        for (auto r = r0; r < r1; ++r)
+          quantize_row_u8(io.x + r * io.ldx, K, KP, a + r * static_cast<std::size_t>(KP), scale[r], zero[r]);
+      };
+      rows_in_parallel ? pool.parallel_for(static_cast<std::size_t>(M), quantize)
+                       : quantize(0, static_cast<std::size_t>(M));
+      g.a = a;
+      g.lda = static_cast<std::size_t>(KP);
+      g.a_scale = scale;
+      g.a_zero = zero;
+      break;
+    }
+  }
+  using kernel_fn = void (*)(const gemm_panels&, int, int);
+  kernel_fn kernel = detail::gemm_generic;
+  if (family == isa::avx512) {
+    switch (w.type()) {
+      case weight_type::f32: kernel = detail::gemm_avx512_f32; break;
+      case weight_type::bf16:
+        kernel = f.avx512_bf16 ? detail::gemm_avx512_bf16_native : detail::gemm_avx512_bf16_emulated;
+        break;
+      case weight_type::int8:
+        if (f.avx512_vnni)
+          kernel = detail::gemm_avx512_int8_vnni;
+        break;
+    }
+  }
+  pool.parallel_for(static_cast<std::size_t>(w.panels()), [&](std::size_t p0, std::size_t p1) {
+    kernel(g, static_cast<int>(p0), static_cast<int>(p1));
+  });
+}
+
+} // namespace lf::kernels

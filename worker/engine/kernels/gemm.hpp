@@ -1,0 +1,86 @@
+#pragma once
+/// Matrix products of float activations with packed weights: y = x W + bias over M rows, on a
+/// thread_pool, with the kernel family of active_isa().
+///
+///   f32:  fused multiply-adds, k in order, one accumulator per output.
+///   bf16: activations rounded to bf16, pair dot products (vdpbf16ps where the CPU has
+///         avx512_bf16, its exact emulation with two FMAs elsewhere), accumulated in f32.
+///   int8 (W8A8, dynamic): each activation row quantized at run time to u8 with its own scale and
+///         zero point (asymmetric absmax over the row, zero kept exact), u8 x s8 products summed
+///         in int32 (vpdpbusd with VNNI), then y = (acc - zp * colsum) * row_scale * col_scale.
+///
+/// Every output element is computed by one thread from its row and its column alone, in a fixed
+/// order: a row's result does not depend on the other rows of the batch, on M, or on the thread
+/// count. int8 results are the same bit for bit in every kernel family.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "worker/engine/kernels/packed_matrix.hpp"
+#include "worker/engine/kernels/thread_pool.hpp"
+
+namespace lf::kernels {
+
+/// One product's operands. x: M rows of K floats (row stride ldx); y: M rows of N floats.
+struct gemm_io {
+  const float* x = nullptr;
+  std::size_t ldx = 0;
+  float* y = nullptr;
+  std::size_t ldy = 0;
+  int m = 0;
+  const float* bias = nullptr;  ///< N floats, or nullptr
+  bool accumulate = false;      ///< y += x W + bias instead of y = x W + bias
+};
+
+/// Activations converted for the kernels (u8 with row scales and zero points, or bf16): reused
+/// across products, grown as needed. One per worker; not shared between concurrent products.
+class gemm_workspace {
+public:
+  /// Room for `bytes` of converted activations and `rows` row parameters.
+  void reserve(std::size_t bytes, std::size_t rows);
+  std::byte* act() noexcept { return act_.data(); }
+  float* row_scale() noexcept { return scale_.data(); }
+  std::int32_t* row_zero() noexcept { return zero_.data(); }
+
+private:
+  aligned_buffer act_;
+  std::vector<float> scale_;
+  std::vector<std::int32_t> zero_;
+};
+
+/// y = x W + bias (or y += ...). Throws std::invalid_argument for a null operand or M < 0.
+void gemm(const packed_matrix& w, const gemm_io& io, gemm_workspace& ws, thread_pool& pool);
+
+/// Quantizes one row of K floats to u8 (asymmetric; the range always includes 0, so 0 is exact):
+/// x ~= scale * (q - zero). `out` gets K values followed by zeros up to `k_padded`.
+void quantize_row_u8(const float* x, int k, int k_padded, std::uint8_t* out, float& scale,
+                     std::int32_t& zero) noexcept;
+
+// -- kernel entry points (one implementation per family; gemm() picks) -------------------------
+
+/// Operands of a run of panels [p0, p1) for rows [0, m) (activations already converted).
+struct gemm_panels {
+  const packed_matrix* w;
+  const void* a;          ///< f32: the floats of x; bf16: u16 rows; int8: u8 rows
+  std::size_t lda;        ///< elements per activation row
+  const float* a_scale;   ///< int8: per row
+  const std::int32_t* a_zero;
+  float* y;
+  std::size_t ldy;
+  int m;
+  const float* bias;
+  bool accumulate;
+};
+
+namespace detail {
+void gemm_generic(const gemm_panels& g, int p0, int p1);
+void gemm_avx512_f32(const gemm_panels& g, int p0, int p1);
+void gemm_avx512_bf16_emulated(const gemm_panels& g, int p0, int p1);
+void gemm_avx512_bf16_native(const gemm_panels& g, int p0, int p1);
+void gemm_avx512_int8_vnni(const gemm_panels& g, int p0, int p1);
+void quantize_rows_avx512(const float* x, std::size_t ldx, int rows, int k, int k_padded,
+                          std::uint8_t* out, float* scale, std::int32_t* zero);
+} // namespace detail
+
+} // namespace lf::kernels

@@ -1,0 +1,108 @@
+#pragma once
+/// A weight matrix W [K, N] (y = x W) in the layout the matrix kernels read, packed once at load.
+///
+/// Columns are grouped into panels of 64; in a panel, K is walked in groups of G elements (f32: 1,
+/// bf16: 2, int8: 4) and each group row holds 4 x 16 columns x G elements: exactly one 64-byte
+/// vector register per 16 columns, 256 bytes per group row for every type. A kernel streams one
+/// panel front to back (one sequential stream per 64 columns), and a vector load gives it 16
+/// columns of G consecutive k:
+///
+///   panel j: [k-group 0: cols 0-15 | 16-31 | 32-47 | 48-63][k-group 1: ...] ... (K padded to G)
+///
+/// int8 is symmetric per output column: scale[n] = max_k |W[k][n]| / 127, q = round(W / scale) in
+/// [-127, 127]; col_sum[n] = sum_k q[k][n] lets the kernel use unsigned activations (u8 x s8 dot
+/// products) with a zero point. N is padded to whole panels with zero columns.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+namespace lf::kernels {
+
+/// How weights are stored.
+enum class weight_type { f32, bf16, int8 };
+
+/// "f32", "bf16", "int8".
+std::string_view to_string(weight_type t) noexcept;
+
+/// Elements per k-group of a type (1, 2, 4).
+constexpr int group_of(weight_type t) noexcept {
+  return t == weight_type::f32 ? 1 : t == weight_type::bf16 ? 2 : 4;
+}
+
+/// Columns per panel.
+inline constexpr int panel_cols = 64;
+
+/// 64-byte aligned bytes, freed with the owner.
+struct aligned_buffer {
+  explicit aligned_buffer(std::size_t bytes = 0);
+  std::byte* data() const noexcept { return p_.get(); }
+  std::size_t size() const noexcept { return size_; }
+
+private:
+  struct deleter {
+    void operator()(std::byte* p) const noexcept;
+  };
+  std::unique_ptr<std::byte[], deleter> p_;
+  std::size_t size_ = 0;
+};
+
+/// A float source matrix read through strides: element (k, n) at src[k * k_stride + n * n_stride].
+/// Conv1D weights [K][N]: {p, N, 1}; a [N][K] matrix such as GPT-2's tied LM head: {p, 1, K}.
+struct float_source {
+  const float* data = nullptr;
+  std::size_t k_stride = 0, n_stride = 0;
+  float at(std::size_t k, std::size_t n) const noexcept { return data[k * k_stride + n * n_stride]; }
+};
+
+/// See the file comment. Immutable after pack(); shared by every thread of a worker.
+class packed_matrix {
+public:
+  packed_matrix() = default;
+
+  /// Packs the K x N matrix behind `src` as `type`.
+  static packed_matrix pack(weight_type type, int K, int N, float_source src);
+
+  weight_type type() const noexcept { return type_; }
+  int k() const noexcept { return k_; }
+  int n() const noexcept { return n_; }
+  /// K rounded up to the type's group; N rounded up to whole panels.
+  int k_padded() const noexcept { return kp_; }
+  int n_padded() const noexcept { return np_; }
+  int panels() const noexcept { return np_ / panel_cols; }
+
+  /// Panel `j`'s bytes (k_padded() / G group rows of 256 bytes).
+  const std::byte* panel(int j) const noexcept { return data_.data() + static_cast<std::size_t>(j) * panel_bytes(); }
+  std::size_t panel_bytes() const noexcept { return static_cast<std::size_t>(kp_ / group_of(type_)) * 256; }
+
+  /// int8: per-column scales and sums of q (n_padded() each); nullptr for other types.
+  const float* scales() const noexcept { return type_ == weight_type::int8 ? reinterpret_cast<const float*>(meta_.data()) : nullptr; }
+  const std::int32_t* col_sums() const noexcept {
+    return type_ == weight_type::int8 ? reinterpret_cast<const std::int32_t*>(meta_.data() + static_cast<std::size_t>(np_) * 4) : nullptr;
+  }
+
+  /// Column n as a K-vector of floats (int8 dequantized), e.g. an embedding row of a tied LM head.
+  void column(int n, float* out) const noexcept;
+
+  /// The stored value at (k, n) as a float (dequantized): for tests.
+  float at(int k, int n) const noexcept;
+
+  /// Bytes held (data and per-column metadata).
+  std::size_t bytes() const noexcept { return data_.size() + meta_.size(); }
+
+private:
+  std::size_t offset(int k, int n) const noexcept;  ///< element index of (k, n)
+
+  weight_type type_ = weight_type::f32;
+  int k_ = 0, n_ = 0, kp_ = 0, np_ = 0;
+  aligned_buffer data_;
+  aligned_buffer meta_;
+};
+
+/// float -> bfloat16 with round-to-nearest-even (NaN stays NaN).
+std::uint16_t to_bf16(float f) noexcept;
+/// bfloat16 -> float (exact).
+float from_bf16(std::uint16_t h) noexcept;
+
+} // namespace lf::kernels
