@@ -32,6 +32,9 @@ void check_workers(const worker_group& w, const std::string& path, parse_state& 
   if (!worker::is_compute_dtype(w.settings.dtype))
     st.add(path + ".dtype", "\"" + w.settings.dtype + "\" is not a compute dtype ("
                               + worker::compute_dtype_list + ")");
+  if (!worker::is_compute_dtype(w.settings.kv_dtype))
+    st.add(path + ".kv_dtype", "\"" + w.settings.kv_dtype + "\" is not a K/V cache type ("
+                                 + worker::kv_dtype_list + ")");
   if (w.settings.max_batched_tokens < w.settings.max_seqs)
     st.add(path + ".max_batched_tokens", "must be at least max_seqs ("
                                            + std::to_string(w.settings.max_seqs)

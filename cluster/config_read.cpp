@@ -21,6 +21,7 @@ void read_workers(toml_reader& r, worker_group& w, bool with_count) {
   r.set("threads", s.threads, 0, 256);
   r.set("blas_threads", s.blas_threads, 0, 256);
   r.set("dtype", s.dtype);
+  r.set("kv_dtype", s.kv_dtype);
   r.set("kv_cache_mb", s.kv_cache_mb, 1, 1 << 20);
   r.set("block_size", s.block_size, 1, 1024);
   r.set("max_seqs", s.max_seqs, 1, 4096);

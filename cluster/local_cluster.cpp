@@ -9,6 +9,7 @@
 #include <caf/send.hpp>
 
 #include "actors/system_config.hpp"
+#include "core/log.hpp"
 #include "actors/worker_actor.hpp"
 
 namespace lf::cluster {
@@ -48,6 +49,7 @@ local_cluster::local_cluster(cluster_settings s) : impl_(std::make_unique<impl>(
     caf::scoped_actor self{st.sys};
     for (std::uint32_t i = 0; i < st.settings.workers; ++i) {
       auto rt = std::make_shared<worker::worker_runtime>(st.settings.worker);
+      log::info("worker", "engine ready", {{"worker", "worker-" + std::to_string(i + 1)}, {"engine", rt->describe()}});
       st.runtimes.push_back(rt);
       actors::worker_options o;
       o.name = "worker-" + std::to_string(i + 1);

@@ -1,5 +1,7 @@
 #include "cluster/node_system.hpp"
 
+#include "core/log.hpp"
+
 #include <caf/actor_system.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/io/middleman_actor.hpp>
@@ -111,8 +113,10 @@ std::vector<std::shared_ptr<worker::worker_runtime>> load_workers(const cluster_
   if (auto err = worker::check_settings(s); !err.empty())
     throw std::invalid_argument(err);
   std::vector<std::shared_ptr<worker::worker_runtime>> out;
-  for (std::uint32_t i = 0; i < count; ++i)
+  for (std::uint32_t i = 0; i < count; ++i) {
     out.push_back(std::make_shared<worker::worker_runtime>(s));
+    log::info("worker", "engine ready", {{"engine", out.back()->describe()}});
+  }
   return out;
 }
 

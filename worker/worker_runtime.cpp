@@ -1,15 +1,16 @@
-// The only worker/ file outside engine/ that includes ATen (through the engine headers).
+// A worker built from its settings. Continuous batching runs the CPU engine (no torch); the
+// static-batching baselines run the ATen model, built only when one of those modes is asked for.
 #include "worker/worker_runtime.hpp"
 
 #include <filesystem>
 #include <stdexcept>
 
-#include "cache/kv_pool.hpp"
 #include "worker/engine/blas_threads.hpp"
+#include "worker/engine/cpu_runner.hpp"
 #include "worker/engine/generator.hpp"
 #include "worker/engine/gpt2_model.hpp"
+#include "worker/engine/kernels/cpu_features.hpp"
 #include "worker/engine/lora_weights.hpp"
-#include "worker/engine/paged_runner.hpp"
 #include "worker/engine/tokenizer.hpp"
 #include "worker/engine/weights.hpp"
 
@@ -21,26 +22,51 @@ engine::tokenizer tokenizer_of(const worker_settings& s) {
   return engine::tokenizer::from_dir(s.tokenizer_dir.empty() ? s.model_dir : s.tokenizer_dir);
 }
 
-std::unique_ptr<cache::adapter_manager> make_adapters(const worker_settings& s,
-                                                       const engine::gpt2_model& model) {
-  if (s.adapter_dir.empty())
-    return nullptr;
+cache::adapter_cache_config adapter_config(const worker_settings& s) {
   cache::adapter_cache_config cc;
   cc.budget_bytes = s.adapter_cache_mb << 20;
   cc.max_adapters = s.max_adapters;
-  return engine::make_lora_manager(s.adapter_dir, model, cc);
+  return cc;
 }
 
-std::uint32_t pool_blocks(const worker_settings& s, const engine::gpt2_config& c) {
-  if (s.num_blocks > 0)
-    return s.num_blocks;
-  auto n = cache::kv_pool::blocks_for_budget(s.kv_cache_mb << 20, c.n_layer, c.n_head,
-                                             c.head_dim(), s.block_size);
-  if (n == 0)
-    throw std::invalid_argument("kv_cache_mb " + std::to_string(s.kv_cache_mb)
-                                + " holds no KV block of " + std::to_string(s.block_size)
-                                + " tokens for this model");
-  return n;
+/// The K/V store's shape for `s` over `c`.
+kernels::kv_shape kv_shape_of(const worker_settings& s, const engine::gpt2_config& c) {
+  kernels::kv_shape k;
+  k.layers = c.n_layer;
+  k.heads = c.n_head;
+  k.head_dim = c.head_dim();
+  k.block_size = static_cast<int>(s.block_size);
+  k.type = *kernels::parse_kv_type(s.kv_dtype);
+  k.num_blocks = s.num_blocks > 0 ? s.num_blocks : kernels::kv_cache::blocks_for_budget(s.kv_cache_mb << 20, k);
+  if (k.num_blocks == 0)
+    throw std::invalid_argument("kv_cache_mb " + std::to_string(s.kv_cache_mb) + " holds no KV block of "
+                                + std::to_string(s.block_size) + " tokens for this model");
+  return k;
+}
+
+/// A step_engine for the static modes, whose loop never steps it (the ATen generator runs them).
+class no_step_engine final : public engine::step_engine {
+public:
+  explicit no_step_engine(std::size_t vocab) : vocab_(vocab) {}
+  void step(const std::vector<engine::engine_chunk>&) override {
+    throw std::logic_error("static batching runs through the generator, not step()");
+  }
+  float* logits(std::size_t) override { throw std::logic_error("no logits outside continuous batching"); }
+  std::size_t vocab_size() const override { return vocab_; }
+
+private:
+  std::size_t vocab_;
+};
+
+/// `s`, or an exception saying what is wrong with it.
+const worker_settings& checked(const worker_settings& s) {
+  if (auto err = check_settings(s); !err.empty())
+    throw std::invalid_argument("worker settings: " + err);
+  if (!std::filesystem::is_directory(s.model_dir))
+    throw std::runtime_error("model directory " + s.model_dir + " does not exist");
+  if (!s.adapter_dir.empty() && !std::filesystem::is_directory(s.adapter_dir))
+    throw std::runtime_error("adapter directory " + s.adapter_dir + " does not exist");
+  return s;
 }
 
 } // namespace
@@ -48,29 +74,53 @@ std::uint32_t pool_blocks(const worker_settings& s, const engine::gpt2_config& c
 /// Members in construction order: the loop is last so it is stopped before what it uses goes.
 struct worker_runtime::impl {
   worker_settings settings;
-  engine::gpt2_model model;
+  engine::gpt2_config config;
   engine::tokenizer tok;
-  cache::kv_pool pool;
+  // Continuous batching: the CPU engine.
+  std::unique_ptr<engine::cpu_model> model;
+  std::unique_ptr<kernels::kv_cache> kv;
+  // Static batching: the ATen model.
+  std::unique_ptr<engine::gpt2_model> aten;
   std::unique_ptr<cache::adapter_manager> adapters;  ///< null without an adapter_dir
-  engine::paged_runner runner;
-  serving_loop loop;
+  std::unique_ptr<engine::step_engine> runner;
+  std::unique_ptr<serving_loop> loop;
 
-  impl(const worker_settings& s, engine::gpt2_weights w)
-    : settings(s), model(std::move(w)), tok(tokenizer_of(s)),
-      pool({model.config().n_layer, model.config().n_head, model.config().head_dim(),
-            pool_blocks(s, model.config()), s.block_size}),
-      adapters(make_adapters(s, model)),
-      runner(model, pool, adapters ? adapters->lookup() : cache::adapter_lookup_fn{}),
-      loop(runner, tok, make_config(s, model.config(), pool.config().num_blocks, tok),
-           [this](const std::vector<engine::generation_request>& b, const engine::generate_options& o) {
-             return engine::generate(model, tok, b, o);
-           },
-           adapters.get()) {
-    settings.num_blocks = pool.config().num_blocks;
+  explicit impl(const worker_settings& s) : settings(checked(s)), tok(tokenizer_of(s)) {
+    const int threads = s.threads > 0 ? s.threads : share_of_cores(1);
+    settings.threads = threads;
+    const auto dtype = engine::parse_compute_dtype(s.dtype);
+    if (s.mode == batching_mode::continuous) {
+      model = std::make_unique<engine::cpu_model>(engine::load_cpu_weights(s.model_dir, dtype), threads);
+      config = model->config();
+      kv = std::make_unique<kernels::kv_cache>(kv_shape_of(s, config));
+      if (!s.adapter_dir.empty())
+        adapters = engine::make_cpu_lora_manager(s.adapter_dir, config, adapter_config(s));
+      runner = std::make_unique<engine::cpu_runner>(*model, *kv, adapters ? adapters->lookup()
+                                                                          : cache::adapter_lookup_fn{});
+      settings.num_blocks = kv->shape().num_blocks;
+    } else {
+      // The baselines of the course material: ATen's intra-op threads and the OpenBLAS pool.
+      engine::set_compute_threads(threads);
+      if (s.blas_threads > 0)
+        engine::set_blas_threads(s.blas_threads);
+      aten = std::make_unique<engine::gpt2_model>(engine::load_gpt2_weights(s.model_dir, dtype));
+      config = aten->config();
+      if (!s.adapter_dir.empty())
+        adapters = engine::make_lora_manager(s.adapter_dir, *aten, adapter_config(s));
+      runner = std::make_unique<no_step_engine>(static_cast<std::size_t>(config.vocab_size));
+      if (settings.num_blocks == 0)
+        settings.num_blocks = 1;  // no paged store in the static modes
+    }
+    auto* m = aten.get();
+    loop = std::make_unique<serving_loop>(
+      *runner, tok, make_config(settings, settings.num_blocks, tok.eos_id()),
+      [m, this](const std::vector<engine::generation_request>& b, const engine::generate_options& o) {
+        return engine::generate(*m, tok, b, o);
+      },
+      adapters.get());
   }
 
-  static serving_config make_config(const worker_settings& s, const engine::gpt2_config& mc,
-                                     std::uint32_t blocks, const engine::tokenizer& tok) {
+  static serving_config make_config(const worker_settings& s, std::uint32_t blocks, std::int32_t eos) {
     serving_config c;
     c.sched.max_seqs = s.max_seqs;
     c.sched.max_batched_tokens = s.max_batched_tokens;
@@ -81,61 +131,51 @@ struct worker_runtime::impl {
     c.mode = s.mode;
     c.static_batch = s.static_batch;
     c.seed = s.seed;
-    c.eos_id = tok.eos_id();
+    c.eos_id = eos;
     return c;
   }
 };
 
-namespace {
-
-engine::gpt2_weights load_weights(const worker_settings& s) {
-  if (auto err = check_settings(s); !err.empty())
-    throw std::invalid_argument("worker settings: " + err);
-  if (!std::filesystem::is_directory(s.model_dir))
-    throw std::runtime_error("model directory " + s.model_dir + " does not exist");
-  if (!s.adapter_dir.empty() && !std::filesystem::is_directory(s.adapter_dir))
-    throw std::runtime_error("adapter directory " + s.adapter_dir + " does not exist");
-  if (s.threads > 0)
-    engine::set_compute_threads(s.threads);
-  if (s.blas_threads > 0)
-    engine::set_blas_threads(s.blas_threads);
-  return engine::load_gpt2_weights(s.model_dir, engine::parse_compute_dtype(s.dtype));
-}
-
-} // namespace
-
-worker_runtime::worker_runtime(const worker_settings& s)
-  : impl_(std::make_unique<impl>(s, load_weights(s))) {}
+worker_runtime::worker_runtime(const worker_settings& s) : impl_(std::make_unique<impl>(s)) {}
 
 worker_runtime::~worker_runtime() {
-  // Cancel and join before the model and the pool go away (they would anyway, as the loop is
-  // the last member, but this makes the order explicit).
-  if (impl_)
-    impl_->loop.stop(false);
+  // Cancel and join before the engine and the store go away.
+  if (impl_ && impl_->loop)
+    impl_->loop->stop(false);
 }
 
-serving_loop& worker_runtime::loop() { return impl_->loop; }
+serving_loop& worker_runtime::loop() { return *impl_->loop; }
 
 const engine::tokenizer& worker_runtime::tokenizer() const { return impl_->tok; }
 
 std::uint32_t worker_runtime::context_window() const {
-  return static_cast<std::uint32_t>(impl_->model.config().n_positions);
+  return static_cast<std::uint32_t>(impl_->config.n_positions);
 }
 
-request_limits worker_runtime::limits() const { return impl_->model.config().limits(); }
+request_limits worker_runtime::limits() const { return impl_->config.limits(); }
 
-std::size_t worker_runtime::vocab_size() const {
-  return static_cast<std::size_t>(impl_->model.config().vocab_size);
-}
+std::size_t worker_runtime::vocab_size() const { return static_cast<std::size_t>(impl_->config.vocab_size); }
 
-std::uint32_t worker_runtime::num_blocks() const { return impl_->pool.config().num_blocks; }
+std::uint32_t worker_runtime::num_blocks() const { return impl_->settings.num_blocks; }
 
-std::uint32_t worker_runtime::block_size() const { return impl_->pool.config().block_size; }
+std::uint32_t worker_runtime::block_size() const { return impl_->settings.block_size; }
 
 const worker_settings& worker_runtime::settings() const { return impl_->settings; }
 
 std::vector<std::string> worker_runtime::adapters() const {
   return impl_->adapters ? impl_->adapters->resident_names() : std::vector<std::string>{};
+}
+
+std::string worker_runtime::describe() const {
+  const auto& s = impl_->settings;
+  std::string d = std::string(to_string(s.mode)) + ", " + s.dtype + " weights";
+  if (impl_->model) {
+    d += ", " + s.kv_dtype + " K/V (" + std::to_string(s.num_blocks) + " blocks of " + std::to_string(s.block_size)
+         + "), " + std::to_string(impl_->model->threads()) + " thread(s), kernels "
+         + std::string(kernels::to_string(kernels::active_isa())) + " on "
+         + kernels::describe(kernels::host_features());
+  }
+  return d;
 }
 
 } // namespace lf::worker

@@ -1,13 +1,13 @@
 #pragma once
-/// Everything one worker serves with, built from a model directory and a few settings:
+/// Everything one worker serves with, built from its settings:
 ///
-///   model_dir ──> gpt2_weights ──> gpt2_model ─┐
-///   kv_cache_mb ──> kv_pool (blocks_for_budget)├─> paged_runner ──> serving_loop
-///   model_dir/vocab.json ──> tokenizer ────────┤
-///   adapter_dir ──> adapter_manager (LoRA) ────┘
+///   model_dir ──> cpu_weights (packed, dtype) ──> cpu_model (threads) ─┐
+///   kv_cache_mb, kv_dtype ──> kernels::kv_cache (paged blocks) ────────┼─> cpu_runner ──> serving_loop
+///   model_dir/vocab.json ──> tokenizer ────────────────────────────────┤
+///   adapter_dir ──> adapter_manager (cpu_lora payloads) ───────────────┘
 ///
-/// The header is torch-free (pimpl), so actor code can hold a runtime without paying for the
-/// torch headers; only worker_runtime.cpp includes ATen.
+/// The static-batching modes (course baselines) build the ATen gpt2_model and its generator
+/// instead. The header is torch-free (pimpl); only worker_runtime.cpp includes ATen.
 
 #include <cstdint>
 #include <memory>
@@ -57,6 +57,9 @@ public:
 
   /// The settings it was built with (num_blocks filled in).
   const worker_settings& settings() const;
+
+  /// One line about the engine: mode, dtypes, K/V blocks, threads, kernel family and CPU features.
+  std::string describe() const;
 
   /// Names of the LoRA adapters resident right now, most recently used first (empty without an
   /// adapter_dir). Thread-safe.

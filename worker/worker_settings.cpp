@@ -38,6 +38,8 @@ std::string check_settings(const worker_settings& s) {
     return "model_dir is empty";
   if (!is_compute_dtype(s.dtype))
     return std::string("dtype must be ") + compute_dtype_list + " (got \"" + s.dtype + "\")";
+  if (!is_compute_dtype(s.kv_dtype))
+    return std::string("kv_dtype must be ") + kv_dtype_list + " (got \"" + s.kv_dtype + "\")";
   if (s.threads < 0)
     return "threads must be >= 0 (got " + std::to_string(s.threads) + ")";
   if (s.blas_threads < 0)

@@ -33,6 +33,9 @@ inline constexpr const char* compute_dtype_list = "f32, bf16 or int8";
 /// Whether `s` names one of them (engine::parse_compute_dtype turns it into the enum).
 bool is_compute_dtype(std::string_view s);
 
+/// The K/V cache types a worker accepts, as messages list them.
+inline constexpr const char* kv_dtype_list = "f32, bf16 or int8";
+
 /// Each of `workers` workers' share of this machine's cores, at least 1.
 int share_of_cores(std::uint32_t workers);
 
@@ -44,10 +47,14 @@ struct worker_settings {
   /// ("shakespeare", "styles/kjv"), loaded on first use. Empty => base model only (requests that
   /// name an adapter end with unknown_adapter).
   std::string adapter_dir;
-  int threads = 0;            ///< compute threads of this worker; 0 => its share of the cores
-  /// OpenBLAS threads of the process (process-wide!); 0 => the workers' share of the cores.
+  /// Threads of this worker's one compute pool (every parallel part of a step runs on it);
+  /// 0 => its share of the cores.
+  int threads = 0;
+  /// OpenBLAS threads of the process, used only by the static-batching baselines (ATen) and
+  /// training; 0 => the workers' share of the cores. The serving engine does not use BLAS.
   int blas_threads = 0;
   std::string dtype = "f32";       ///< compute dtype: compute_dtype_list
+  std::string kv_dtype = "bf16";   ///< K/V cache type: kv_dtype_list
   std::size_t kv_cache_mb = 256;   ///< K/V pool size; turned into blocks by the pool
   std::uint32_t num_blocks = 0;    ///< > 0 overrides kv_cache_mb (tests)
   std::uint32_t block_size = 16;   ///< tokens per KV block

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "worker/engine/gpt2_model.hpp"
+#include "worker/engine/peft_manager.hpp"
 
 namespace lf::engine {
 
@@ -95,43 +96,13 @@ std::shared_ptr<const lora_weights> find_lora(const cache::adapter_lookup_fn& lo
   return w;
 }
 
-cache::adapter_load_fn lora_loader(std::string root, const gpt2_model& model) {
-  return [root = std::move(root), &model](const std::string& name)
-           -> std::shared_ptr<const cache::adapter_payload> {
-    fs::path dir;
-    try {
-      dir = resolve_adapter_path(root, name);
-    } catch (const std::invalid_argument& e) {
-      throw cache::adapter_load_error(serve_errc::invalid_request, e.what());
-    }
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec))
-      throw cache::adapter_load_error(serve_errc::unknown_adapter,
-                                      "adapter \"" + name + "\" not found under " + root);
-    auto a = load_peft_adapter(dir.string(), model.config());
-    a.name = name;
-    return std::make_shared<const lora_weights>(a, model.config(), model.scalar_type());
-  };
-}
-
-cache::adapter_name_check lora_name_check(std::string root) {
-  return [root = std::move(root)](const std::string& name) -> std::string {
-    try {
-      resolve_adapter_path(root, name);
-      return {};
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-  };
-}
-
 std::unique_ptr<cache::adapter_manager> make_lora_manager(std::string root, const gpt2_model& model,
                                                           cache::adapter_cache_config cfg) {
-  if (root.empty())
-    throw std::invalid_argument("make_lora_manager: the adapter directory is empty");
-  auto check = lora_name_check(root);
-  return std::make_unique<cache::adapter_manager>(cfg, lora_loader(std::move(root), model),
-                                                  std::move(check));
+  return make_peft_manager(std::move(root), model.config(),
+                           [&model](const lora_adapter& a) -> std::shared_ptr<const cache::adapter_payload> {
+                             return std::make_shared<const lora_weights>(a, model.config(), model.scalar_type());
+                           },
+                           cfg);
 }
 
 } // namespace lf::engine

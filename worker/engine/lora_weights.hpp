@@ -84,19 +84,8 @@ struct lora_batch {
 std::shared_ptr<const lora_weights> find_lora(const cache::adapter_lookup_fn& lookup,
                                               cache::adapter_id id);
 
-/// A load function for cache::adapter_manager: adapter name -> resolve_adapter_path(root, name)
-/// -> load_peft_adapter(dir, model.config()) -> lora_weights in the model's dtype. Errors: a
-/// missing directory is serve_errc::unknown_adapter ("not found under ROOT"); anything wrong with
-/// the files (corrupt, shape mismatch, unsupported option) is unknown_adapter with the loader's
-/// message, which names the file and the key. `model` must outlive the function.
-cache::adapter_load_fn lora_loader(std::string root, const gpt2_model& model);
-
-/// A name check for cache::adapter_manager: resolve_adapter_path's refusals (empty, "..",
-/// absolute, odd characters, outside the root) as messages.
-cache::adapter_name_check lora_name_check(std::string root);
-
-/// An adapter manager serving PEFT adapters from `root` for `model` (lora_loader +
-/// lora_name_check). `model` must outlive it.
+/// An adapter manager serving PEFT adapters from `root` for `model` (peft_manager.hpp with
+/// lora_weights payloads). `model` must outlive it.
 std::unique_ptr<cache::adapter_manager> make_lora_manager(std::string root, const gpt2_model& model,
                                                           cache::adapter_cache_config cfg = {});
 

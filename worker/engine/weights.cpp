@@ -91,16 +91,6 @@ private:
 
 } // namespace
 
-compute_dtype parse_compute_dtype(const std::string& s) {
-  if (s == "f32" || s == "fp32" || s == "float32")
-    return compute_dtype::f32;
-  if (s == "bf16" || s == "bfloat16")
-    return compute_dtype::bf16;
-  if (s == "int8")
-    return compute_dtype::int8;
-  throw std::invalid_argument("unknown dtype '" + s + "' (expected f32, bf16 or int8)");
-}
-
 std::int64_t gpt2_weights::num_parameters() const {
   std::int64_t n = wte.numel() + wpe.numel() + ln_f_w.numel() + ln_f_b.numel();
   for (auto& b : blocks)

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "worker/engine/compute_dtype.hpp"
 #include "worker/engine/gpt2_config.hpp"
 
 namespace lf::engine {
@@ -27,15 +28,6 @@ struct gpt2_block_weights {
   /// column scales (int8_linear.hpp); undefined otherwise.
   at::Tensor attn_s, proj_s, fc_s, mproj_s;
 };
-
-/// Compute precision of the linear layers. Embeddings, layer norms and attention softmax follow it;
-/// logits always come back as float32. int8: the blocks' linear weights are stored as int8 with
-/// per-output-column scales (weight-only quantization); everything else, and all arithmetic on
-/// activations, stays float32.
-enum class compute_dtype { f32, bf16, int8 };
-
-/// Parses "f32" / "bf16" / "int8"; throws std::invalid_argument otherwise.
-compute_dtype parse_compute_dtype(const std::string& s);
 
 /// All weights of a GPT2LMHeadModel. `lm_head` is `wte` itself when the checkpoint ties them.
 struct gpt2_weights {

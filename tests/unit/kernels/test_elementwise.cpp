@@ -1,0 +1,82 @@
+// Layer norm, GELU and LoRA deltas against plain double references, in every kernel family.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "tests/unit/kernels/kernel_reference.hpp"
+#include "worker/engine/kernels/elementwise.hpp"
+
+using namespace lf::kernels;
+using lf::test::isa_scope;
+
+TEST_CASE("layer norm matches the reference for odd widths", "[kernels][elementwise]") {
+  for (auto isa : lf::test::runnable_isas()) {
+    isa_scope scope(isa);
+    for (int n : {1, 5, 16, 37, 768}) {
+      auto x = lf::test::random_floats(static_cast<std::size_t>(n) * 3, static_cast<std::uint64_t>(n), 2.0f);
+      auto g = lf::test::random_floats(static_cast<std::size_t>(n), 1);
+      auto b = lf::test::random_floats(static_cast<std::size_t>(n), 2);
+      std::vector<float> y(x.size());
+      layer_norm_rows(x.data(), static_cast<std::size_t>(n), y.data(), static_cast<std::size_t>(n), 3, n, g.data(), b.data(), 1e-5f);
+      for (int r = 0; r < 3; ++r) {
+        double mean = 0, var = 0;
+        for (int i = 0; i < n; ++i)
+          mean += x[static_cast<std::size_t>(r * n + i)];
+        mean /= n;
+        for (int i = 0; i < n; ++i)
+          var += std::pow(x[static_cast<std::size_t>(r * n + i)] - mean, 2);
+        var /= n;
+        for (int i = 0; i < n; ++i) {
+          const double ref = (x[static_cast<std::size_t>(r * n + i)] - mean) / std::sqrt(var + 1e-5) * g[static_cast<std::size_t>(i)] + b[static_cast<std::size_t>(i)];
+          INFO(to_string(isa) << " n " << n << " i " << i);
+          CHECK(std::fabs(y[static_cast<std::size_t>(r * n + i)] - ref) < 1e-4 * (1 + std::fabs(ref)));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("gelu (tanh approximation and erf) matches the reference", "[kernels][elementwise]") {
+  for (auto isa : lf::test::runnable_isas()) {
+    isa_scope scope(isa);
+    for (bool exact : {false, true}) {
+      std::vector<float> x;
+      for (int i = -200; i <= 200; ++i)
+        x.push_back(static_cast<float>(i) * 0.05f);
+      x.push_back(-100.0f);
+      x.push_back(100.0f);
+      auto y = x;
+      gelu_rows(y.data(), y.size(), 1, static_cast<int>(y.size()), exact);
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const double v = x[i];
+        const double ref = exact ? 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)))
+                                 : 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+        INFO(to_string(isa) << " exact " << exact << " x " << v);
+        CHECK(std::fabs(y[i] - ref) < 2e-6 * (1 + std::fabs(ref)));
+      }
+    }
+  }
+}
+
+TEST_CASE("a LoRA delta adds (x A^T) B to each row", "[kernels][elementwise]") {
+  const int in = 45, rank = 3, out = 23, rows = 4;
+  auto x = lf::test::random_floats(static_cast<std::size_t>(rows * in), 1);
+  auto a = lf::test::random_floats(static_cast<std::size_t>(in * rank), 2);
+  auto b = lf::test::random_floats(static_cast<std::size_t>(rank * out), 3);
+  for (auto isa : lf::test::runnable_isas()) {
+  isa_scope scope(isa);
+  std::vector<float> y(static_cast<std::size_t>(rows * out), 1.0f), t(rank);
+  lora_rows(x.data(), in, y.data(), out, rows, in, rank, out, a.data(), b.data(), t.data());
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < out; ++c) {
+      double ref = 1.0;
+      for (int j = 0; j < rank; ++j) {
+        double xa = 0;
+        for (int k = 0; k < in; ++k)
+          xa += static_cast<double>(x[static_cast<std::size_t>(r * in + k)]) * a[static_cast<std::size_t>(j * in + k)];
+        ref += xa * b[static_cast<std::size_t>(j * out + c)];
+      }
+      CHECK(std::fabs(y[static_cast<std::size_t>(r * out + c)] - ref) < 1e-4);
+    }
+}
+}
