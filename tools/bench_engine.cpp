@@ -1,33 +1,41 @@
-// bench_engine: the GPT-2 engine's speed on this machine, as a program (not a test).
+// bench_engine: the serving engine's speed and quality on this machine, as a program (not a test).
 //
-//   bench_engine [--model DIR] [--threads N] [--dtype f32|bf16|int8] [--json FILE] [--quick]
-//                [--kv-compare-tokens N (default 256; 0 skips KV cache vs no cache)]
+//   bench_engine [--model DIR] [--threads N] [--dtype f32|bf16|int8|all] [--kv-dtype bf16|int8|f32]
+//                [--batches 1,8,32,64] [--context N] [--prompt-tokens N] [--steps N]
+//                [--quality-model DIR] [--json FILE] [--quick]
 //
-// Without --model it writes a GPT-2-124M-shaped random checkpoint to a temporary directory first.
-// Prints: memory read bandwidth, load RSS, prefill tokens/s (128-token prompts), decode tokens/s at
-// batch 1/8/32/64 with each figure as a fraction of the bandwidth floor (weight bytes / bandwidth
-// per step), KV cache vs no cache for 256 generated tokens, and peak RSS.
+// Without --model it writes a GPT-2-124M-shaped random checkpoint to a temporary directory. For
+// each dtype it prints: load time and weight bytes; a prompt of --prompt-tokens tokens (default
+// 128) prefilled in one step, in tokens/s; decode steps at each batch size with every sequence at
+// --context cached tokens (default 128), in tokens/s, with the step's bytes (weights + K/V read)
+// against the measured bandwidth and its operations against the measured kernel peak (the
+// roofline). With a trained model (--quality-model, default models/default) it adds the quality
+// of each dtype against f32 on 256 tokens of English: loss, top-1 agreement, largest logit change.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
-#include <numeric>
+#include <sstream>
 #include <thread>
-#include <vector>
+
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include "tools/args.hpp"
+#include "tools/bench_stats.hpp"
 #include "tools/loadtest/passage.hpp"
-#include "worker/engine/dense_attention.hpp"
-#include "worker/engine/generator.hpp"
-#include "worker/engine/gpt2_model.hpp"
+#include "worker/engine/cpu_model.hpp"
+#include "worker/engine/kernels/cpu_features.hpp"
+#include "worker/engine/kernels/peak_probe.hpp"
 #include "worker/engine/model_writer.hpp"
 #include "worker/engine/tokenizer.hpp"
 
 using namespace lf::engine;
+namespace kernels = lf::kernels;
 namespace fs = std::filesystem;
 using clock_type = std::chrono::steady_clock;
 
@@ -37,69 +45,82 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-/// A /proc/self/status field in MB (VmRSS, VmHWM).
-double proc_mb(const std::string& field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(field + ":", 0) == 0)
-      return std::stod(line.substr(field.size() + 1)) / 1024.0;
-  return 0;
+/// Sequences laid out in a K/V store of their own: sequence i owns blocks [i * per, (i + 1) * per).
+struct harness {
+  cpu_model& model;
+  kernels::kv_cache kv;
+  std::vector<std::vector<std::int32_t>> tables;
+
+  harness(cpu_model& m, kernels::kv_type t, int seqs, int max_len)
+    : model(m), kv(shape(m, t, seqs, max_len)) {
+    const int per = (max_len + 15) / 16;
+    for (int i = 0; i < seqs; ++i) {
+      tables.emplace_back();
+      for (int b = 0; b < per; ++b)
+        tables.back().push_back(i * per + b);
+    }
+  }
+
+  static kernels::kv_shape shape(cpu_model& m, kernels::kv_type t, int seqs, int max_len) {
+    const auto& c = m.config();
+    return {c.n_layer, c.n_head, c.head_dim(), 16, static_cast<std::uint32_t>(seqs * ((max_len + 15) / 16)), t};
+  }
+
+  /// One step: each listed sequence adds `count` tokens at `start`; logits of every row when
+  /// `all_logits`, else of each sequence's last row. Returns its seconds.
+  double step(const std::vector<int>& seqs, int start, const std::vector<std::int32_t>& tokens, int count,
+              bool all_logits = false) {
+    cpu_step s;
+    int row = 0;
+    for (int q : seqs) {
+      s.seqs.push_back({tables[static_cast<std::size_t>(q)].data(), start, count, row});
+      for (int k = 0; k < count; ++k) {
+        s.tokens.push_back(tokens[static_cast<std::size_t>(row + k) % tokens.size()]);
+        s.positions.push_back(start + k);
+        if (all_logits)
+          s.logit_rows.push_back(row + k);
+      }
+      row += count;
+      if (!all_logits)
+        s.logit_rows.push_back(row - 1);
+    }
+    const auto t0 = clock_type::now();
+    model.forward(s, kv);
+    return seconds_since(t0);
+  }
+};
+
+std::vector<int> parse_list(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream in(s);
+  std::string part;
+  while (std::getline(in, part, ','))
+    out.push_back(std::stoi(part));
+  return out;
 }
 
-/// Resets VmHWM to the current RSS (Linux >= 4.0), so later peaks measure one phase.
-void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+/// Loss and argmax of every position of `tokens` (teacher forcing), all logits kept.
+struct scored {
+  std::vector<std::vector<float>> logits;
+  double loss = 0;
+};
 
-/// Best-of-5 read bandwidth in GB/s over a 1 GiB buffer, summed by `threads` threads.
-double read_bandwidth_gbs(int threads) {
-  const std::size_t n = (std::size_t{1} << 30) / sizeof(float);
-  std::vector<float> buf(n, 1.0f);
-  double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    std::vector<double> sums(static_cast<std::size_t>(threads));
-    auto t0 = clock_type::now();
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        auto begin = buf.data() + n * static_cast<std::size_t>(t) / static_cast<std::size_t>(threads);
-        auto end = buf.data() + n * static_cast<std::size_t>(t + 1) / static_cast<std::size_t>(threads);
-        float acc[16] = {};
-        for (auto* p = begin; p + 16 <= end; p += 16)
-          for (int k = 0; k < 16; ++k)
-            acc[k] += p[k];
-        sums[static_cast<std::size_t>(t)] = std::accumulate(acc, acc + 16, 0.0);
-      });
-    for (auto& th : pool)
-      th.join();
-    double s = seconds_since(t0);
-    if (std::accumulate(sums.begin(), sums.end(), 0.0) != static_cast<double>(n))
-      std::cerr << "bandwidth check sum mismatch\n";
-    best = std::max(best, static_cast<double>(n * sizeof(float)) / s / 1e9);
+scored score(cpu_model& m, kernels::kv_type kvt, const std::vector<std::int32_t>& tokens) {
+  const int n = static_cast<int>(tokens.size());
+  harness h(m, kvt, 1, n);
+  h.step({0}, 0, tokens, n, true);
+  scored out;
+  for (int i = 0; i + 1 < n; ++i) {
+    const float* row = m.logits(static_cast<std::size_t>(i));
+    out.logits.emplace_back(row, row + m.vocab_size());
+    const float mx = *std::max_element(row, row + m.vocab_size());
+    double sum = 0;
+    for (std::size_t v = 0; v < m.vocab_size(); ++v)
+      sum += std::exp(static_cast<double>(row[v] - mx));
+    out.loss += std::log(sum) + mx - row[tokens[static_cast<std::size_t>(i) + 1]];
   }
-  return best;
-}
-
-/// Seconds per decode step for `batch` rows after a `prompt`-token prefill, over `steps` steps.
-double decode_step_seconds(const gpt2_model& m, std::int64_t batch, std::int64_t prompt, int steps) {
-  dense_kv_cache cache(m.config(), batch, prompt + steps + 1, m.scalar_type());
-  auto ids = at::randint(0, m.config().vocab_size, {batch * prompt}, at::kLong);
-  auto pos = at::arange(prompt, at::kLong).repeat({batch});
-  cache.begin_step(prompt, at::ones({batch, prompt}, at::kBool));
-  m.logits(m.forward_hidden(ids, pos, cache));
-  cache.end_step();
-  auto one = at::randint(0, m.config().vocab_size, {batch}, at::kLong);
-  double total = 0;
-  for (int s = 0; s < steps; ++s) {
-    auto len = cache.length();
-    auto t0 = clock_type::now();
-    cache.begin_step(1, at::ones({batch, len + 1}, at::kBool));
-    auto logits = m.logits(m.forward_hidden(one, at::full({batch}, len, at::kLong), cache));
-    cache.end_step();
-    one = logits.argmax(1);
-    if (s >= 2)  // the first steps warm caches and allocators
-      total += seconds_since(t0);
-  }
-  return total / (steps - 2);
+  out.loss /= n - 1;
+  return out;
 }
 
 } // namespace
@@ -107,22 +128,41 @@ double decode_step_seconds(const gpt2_model& m, std::int64_t batch, std::int64_t
 int main(int argc, char** argv) try {
   std::cout << std::unitbuf;  // progress shows as it happens, also when redirected
   lf::tools::args a(argc, argv, 1, {"quick"});
-  int threads = set_compute_threads(static_cast<int>(a.integer("threads", 2)));
-  auto dtype = parse_compute_dtype(a.str("dtype", "f32"));
+  const int threads = static_cast<int>(a.integer_in("threads", std::max(1u, std::thread::hardware_concurrency()), 1, 256));
+  const auto dtypes = a.str("dtype", "all");
+  const auto kvt = kernels::parse_kv_type(a.str("kv-dtype", "bf16"));
   auto model_dir = a.str("model");
-  auto json_path = a.str("json");
-  bool quick = a.has("quick");
-  const auto kv_tokens = a.integer("kv-compare-tokens", quick ? 64 : 256);  // 0: skip the comparison
+  const auto json_path = a.str("json");
+  const bool quick = a.has("quick");
+  const auto batches = parse_list(a.str("batches", "1,8,32,64"));
+  const int context = static_cast<int>(a.integer_in("context", 128, 1, 1 << 20));
+  const int prompt_tokens = static_cast<int>(a.integer_in("prompt-tokens", 128, 1, 1 << 20));
+  const int steps = static_cast<int>(a.integer_in("steps", quick ? 6 : 16, 3, 10000));
+  auto quality_dir = a.str("quality-model", fs::exists(LF_MODELS_DIR "/default/config.json") ? LF_MODELS_DIR "/default" : "");
   a.finish();
-  nlohmann::json report;
-  report["threads"] = threads;
-  report["dtype"] = dtype == compute_dtype::bf16 ? "bf16" : dtype == compute_dtype::int8 ? "int8" : "f32";
-  std::cout << std::fixed << std::setprecision(1);
-  std::cout << "threads: " << threads << " (ATen intra-op), dtype " << report["dtype"].get<std::string>() << "\n";
+  if (!kvt)
+    throw std::invalid_argument("--kv-dtype must be f32, bf16 or int8");
+  std::vector<compute_dtype> list;
+  if (dtypes == "all")
+    list = {compute_dtype::f32, compute_dtype::bf16, compute_dtype::int8};
+  else
+    list = {parse_compute_dtype(dtypes)};
 
-  double bw = read_bandwidth_gbs(threads);
-  report["read_bandwidth_gbs"] = bw;
-  std::cout << "memory read bandwidth: " << bw << " GB/s (" << threads << " threads, best of 5, 1 GiB)\n";
+  nlohmann::json report;
+  const auto& f = kernels::host_features();
+  report["cpu"] = kernels::describe(f);
+  report["kernels"] = std::string(kernels::to_string(kernels::active_isa()));
+  report["threads"] = threads;
+  report["kv_dtype"] = std::string(kernels::to_string(*kvt));
+  std::cout << std::fixed << std::setprecision(1);
+  std::cout << "cpu: " << kernels::describe(f) << "; kernels " << kernels::to_string(kernels::active_isa())
+            << "; " << threads << " thread(s) in the worker's pool; K/V " << kernels::to_string(*kvt) << "\n";
+  kernels::thread_pool probe_pool(threads);
+  const auto peaks = kernels::measure_peaks(probe_pool);
+  report["read_bandwidth_gbs"] = peaks.read_gbs;
+  report["peak"] = {{"f32_gflops", peaks.f32_gflops}, {"bf16_gflops", peaks.bf16_gflops}, {"int8_gops", peaks.int8_gops}};
+  std::cout << "measured: read bandwidth " << peaks.read_gbs << " GB/s; peak f32 " << peaks.f32_gflops
+            << " GFLOP/s, bf16 " << peaks.bf16_gflops << " GFLOP/s, int8 " << peaks.int8_gops << " GOP/s\n";
 
   std::string tmp;
   if (model_dir.empty()) {
@@ -133,115 +173,93 @@ int main(int argc, char** argv) try {
     model_dir = tmp;
     std::cout << "wrote a GPT-2-124M-shaped random checkpoint to " << tmp << "\n";
   }
-  reset_peak_rss();
-  double rss0 = proc_mb("VmRSS");
-  auto t0 = clock_type::now();
-  gpt2_model m(load_gpt2_weights(model_dir, dtype));
-  double load_s = seconds_since(t0);
-  // Touch every weight once, as the first forward would.
-  dense_kv_cache warm(m.config(), 1, 2, m.scalar_type());
-  warm.begin_step(1, at::ones({1, 1}, at::kBool));
-  m.logits(m.forward_hidden(at::zeros({1}, at::kLong), at::zeros({1}, at::kLong), warm));
-  double weights_mb = static_cast<double>(m.weights().bytes()) / (1024.0 * 1024.0);
-  double load_peak = proc_mb("VmHWM") - rss0;
-  report["weights_mb"] = weights_mb;
-  report["load_peak_rss_delta_mb"] = load_peak;
-  report["load_seconds"] = load_s;
-  std::cout << "model: " << m.weights().num_parameters() / 1e6 << " M parameters, " << weights_mb
-            << " MiB of weights; load " << load_s * 1e3 << " ms, peak RSS during load + first step: +"
-            << load_peak << " MiB (target <= weights + 300)\n";
+  auto tok = tokenizer::from_dir(LF_TOKENIZER_DIR);
+  std::vector<std::int32_t> tokens = tok.encode(lf::loadtest::passage_text());
 
-  double floor_s = static_cast<double>(m.weights().bytes_per_step()) / (bw * 1e9);
-  report["floor_ms_per_step"] = floor_s * 1e3;
-  std::cout << "bandwidth floor per decode step: " << std::setprecision(2) << floor_s * 1e3
-            << " ms (" << m.weights().bytes_per_step() / 1e6 << " MB of weights read per step)\n";
+  for (auto dt : list) {
+    const std::string name = to_string(dt);
+    auto t0 = clock_type::now();
+    cpu_model m(load_cpu_weights(model_dir, dt), threads);
+    const double load_s = seconds_since(t0);
+    const auto& cfg = m.config();
+    const double wbytes = static_cast<double>(m.weights().bytes_per_step());
+    auto& r = report["dtypes"][name];
+    r["load_seconds"] = load_s;
+    r["weights_mb"] = static_cast<double>(m.weights().bytes()) / (1 << 20);
+    std::cout << "\n== " << name << ": " << r["weights_mb"].get<double>() << " MiB of weights, load "
+              << load_s << " s\n";
+    // Operations per token of the step's matrices: 2 * (blocks' weights + head).
+    const double block_macs = static_cast<double>(cfg.n_layer) * cfg.n_embd * (4.0 * cfg.n_embd + 2.0 * cfg.inner_dim());
+    const double head_macs = static_cast<double>(cfg.n_embd) * cfg.vocab_size;
+    const double peak = dt == compute_dtype::int8 ? peaks.int8_gops : dt == compute_dtype::bf16 ? peaks.bf16_gflops : peaks.f32_gflops;
 
-  // Prefill: 128-token prompts.
-  auto prefill = [&](std::int64_t batch) {
-    const std::int64_t n = 128;
-    double best = 1e9;
-    for (int rep = 0; rep < (quick ? 2 : 4); ++rep) {
-      dense_kv_cache c(m.config(), batch, n, m.scalar_type());
-      auto ids = at::randint(0, m.config().vocab_size, {batch * n}, at::kLong);
-      auto t = clock_type::now();
-      c.begin_step(n, at::ones({batch, n}, at::kBool));
-      auto h = m.forward_hidden(ids, at::arange(n, at::kLong).repeat({batch}), c);
-      m.logits(h.view({batch, n, -1}).select(1, n - 1));
-      best = std::min(best, seconds_since(t));
+    {  // prefill
+      harness h(m, *kvt, 1, prompt_tokens);
+      std::vector<double> secs;
+      for (int rep = 0; rep < (quick ? 3 : 5); ++rep)
+        secs.push_back(h.step({0}, 0, tokens, prompt_tokens));
+      const double s = lf::tools::percentile(secs, 50);
+      const double gops = (2 * block_macs * prompt_tokens + 2 * head_macs) / s / 1e9;
+      r["prefill"] = {{"tokens", prompt_tokens}, {"tokens_per_s", prompt_tokens / s}, {"seconds", s},
+                      {"gops", gops}, {"peak_fraction", gops / peak}};
+      std::cout << "prefill " << prompt_tokens << " tokens: " << prompt_tokens / s << " tokens/s (" << s * 1e3
+                << " ms; " << gops << " GOP/s = " << std::setprecision(2) << gops / peak << " of peak)\n"
+                << std::setprecision(1);
     }
-    return static_cast<double>(batch * n) / best;
-  };
-  std::cout << std::setprecision(1);
-  for (std::int64_t b : {1, 8}) {
-    double tps = prefill(b);
-    report["prefill_tokens_per_s"][std::to_string(b)] = tps;
-    std::cout << "prefill 128-token prompts, batch " << b << ": " << tps << " tokens/s\n";
-  }
-
-  std::cout << "\n batch | ms/step | tokens/s | floor fraction | vs batch 1\n";
-  double tps1 = 0;
-  for (std::int64_t b : {1, 8, 32, 64}) {
-    double s = decode_step_seconds(m, b, 64, quick ? 8 : 24);
-    double tps = static_cast<double>(b) / s;
-    if (b == 1)
-      tps1 = tps;
-    report["decode"][std::to_string(b)] = {{"ms_per_step", s * 1e3}, {"tokens_per_s", tps},
-                                           {"floor_fraction", floor_s / s}, {"vs_batch1", tps / tps1}};
-    std::cout << std::setw(6) << b << " | " << std::setw(7) << s * 1e3 << " | " << std::setw(8) << tps
-              << " | " << std::setw(14) << std::setprecision(2) << floor_s / s << " | "
-              << std::setw(9) << tps / tps1 << "x\n" << std::setprecision(1);
-  }
-
-  if (kv_tokens > 0) {
-    auto tok = tokenizer::from_dir(LF_TOKENIZER_DIR);
-    lf::request_draft d;
-    d.prompt = tok.encode("The history of the world is a long and complicated story of");
-    d.params.temperature = 0;
-    d.params.ignore_eos = true;
-    d.params.max_tokens = static_cast<int>(kv_tokens);
-    generation_request req{lf::validate_or_throw(std::move(d), m.config().limits())};
-    std::cout << "\nKV cache vs no cache, " << kv_tokens << " generated tokens, batch 1:\n";
-    for (bool kv : {true, false}) {
-      generate_options o;
-      o.use_kv_cache = kv;
-      auto t = clock_type::now();
-      auto r = generate(m, tok, {req}, o);
-      double s = seconds_since(t);
-      report[kv ? "kv_cache_seconds" : "no_cache_seconds"] = s;
-      std::cout << "  " << (kv ? "kv cache" : "no cache") << ": " << std::setprecision(2) << s
-                << " s (" << r.timing.generated_tokens / s << " tokens/s)\n";
+    std::cout << " batch | ms/step | tokens/s | MB read | GB/s (of " << peaks.read_gbs << ") | GOP/s (of "
+              << peak << ")\n";
+    for (int b : batches) {
+      harness h(m, *kvt, b, context + steps + 1);
+      std::vector<int> all(static_cast<std::size_t>(b));
+      for (int i = 0; i < b; ++i)
+        all[static_cast<std::size_t>(i)] = i;
+      for (int i = 0; i < b; ++i)  // each sequence prefilled to `context` tokens
+        h.step({i}, 0, tokens, context);
+      std::vector<double> secs;
+      for (int s = 0; s < steps; ++s)
+        secs.push_back(h.step(all, context + s, tokens, 1));
+      const double s = lf::tools::percentile(secs, 50);
+      const double kv_bytes = static_cast<double>(b) * (context + steps / 2.0) * kernels::kv_cache::bytes_per_block(h.kv.shape()) / 16;
+      const double mb = (wbytes + kv_bytes) / 1e6;
+      const double gops = 2 * (block_macs + head_macs) * b / s / 1e9;
+      r["decode"][std::to_string(b)] = {{"ms_per_step", s * 1e3}, {"tokens_per_s", b / s}, {"mb_read", mb},
+                                         {"gbs", mb / 1e3 / s}, {"gops", gops}};
+      std::cout << std::setw(6) << b << " | " << std::setw(7) << s * 1e3 << " | " << std::setw(8) << b / s << " | "
+                << std::setw(7) << mb << " | " << std::setw(12) << mb / 1e3 / s << " | " << std::setw(8) << gops << "\n";
     }
-    report["kv_speedup"] = report["no_cache_seconds"].get<double>() / report["kv_cache_seconds"].get<double>();
-    std::cout << "  speedup from the KV cache: " << report["kv_speedup"].get<double>() << "x\n";
   }
-  report["peak_rss_mb"] = proc_mb("VmHWM");
-  std::cout << "peak RSS since load: " << std::setprecision(1) << report["peak_rss_mb"].get<double>() << " MiB\n";
 
-  if (dtype != compute_dtype::f32) {
-    // What the reduced precision costs: one 256-token passage through this model and through the
-    // f32 one (next-token loss, top-1 agreement, largest logit difference).
-    auto tok = tokenizer::from_dir(LF_TOKENIZER_DIR);
-    auto text = tok.encode(lf::loadtest::passage_text());
-    const auto n = std::min<std::int64_t>({256, static_cast<std::int64_t>(text.size()), m.config().n_positions});
-    auto ids = at::tensor(std::vector<std::int64_t>(text.begin(), text.begin() + n), at::kLong);
-    auto run = [&](const gpt2_model& model) {
-      dense_kv_cache c(model.config(), 1, n, model.scalar_type());
-      c.begin_step(n, at::ones({1, n}, at::kBool));
-      return model.logits(model.forward_hidden(ids, at::arange(n, at::kLong), c));
-    };
-    gpt2_model ref(load_gpt2_weights(model_dir, compute_dtype::f32));
-    auto lq = run(m), lr = run(ref);
-    auto nll = [&](const at::Tensor& l) {
-      return -at::log_softmax(l.narrow(0, 0, n - 1), 1).gather(1, ids.narrow(0, 1, n - 1).unsqueeze(1)).mean().item<double>();
-    };
-    const double loss_q = nll(lq), loss_r = nll(lr);
-    const double agree = lq.argmax(1).eq(lr.argmax(1)).to(at::kFloat).mean().item<double>();
-    const double max_diff = (lq - lr).abs().max().item<double>();
-    report["quality"] = {{"tokens", n}, {"loss", loss_q}, {"loss_f32", loss_r}, {"top1_agreement", agree},
-                         {"max_abs_logit_diff", max_diff}};
-    std::cout << "\nquality vs f32 on " << n << " tokens of English: loss " << std::setprecision(4) << loss_q
-              << " vs " << loss_r << " (f32), top-1 agreement " << std::setprecision(1) << agree * 100
-              << "%, largest logit difference " << std::setprecision(3) << max_diff << "\n";
+  if (!quality_dir.empty()) {
+    cpu_model ref_model(load_cpu_weights(quality_dir, compute_dtype::f32), threads);
+    // 256 tokens (or the model's context), each predicted from the ones before it.
+    const auto n = std::min<std::size_t>({256, tokens.size(), static_cast<std::size_t>(ref_model.config().n_positions)});
+    std::vector<std::int32_t> passage(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(n));
+    std::cout << "\nquality on " << passage.size() << " tokens of English (" << passage.size() - 1
+              << " predictions), model " << quality_dir << "\n";
+    const auto ref = score(ref_model, kernels::kv_type::f32, passage);
+    std::cout << "  f32 weights, f32 K/V: loss " << std::setprecision(4) << ref.loss << "\n";
+    for (auto dt : {compute_dtype::f32, compute_dtype::bf16, compute_dtype::int8})
+      for (auto kv : {kernels::kv_type::bf16, kernels::kv_type::int8}) {
+        cpu_model m(load_cpu_weights(quality_dir, dt), threads);
+        const auto got = score(m, kv, passage);
+        std::size_t agree = 0;
+        double worst = 0;
+        for (std::size_t i = 0; i < ref.logits.size(); ++i) {
+          const auto& a = ref.logits[i];
+          const auto& b = got.logits[i];
+          agree += std::max_element(a.begin(), a.end()) - a.begin() == std::max_element(b.begin(), b.end()) - b.begin();
+          for (std::size_t v = 0; v < a.size(); ++v)
+            worst = std::max(worst, static_cast<double>(std::fabs(a[v] - b[v])));
+        }
+        const double agreement = static_cast<double>(agree) / static_cast<double>(ref.logits.size());
+        const auto key = std::string(to_string(dt)) + "/" + std::string(kernels::to_string(kv));
+        report["quality"][key] = {{"loss", got.loss}, {"loss_delta", got.loss - ref.loss},
+                                  {"top1_agreement", agreement}, {"max_logit_diff", worst}};
+        std::cout << "  " << to_string(dt) << " weights, " << kernels::to_string(kv) << " K/V: loss " << got.loss
+                  << " (" << std::showpos << got.loss - ref.loss << std::noshowpos << "), top-1 agreement "
+                  << std::setprecision(1) << agreement * 100 << "%, largest logit difference "
+                  << std::setprecision(3) << worst << "\n" << std::setprecision(4);
+      }
   }
   if (!json_path.empty())
     std::ofstream(json_path) << report.dump(2) << "\n";
@@ -250,5 +268,5 @@ int main(int argc, char** argv) try {
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "bench_engine: " << e.what() << "\n";
-  return 1;
+  return 2;
 }

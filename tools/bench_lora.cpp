@@ -33,15 +33,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cache/kv_pool.hpp"
 #include "tools/args.hpp"
 #include "tools/bench_stats.hpp"
-#include "worker/engine/dense_attention.hpp"
 #include "worker/engine/generator.hpp"
-#include "worker/engine/gpt2_model.hpp"
-#include "worker/engine/lora_weights.hpp"
+#include "worker/engine/cpu_model.hpp"
 #include "worker/engine/model_writer.hpp"
-#include "worker/engine/paged_runner.hpp"
+#include "worker/engine/cpu_runner.hpp"
 #include "worker/engine/tokenizer.hpp"
 #include "worker/serving_loop.hpp"
 
@@ -97,13 +94,13 @@ std::string pick_adapter(const scenario& s, std::mt19937_64& rng) {
   return adapter_name(any(rng));
 }
 
-outcome run(const scenario& sc, const settings& st, const gpt2_model& model, const tokenizer& tok,
+outcome run(const scenario& sc, const settings& st, cpu_model& model, const tokenizer& tok,
             const std::string& adapter_root) {
   const auto& mc = model.config();
   cache::adapter_cache_config cc;
   cc.budget_bytes = st.cache_mb << 20;
   cc.max_adapters = 2 * num_adapters;
-  auto mgr = make_lora_manager(adapter_root, model, cc);
+  auto mgr = make_cpu_lora_manager(adapter_root, mc, cc);
   outcome out;
   // Warm the cache: every adapter of the scenario loaded once, then released (still resident).
   auto t_load = clock_type::now();
@@ -118,8 +115,9 @@ outcome run(const scenario& sc, const settings& st, const gpt2_model& model, con
   const std::uint32_t block_size = 16;
   const auto per_seq = static_cast<std::uint32_t>((st.prompt_tokens + st.max_tokens) / 16 + 2);
   const auto blocks = per_seq * static_cast<std::uint32_t>(st.concurrency) + 16;
-  cache::kv_pool pool({mc.n_layer, mc.n_head, mc.head_dim(), blocks, block_size});
-  paged_runner runner(model, pool, mgr->lookup());
+  lf::kernels::kv_cache kv({mc.n_layer, mc.n_head, mc.head_dim(), static_cast<int>(block_size), blocks,
+                            lf::kernels::kv_type::bf16});
+  cpu_runner runner(model, kv, mgr->lookup());
   serving_config cfg;
   cfg.sched.max_seqs = static_cast<std::uint32_t>(st.concurrency);
   cfg.sched.max_batched_tokens = std::max<std::uint32_t>(512, cfg.sched.max_seqs);
@@ -179,35 +177,47 @@ outcome run(const scenario& sc, const settings& st, const gpt2_model& model, con
   return out;
 }
 
-/// Median decode-step milliseconds at batch 32 for each adapter count in `counts` (0 = base).
-std::vector<double> step_overhead(const gpt2_model& m,
-                                  const std::vector<std::shared_ptr<const lora_weights>>& ws,
+/// Median decode-step milliseconds at batch 32 for each adapter count in `counts` (0 = base):
+/// 32 sequences with 32 cached tokens, row r on adapter r * k / 32.
+std::vector<double> step_overhead(cpu_model& m, const std::vector<std::shared_ptr<const cpu_lora>>& ws,
                                   const std::vector<int>& counts, int reps) {
-  const std::int64_t batch = 32, prompt = 32;
-  const auto steps = static_cast<std::int64_t>(reps) * static_cast<std::int64_t>(counts.size());
-  dense_kv_cache cache(m.config(), batch, prompt + steps + 1, m.scalar_type());
-  cache.begin_step(prompt, at::ones({batch, prompt}, at::kBool));
-  m.forward_hidden(at::randint(0, m.config().vocab_size, {batch * prompt}, at::kLong),
-                   at::arange(prompt, at::kLong).repeat({batch}), cache);
-  cache.end_step();
-  std::vector<lora_batch> batches;
+  const int batch = 32, prompt = 32;
+  const auto& c = m.config();
+  const int per_seq = (prompt + reps * static_cast<int>(counts.size()) + 16) / 16 + 1;
+  lf::kernels::kv_cache kv({c.n_layer, c.n_head, c.head_dim(), 16, static_cast<std::uint32_t>(batch * per_seq),
+                            lf::kernels::kv_type::bf16});
+  std::vector<std::vector<std::int32_t>> tables(batch);
+  for (int i = 0; i < batch; ++i)
+    for (int b = 0; b < per_seq; ++b)
+      tables[static_cast<std::size_t>(i)].push_back(i * per_seq + b);
+  auto step = [&](int start, int count, const std::vector<cpu_lora_run>& lora) {
+    cpu_step s;
+    for (int i = 0; i < batch; ++i) {
+      s.seqs.push_back({tables[static_cast<std::size_t>(i)].data(), start, count, i * count});
+      for (int k = 0; k < count; ++k) {
+        s.tokens.push_back((i * 131 + k * 17) % c.vocab_size);
+        s.positions.push_back(start + k);
+      }
+      s.logit_rows.push_back(i * count + count - 1);
+    }
+    s.lora = lora;
+    const auto t0 = clock_type::now();
+    m.forward(s, kv);
+    return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+  };
+  step(0, prompt, {});
+  std::vector<std::vector<cpu_lora_run>> runs;
   for (int k : counts) {
-    std::vector<const lora_weights*> rows(static_cast<std::size_t>(batch), nullptr);
-    for (std::int64_t r = 0; k > 0 && r < batch; ++r)
-      rows[static_cast<std::size_t>(r)] = ws[static_cast<std::size_t>(r * k / batch)].get();
-    batches.push_back(lora_batch::from_rows(rows));
+    std::vector<cpu_lora_run> r;
+    for (int i = 0; i < k; ++i)  // rows [i * 32 / k, (i + 1) * 32 / k) on adapter i
+      r.push_back({ws[static_cast<std::size_t>(i)].get(), i * batch / k, (i + 1) * batch / k - i * batch / k});
+    runs.push_back(std::move(r));
   }
   std::vector<std::vector<double>> ms(counts.size());
-  auto ids = at::randint(0, m.config().vocab_size, {batch}, at::kLong);
+  int pos = prompt;
   for (int rep = 0; rep < reps; ++rep)
-    for (std::size_t v = 0; v < counts.size(); ++v) {
-      const auto len = cache.length();
-      auto t0 = clock_type::now();
-      cache.begin_step(1, at::ones({batch, len + 1}, at::kBool));
-      m.logits(m.forward_hidden(ids, at::full({batch}, len, at::kLong), cache, &batches[v]));
-      cache.end_step();
-      ms[v].push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
-    }
+    for (std::size_t v = 0; v < counts.size(); ++v)
+      ms[v].push_back(step(pos++, 1, runs[v]));
   std::vector<double> out;
   for (auto& v : ms)
     out.push_back(tools::percentile(v, 50));
@@ -219,8 +229,8 @@ std::vector<double> step_overhead(const gpt2_model& m,
 int main(int argc, char** argv) try {
   lf::tools::args a(argc, argv, 1, {"quick"});
   const bool quick = a.has("quick");
-  int threads = set_compute_threads(static_cast<int>(a.integer("threads", 2)));
-  auto dtype = parse_compute_dtype(a.str("dtype", "f32"));
+  const int threads = static_cast<int>(a.integer_in("threads", 2, 1, 256));
+  auto dtype = parse_compute_dtype(a.str("dtype", "int8"));
   auto model_dir = a.str("model");
   auto json_path = a.str("json");
   settings st;
@@ -250,11 +260,11 @@ int main(int argc, char** argv) try {
     model_dir = (tmp / "model").string();
     write_random_model(model_dir, o);
   }
-  gpt2_model model(load_gpt2_weights(model_dir, dtype));
+  cpu_model model(load_cpu_weights(model_dir, dtype), threads);
   auto tok = tokenizer::from_dir(LF_TOKENIZER_DIR);
   const auto adapter_root = (tmp / "adapters").string();
   std::size_t adapter_bytes = 0;
-  std::vector<std::shared_ptr<const lora_weights>> in_memory;  // for the forward-pass figures
+  std::vector<std::shared_ptr<const cpu_lora>> in_memory;  // for the forward-pass figures
   for (int i = 0; i < num_adapters; ++i) {
     auto ad = make_random_adapter(model.config(), rank, 2.0f * static_cast<float>(rank),
                                   {all_lora_modules.begin(), all_lora_modules.end()},
@@ -262,12 +272,12 @@ int main(int argc, char** argv) try {
     adapter_bytes = ad.bytes();
     write_peft_adapter(adapter_root + "/" + adapter_name(i), ad, dtype::f16);
     if (i < 32)
-      in_memory.push_back(std::make_shared<const lora_weights>(ad, model.config(), model.scalar_type()));
+      in_memory.push_back(std::make_shared<const cpu_lora>(ad, model.config()));
   }
   const auto& mc = model.config();
   std::cout << "model: " << mc.n_layer << " layers, " << mc.n_embd << " wide, "
-            << model.weights().num_parameters() / 1e6 << " M parameters; threads " << threads
-            << ", dtype " << (dtype == compute_dtype::bf16 ? "bf16" : "f32") << "\n"
+            << static_cast<double>(model.weights().bytes()) / (1 << 20) << " MiB of weights; threads " << threads
+            << ", dtype " << to_string(dtype) << ", bf16 K/V\n"
             << "adapters: " << num_adapters << " x rank " << rank
             << " on attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj, " << std::fixed
             << std::setprecision(2) << static_cast<double>(adapter_bytes) / (1 << 20)

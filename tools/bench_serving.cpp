@@ -27,13 +27,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cache/kv_pool.hpp"
 #include "tools/args.hpp"
 #include "tools/bench_stats.hpp"
 #include "worker/engine/generator.hpp"
 #include "worker/engine/gpt2_model.hpp"
+#include "worker/engine/cpu_runner.hpp"
 #include "worker/engine/model_writer.hpp"
-#include "worker/engine/paged_runner.hpp"
+#include "worker/engine/weights.hpp"
 #include "worker/engine/tokenizer.hpp"
 #include "worker/serving_loop.hpp"
 
@@ -64,11 +64,23 @@ private:
   std::uint64_t computed_ = 0;  // loop thread only; read after the loop stops
 };
 
+/// Continuous batching runs the serving engine; the static modes run the ATen generator (the
+/// course's left-padded baselines), loaded the first time one of them runs.
 struct bench_env {
-  gpt2_model& model;
+  cpu_model& model;
   const tokenizer& tok;
+  std::string model_dir;
+  compute_dtype dtype = compute_dtype::f32;
   std::uint32_t num_blocks = 0;
   std::uint32_t block_size = 16;
+  lf::kernels::kv_type kv = lf::kernels::kv_type::bf16;
+  std::unique_ptr<gpt2_model> aten;
+
+  gpt2_model& static_model() {
+    if (!aten)
+      aten = std::make_unique<gpt2_model>(load_gpt2_weights(model_dir, dtype));
+    return *aten;
+  }
 };
 
 /// One request of a workload.
@@ -98,12 +110,13 @@ run_result run_jobs(bench_env& env, serving_config cfg, const std::vector<job>& 
   const auto& mc = env.model.config();
   cfg.num_blocks = env.num_blocks;
   cfg.block_size = env.block_size;
-  cache::kv_pool pool({mc.n_layer, mc.n_head, mc.head_dim(), cfg.num_blocks, cfg.block_size});
-  paged_runner runner(env.model, pool);
+  lf::kernels::kv_cache kv({mc.n_layer, mc.n_head, mc.head_dim(), static_cast<int>(cfg.block_size),
+                            cfg.num_blocks, env.kv});
+  cpu_runner runner(env.model, kv);
   counting_engine counter(runner);
   static_generate_fn static_fn = [&](const std::vector<generation_request>& b,
                                      const generate_options& o) {
-    return generate(env.model, env.tok, b, o);
+    return generate(env.static_model(), env.tok, b, o);
   };
   run_result out;
   out.records.resize(jobs.size());
@@ -314,8 +327,12 @@ nlohmann::json prefix(bench_env& env, bool quick) {
 int main(int argc, char** argv) try {
   std::cout << std::unitbuf << std::fixed << std::setprecision(1);
   lf::tools::args a(argc, argv, 1, {"quick"});
-  const int threads = set_compute_threads(static_cast<int>(a.integer("threads", 2)));
-  const auto dtype = parse_compute_dtype(a.str("dtype", "f32"));
+  const int threads = static_cast<int>(a.integer_in("threads", 2, 1, 256));
+  set_compute_threads(threads);  // the ATen baselines
+  const auto dtype = parse_compute_dtype(a.str("dtype", "int8"));
+  const auto kv_type = lf::kernels::parse_kv_type(a.str("kv-dtype", "bf16"));
+  if (!kv_type)
+    throw std::invalid_argument("--kv-dtype must be f32, bf16 or int8");
   auto model_dir = a.str("model");
   const auto json_path = a.str("json");
   const bool quick = a.has("quick");
@@ -341,14 +358,17 @@ int main(int argc, char** argv) try {
     write_random_model(tmp, o);
     model_dir = tmp;
   }
-  gpt2_model model(load_gpt2_weights(model_dir, dtype));
+  cpu_model model(load_cpu_weights(model_dir, dtype), threads);
   auto tok = tokenizer::from_dir(LF_TOKENIZER_DIR);
   const auto& mc = model.config();
-  bench_env env{model, tok};
-  env.num_blocks = cache::kv_pool::blocks_for_budget(kv_mb << 20, mc.n_layer, mc.n_head,
-                                                     mc.head_dim(), env.block_size);
+  bench_env env{model, tok, model_dir, dtype};
+  env.kv = *kv_type;
+  env.num_blocks = lf::kernels::kv_cache::blocks_for_budget(
+    kv_mb << 20, {mc.n_layer, mc.n_head, mc.head_dim(), static_cast<int>(env.block_size), 0, env.kv});
   std::cout << "model: " << mc.n_layer << " layers, " << mc.n_embd << " embd, "
-            << model.weights().num_parameters() / 1e6 << " M parameters, " << a.str("dtype", "f32")
+            << static_cast<double>(model.weights().bytes()) / (1 << 20) << " MiB of " << to_string(dtype)
+            << " weights, " << lf::kernels::to_string(env.kv) << " K/V (continuous batching: the serving engine;"
+            << " static modes: the ATen generator)"
             << "; threads " << threads << "; KV pool " << kv_mb << " MiB = " << env.num_blocks
             << " blocks of " << env.block_size << " tokens\n";
   nlohmann::json report{{"threads", threads}, {"kv_cache_mb", kv_mb}, {"num_blocks", env.num_blocks},

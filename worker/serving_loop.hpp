@@ -78,7 +78,7 @@ class serving_loop {
 public:
   /// Starts the loop thread. `engine`, `tok` and `adapters` must outlive the loop. `static_fn` is
   /// needed only for the static modes. Without `adapters`, requests that name an adapter fail
-  /// with unknown_adapter. The engine must find the manager's adapters (paged_runner constructed
+  /// with unknown_adapter. The engine must find the manager's adapters (cpu_runner constructed
   /// with adapters->lookup()). The loop sets the manager's listener (one loop per manager).
   serving_loop(engine::step_engine& engine, const engine::tokenizer& tok, serving_config cfg,
                static_generate_fn static_fn = {}, cache::adapter_manager* adapters = nullptr);

@@ -53,7 +53,7 @@ struct worker_settings {
   /// OpenBLAS threads of the process, used only by the static-batching baselines (ATen) and
   /// training; 0 => the workers' share of the cores. The serving engine does not use BLAS.
   int blas_threads = 0;
-  std::string dtype = "f32";       ///< compute dtype: compute_dtype_list
+  std::string dtype = "int8";      ///< compute dtype: compute_dtype_list (int8 = W8A8)
   std::string kv_dtype = "bf16";   ///< K/V cache type: kv_dtype_list
   std::size_t kv_cache_mb = 256;   ///< K/V pool size; turned into blocks by the pool
   std::uint32_t num_blocks = 0;    ///< > 0 overrides kv_cache_mb (tests)

@@ -1,15 +1,16 @@
 // LoRA in the forward pass: an adapter's output equals the base model with the adapter merged into
-// its weights (every target module, rsLoRA too), and a batch mixing base, adapter 1 and adapter 2
-// rows gives every row exactly what it gets alone, through the paged runner and the static
-// generator.
+// its weights (every target module, rsLoRA too), in the ATen model and in the serving engine; and a
+// batch mixing base, adapter 1 and adapter 2 rows gives every row exactly what it gets alone,
+// through the serving engine (bit for bit) and the static generator.
 #include "tests/support/catch_aten.hpp"
 
+#include <cstring>
+
 #include "cache/block_manager.hpp"
-#include "cache/kv_pool.hpp"
 #include "tests/unit/engine/lora_fixture.hpp"
+#include "worker/engine/cpu_runner.hpp"
 #include "worker/engine/dense_attention.hpp"
 #include "worker/engine/generator.hpp"
-#include "worker/engine/paged_runner.hpp"
 
 using namespace lf::engine;
 using lf::cache::adapter_id;
@@ -31,6 +32,12 @@ struct fixture {
     std::make_shared<lora_weights>(a2, model.config(), at::kFloat);
   lf::cache::adapter_lookup_fn lookup =
     lf::test::lookup_of({{adapter_id{1}, w1}, {adapter_id{2}, w2}});
+  // The serving engine's payloads of the same adapters.
+  std::shared_ptr<const cpu_lora> c1 = std::make_shared<cpu_lora>(a1, model.config());
+  std::shared_ptr<const cpu_lora> c2 = std::make_shared<cpu_lora>(a2, model.config());
+  lf::cache::adapter_lookup_fn cpu_lookup = [this](adapter_id id) -> std::shared_ptr<const lf::cache::adapter_payload> {
+    return id == adapter_id{1} ? c1 : id == adapter_id{2} ? c2 : nullptr;
+  };
 };
 
 fixture& fx() {
@@ -128,16 +135,18 @@ TEST_CASE("lora_batch groups rows by adapter", "[lora]") {
 
 namespace {
 
-/// Runs sequences through the paged runner, all together or one at a time: the whole prompt in
-/// the first step, then one greedy decode per step. Records every sampled row's logits.
+/// Runs sequences through the serving engine (f32 weights and K/V), all together or one at a
+/// time: the whole prompt in the first step, then one greedy decode per step. Records every
+/// sampled row's logits.
 struct paged_lora_driver {
   lf::cache::block_manager blocks{{128, 4, false}};
-  lf::cache::kv_pool pool{{2, 4, 16, 128, 4}};
-  paged_runner runner{fx().model, pool, fx().lookup};
+  cpu_model model{load_cpu_weights(fx().dir, compute_dtype::f32), 2};
+  lf::kernels::kv_cache kv{{2, 4, 16, 4, 128, lf::kernels::kv_type::f32}};
+  cpu_runner runner{model, kv, fx().cpu_lookup};
 
   struct output {
     std::vector<std::int32_t> tokens;
-    std::vector<at::Tensor> logits;
+    std::vector<std::vector<float>> logits;
   };
 
   std::vector<output> run(const std::vector<std::vector<std::int32_t>>& prompts,
@@ -162,10 +171,9 @@ struct paged_lora_driver {
       runner.step(chunks);
       for (std::size_t i = 0; i < prompts.size(); ++i) {
         computed[i] = static_cast<std::int64_t>(toks[i].size());
-        auto row = at::from_blob(runner.logits(i), {static_cast<std::int64_t>(runner.vocab_size())},
-                                 at::kFloat).clone();
-        out[i].logits.push_back(row);
-        auto next = static_cast<std::int32_t>(row.argmax().item<std::int64_t>());
+        const float* row = runner.logits(i);
+        out[i].logits.emplace_back(row, row + runner.vocab_size());
+        auto next = static_cast<std::int32_t>(std::max_element(row, row + runner.vocab_size()) - row);
         toks[i].push_back(next);
         out[i].tokens.push_back(next);
       }
@@ -178,7 +186,20 @@ struct paged_lora_driver {
 
 } // namespace
 
-TEST_CASE("paged runner: a mixed-adapter batch gives each row what it gets alone", "[lora]") {
+TEST_CASE("serving engine: an adapter gives the logits of the merged weights", "[lora]") {
+  const auto prompt = fx().tok.encode("The quick brown fox jumps over the lazy dog");
+  for (auto [id, a] : {std::pair{adapter_id{1}, &fx().a1}, std::pair{adapter_id{2}, &fx().a2}}) {
+    gpt2_model merged(lf::test::merged_weights(fx().model.weights(), *a));
+    paged_lora_driver d;
+    auto got = d.run({prompt}, {id}, 1)[0].logits[0];
+    auto ref = merged.logits(hidden_of(merged, prompt, nullptr).narrow(0, static_cast<std::int64_t>(prompt.size()) - 1, 1))[0];
+    auto t = at::from_blob(got.data(), {static_cast<std::int64_t>(got.size())}, at::kFloat);
+    INFO("adapter " << id.value());
+    CHECK(max_diff(t, ref) < 1e-4);
+  }
+}
+
+TEST_CASE("serving engine: a mixed-adapter batch gives each row what it gets alone", "[lora]") {
   auto& tok = fx().tok;
   const std::vector<std::vector<std::int32_t>> prompts = {
     tok.encode("Once upon a time"), tok.encode("The quick brown fox jumps"),
@@ -189,16 +210,13 @@ TEST_CASE("paged runner: a mixed-adapter batch gives each row what it gets alone
                                             adapter_id{1}, adapter_id{2}};
   paged_lora_driver d;
   auto together = d.run(prompts, adapters, 8);
-  double worst = 0;
   for (std::size_t i = 0; i < prompts.size(); ++i) {
     auto alone = d.run({prompts[i]}, {adapters[i]}, 8)[0];
     INFO("row " << i);
     CHECK(together[i].tokens == alone.tokens);
     for (std::size_t s = 0; s < alone.logits.size(); ++s)
-      worst = std::max(worst, max_diff(together[i].logits[s], alone.logits[s]));
+      CHECK(std::memcmp(together[i].logits[s].data(), alone.logits[s].data(), alone.logits[s].size() * sizeof(float)) == 0);
   }
-  INFO("worst logit difference, batched vs alone: " << worst);
-  CHECK(worst < 1e-3);
   // The same prompt under the base model and under adapter 2 differs.
   CHECK(together[0].tokens != together[4].tokens);
   // An adapter the lookup does not know stops the step before anything runs.

@@ -35,9 +35,10 @@ using backend_factory = std::function<actors::worker_backend()>;
 
 /// A worker whose serving loop runs a fake engine (context 256, GPT-2's vocabulary, 256 KV blocks
 /// of 8 tokens): its tokens depend only on each sequence's own tokens, so a request gets the same
-/// text alone or in any batch; `step` is the simulated time of one engine step.
+/// text alone or in any batch; `step` is the simulated time of one engine step (about the tiny
+/// GPT-2's, so a long request is still streaming when a test kills its worker).
 inline backend_factory fake_worker(std::uint32_t max_seqs = 8,
-                                   std::chrono::microseconds step = std::chrono::microseconds(300)) {
+                                   std::chrono::microseconds step = std::chrono::microseconds(2000)) {
   return [=] {
     struct owner {
       fake_engine engine;

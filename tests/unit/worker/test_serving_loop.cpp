@@ -2,12 +2,11 @@
 // preemption, and the static comparison modes all give each request what it gets alone.
 #include "tests/support/catch_aten.hpp"
 
-#include "cache/kv_pool.hpp"
 #include "tests/support/tiny_engine.hpp"
 #include "tests/unit/worker/loop_fixture.hpp"
 #include "worker/engine/generator.hpp"
 #include "worker/engine/gpt2_model.hpp"
-#include "worker/engine/paged_runner.hpp"
+#include "worker/engine/cpu_runner.hpp"
 #include "worker/engine/tokenizer.hpp"
 #include "worker/engine/weights.hpp"
 #include "worker/serving_loop.hpp"
@@ -35,8 +34,12 @@ std::vector<std::int32_t> alone(const std::vector<std::int32_t>& prompt, int n) 
 /// Runs every text through a loop with `cfg` and checks each output against generating it alone.
 void check_against_alone(serving_config cfg) {
   const auto& mc = fx().model.config();
-  lf::cache::kv_pool pool({mc.n_layer, mc.n_head, mc.head_dim(), cfg.num_blocks, cfg.block_size});
-  paged_runner runner(fx().model, pool);
+  // Continuous batching runs the serving engine (f32 weights and K/V: the same greedy tokens as the
+  // ATen reference); the static modes run the ATen generator.
+  cpu_model model(load_cpu_weights(fx().dir, compute_dtype::f32), 2);
+  lf::kernels::kv_cache kv({mc.n_layer, mc.n_head, mc.head_dim(), static_cast<int>(cfg.block_size),
+                            cfg.num_blocks, lf::kernels::kv_type::f32});
+  cpu_runner runner(model, kv);
   static_generate_fn static_fn = [](const std::vector<generation_request>& b, const generate_options& o) {
     return generate(fx().model, fx().tok, b, o);
   };

@@ -6,11 +6,10 @@
 
 #include <fstream>
 
-#include "cache/kv_pool.hpp"
 #include "tests/unit/engine/lora_fixture.hpp"
 #include "tests/unit/worker/loop_fixture.hpp"
 #include "worker/engine/generator.hpp"
-#include "worker/engine/paged_runner.hpp"
+#include "worker/engine/cpu_runner.hpp"
 #include "worker/serving_loop.hpp"
 
 using namespace lf::worker;
@@ -68,9 +67,15 @@ std::vector<std::int32_t> alone(const std::string& text, const std::string& adap
 /// Runs every text under a rotating adapter (plus two broken requests) and compares with alone.
 void check_against_alone(serving_config cfg, lf::cache::adapter_cache_config cache_cfg = {}) {
   const auto& mc = fx().model.config();
-  auto mgr = make_lora_manager(fx().root, fx().model, cache_cfg);
-  lf::cache::kv_pool pool({mc.n_layer, mc.n_head, mc.head_dim(), cfg.num_blocks, cfg.block_size});
-  paged_runner runner(fx().model, pool, mgr->lookup());
+  // Continuous batching: the serving engine with its adapter payloads; static modes: the ATen
+  // generator with its own.
+  const bool continuous = cfg.mode == batching_mode::continuous;
+  auto mgr = continuous ? make_cpu_lora_manager(fx().root, mc, cache_cfg)
+                        : make_lora_manager(fx().root, fx().model, cache_cfg);
+  cpu_model model(load_cpu_weights(fx().dir, compute_dtype::f32), 2);
+  lf::kernels::kv_cache kv({mc.n_layer, mc.n_head, mc.head_dim(), static_cast<int>(cfg.block_size),
+                            cfg.num_blocks, lf::kernels::kv_type::f32});
+  cpu_runner runner(model, kv, mgr->lookup());
   static_generate_fn static_fn = [](const std::vector<generation_request>& b, const generate_options& o) {
     return generate(fx().model, fx().tok, b, o);
   };

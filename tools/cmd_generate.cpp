@@ -1,0 +1,203 @@
+// `lorafleet generate`: prompts through the serving engine in this process (the worker's serving
+// loop over the CPU engine: continuous batching, the paged K/V store, LoRA adapters), or with
+// --no-kv-cache through the course's recompute-everything baseline (the ATen generator).
+#include <condition_variable>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "tools/args.hpp"
+#include "tools/commands.hpp"
+#include "tools/sampling_flags.hpp"
+#include "worker/engine/cpu_lora.hpp"
+#include "worker/engine/cpu_runner.hpp"
+#include "worker/engine/generator.hpp"
+#include "worker/engine/gpt2_model.hpp"
+#include "worker/engine/kernels/cpu_features.hpp"
+#include "worker/engine/lora_weights.hpp"
+#include "worker/engine/tokenizer.hpp"
+#include "worker/engine/weights.hpp"
+#include "worker/serving_loop.hpp"
+
+namespace lf::tools {
+
+namespace fs = std::filesystem;
+using namespace lf::engine;
+
+namespace {
+
+/// The model directory's own vocab.json/merges.txt, else the repository's.
+tokenizer tokenizer_for(const std::string& model_dir) {
+  if (!model_dir.empty() && fs::exists(fs::path(model_dir) / "vocab.json"))
+    return tokenizer::from_dir(model_dir);
+  return tokenizer::from_dir(default_tokenizer_dir());
+}
+
+/// `--adapter` values, one for every prompt or one per prompt; "-" or "none" is the base model.
+/// A value is a directory, or with --adapters ROOT a name under ROOT. Returns each prompt's
+/// adapter directory ("" = base).
+std::vector<std::string> adapter_dirs(const std::vector<std::string>& values, const std::string& root,
+                                      std::size_t prompts) {
+  std::vector<std::string> out(prompts);
+  if (values.empty())
+    return out;
+  if (values.size() != 1 && values.size() != prompts)
+    throw std::invalid_argument("give one --adapter for every prompt or one per prompt ("
+                                + std::to_string(prompts) + "); '-' is the base model");
+  for (std::size_t i = 0; i < prompts; ++i) {
+    const auto& v = values[values.size() == 1 ? 0 : i];
+    if (v == "-" || v == "none")
+      continue;
+    out[i] = root.empty() || fs::is_directory(v) ? v : resolve_adapter_path(root, v).string();
+  }
+  return out;
+}
+
+/// The recompute-everything baseline: every step runs the whole sequence again (ATen).
+int generate_without_cache(const std::string& dir, const std::vector<std::string>& prompts,
+                           const sampling_params& params, compute_dtype dtype, int threads,
+                           const std::vector<std::string>& adapters) {
+  set_compute_threads(threads);
+  auto tok = tokenizer_for(dir);
+  gpt2_model model(load_gpt2_weights(dir, dtype));
+  std::vector<generation_request> batch;
+  std::map<std::string, cache::adapter_id> ids;
+  std::map<cache::adapter_id, std::shared_ptr<const lora_weights>> loaded;
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    batch.push_back({validate_or_throw({tok.encode(prompts[i]), params, {}, 0}, model.config().limits())});
+    if (adapters[i].empty())
+      continue;
+    auto [it, fresh] = ids.emplace(adapters[i], cache::adapter_id{static_cast<std::uint32_t>(ids.size() + 1)});
+    if (fresh)
+      loaded.emplace(it->second, std::make_shared<const lora_weights>(load_peft_adapter(adapters[i], model.config()),
+                                                                      model.config(), model.scalar_type()));
+    batch.back().adapter = it->second;
+  }
+  generate_options opts;
+  opts.use_kv_cache = false;
+  opts.seed = params.seed.value_or(0);
+  opts.adapters = [&loaded](cache::adapter_id id) -> std::shared_ptr<const cache::adapter_payload> {
+    auto it = loaded.find(id);
+    return it == loaded.end() ? nullptr : it->second;
+  };
+  auto res = generate(model, tok, batch, opts);
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    std::cout << (batch.size() == 1 ? "" : "[" + std::to_string(i) + "] ") << prompts[i] << res.outputs[i].text << "\n";
+  std::cerr << "no KV cache (ATen, recomputing each sequence every step): " << res.timing.ms_per_step()
+            << " ms per token step, " << res.timing.generated_tokens << " tokens generated\n";
+  return 0;
+}
+
+} // namespace
+
+int cmd_generate(int argc, char** argv) {
+  args a(argc, argv, 2, {"no-kv-cache", "ignore-eos", "quiet"});
+  auto dir = a.str("model", default_model_dir());
+  if (dir.empty())
+    throw std::invalid_argument("--model DIR is needed (no default model in " LF_MODELS_DIR "/default)");
+  auto prompts = a.all("prompt");
+  if (prompts.empty())
+    throw std::invalid_argument("missing required --prompt");
+  sampling_params defaults;  // greedy, 32 tokens
+  defaults.temperature = 0;
+  defaults.max_tokens = 32;
+  auto params = read_sampling(a, defaults);
+  const int threads = static_cast<int>(a.integer_in("threads", std::max(1u, std::thread::hardware_concurrency()), 1, 256));
+  const auto dtype_name = a.str("dtype", "int8");
+  auto dtype = parse_compute_dtype(dtype_name);
+  const auto kv_name = a.str("kv-dtype", "bf16");
+  const auto kv_type = kernels::parse_kv_type(kv_name);
+  if (!kv_type)
+    throw std::invalid_argument("--kv-dtype must be f32, bf16 or int8 (got '" + kv_name + "')");
+  bool quiet = a.has("quiet");
+  const auto adapters = adapter_dirs(a.all("adapter"), a.str("adapters", a.has("model") ? std::string{} : default_adapter_dir()),
+                                     prompts.size());
+  const bool no_cache = a.has("no-kv-cache");
+  a.finish();
+  if (no_cache)
+    return generate_without_cache(dir, prompts, params, dtype, threads, adapters);
+
+  auto tok = tokenizer_for(dir);
+  cpu_model model(load_cpu_weights(dir, dtype), threads);
+  const auto& cfg = model.config();
+  // Adapters by synthetic name ("a1", ...): the manager loads each from its directory.
+  std::map<std::string, std::string> dir_of;
+  std::vector<std::string> name_of(prompts.size());
+  for (std::size_t i = 0; i < prompts.size(); ++i)
+    if (!adapters[i].empty()) {
+      auto it = std::find_if(dir_of.begin(), dir_of.end(), [&](auto& kv) { return kv.second == adapters[i]; });
+      name_of[i] = it != dir_of.end() ? it->first : "a" + std::to_string(dir_of.size() + 1);
+      dir_of[name_of[i]] = adapters[i];
+    }
+  std::unique_ptr<cache::adapter_manager> manager;
+  if (!dir_of.empty())
+    manager = std::make_unique<cache::adapter_manager>(
+      cache::adapter_cache_config{},
+      [&](const std::string& name) -> std::shared_ptr<const cache::adapter_payload> {
+        return std::make_shared<const cpu_lora>(load_peft_adapter(dir_of.at(name), cfg), cfg);
+      },
+      [&](const std::string& name) { return dir_of.count(name) ? std::string() : "unknown adapter " + name; });
+  // Room for every prompt at its longest.
+  std::vector<validated_request> reqs;
+  std::uint32_t blocks = 0;
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    reqs.push_back(validate_or_throw({tok.encode(prompts[i]), params, name_of[i], 0}, cfg.limits()));
+    blocks += static_cast<std::uint32_t>((reqs.back().max_length() + 15) / 16);
+  }
+  kernels::kv_cache kv({cfg.n_layer, cfg.n_head, cfg.head_dim(), 16, blocks, *kv_type});
+  cpu_runner runner(model, kv, manager ? manager->lookup() : cache::adapter_lookup_fn{});
+  worker::serving_config sc;
+  sc.num_blocks = blocks;
+  sc.block_size = 16;
+  sc.sched.max_seqs = static_cast<std::uint32_t>(prompts.size());
+  sc.sched.max_batched_tokens = std::max<std::uint32_t>(512, sc.sched.max_seqs);
+  sc.eos_id = tok.eos_id();
+  sc.seed = params.seed.value_or(0);
+  worker::serving_loop loop(runner, tok, sc, {}, manager.get());
+  std::mutex m;
+  std::condition_variable cv;
+  std::vector<std::optional<worker::request_result>> results(prompts.size());
+  const bool stream = prompts.size() == 1 && !quiet;
+  if (stream)
+    std::cout << prompts[0] << std::flush;
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    worker::request_callbacks cb;
+    if (stream)
+      cb.on_token = [](std::int32_t, std::string_view d) { std::cout << d << std::flush; };
+    cb.on_done = [&, i](worker::request_result r) {
+      std::lock_guard<std::mutex> g(m);
+      results[i] = std::move(r);
+      cv.notify_all();
+    };
+    loop.submit(std::move(reqs[i]), std::nullopt, std::move(cb));
+  }
+  {
+    std::unique_lock<std::mutex> lk(m);
+    cv.wait(lk, [&] { return std::all_of(results.begin(), results.end(), [](auto& r) { return r.has_value(); }); });
+  }
+  loop.stop(true);
+  int failed = 0;
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    const auto& r = *results[i];
+    if (r.outcome != worker::request_outcome::finished) {
+      std::cerr << "[" << i << "] failed: " << r.message << "\n";
+      ++failed;
+      continue;
+    }
+    if (stream)
+      std::cout << std::endl;
+    else
+      std::cout << "[" << i << "] " << prompts[i] << r.text << "\n";
+    std::cerr << "[" << i << "] " << r.finish_reason << "; " << r.usage.prompt_tokens << " prompt + "
+              << r.usage.completion_tokens << " tokens; first token " << r.timings.ttft_ms << " ms, total "
+              << r.timings.total_ms << " ms\n";
+  }
+  std::cerr << "model " << dir << ": " << cfg.n_layer << " layers, " << cfg.n_embd << " embd; " << dtype_name
+            << " weights, " << kv_name << " K/V, " << threads << " thread(s), kernels "
+            << kernels::to_string(kernels::active_isa()) << "\n";
+  return failed ? 1 : 0;
+}
+
+} // namespace lf::tools
