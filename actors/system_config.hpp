@@ -10,8 +10,9 @@
 
 namespace lf::actors {
 
-/// Registers every message type of actors/messages.hpp (so they can cross nodes) and renders
-/// errors of the "serve" category with serve_errc's names.
+/// Registers every message type of actors/messages.hpp (so they can cross nodes), renders errors
+/// of the "serve" category with serve_errc's names, and picks the sharing scheduler (see the
+/// .cpp).
 void add_lorafleet_types(caf::actor_system_config& cfg);
 
 } // namespace lf::actors

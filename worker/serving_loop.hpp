@@ -71,6 +71,11 @@ struct load_report {
   double prefix_hit_rate = 0;
   std::uint64_t steps = 0, preemptions = 0, finished = 0, failed = 0, cancelled = 0;
   cache::adapter_cache_stats adapters;  ///< zeros without an adapter manager
+  /// Where the continuous loop's working steps spent their time (milliseconds, cumulative): the
+  /// engine's forward, sampling, and the rest of the step (scheduling, building the batch,
+  /// streaming and ending requests); idle waits are not counted.
+  double forward_ms = 0, sample_ms = 0, step_ms = 0;
+  std::uint64_t working_steps = 0;
 };
 
 /// See the file comment.

@@ -44,8 +44,15 @@ void serving_loop::run() {
     }
     if (stopping && live_.empty()) {
       std::lock_guard<std::mutex> g(mtx_);
-      if (inbox_.empty())
+      if (inbox_.empty()) {
+        if (load_.working_steps > 0)
+          log::info("worker", "serving loop stopped", {{"steps", load_.working_steps},
+                                                       {"forward_ms", load_.forward_ms},
+                                                       {"sample_ms", load_.sample_ms},
+                                                       {"other_ms", load_.step_ms - load_.forward_ms - load_.sample_ms},
+                                                       {"engine_share", load_.forward_ms / load_.step_ms}});
         break;
+      }
       continue;
     }
     if (live_.empty()) {
@@ -63,6 +70,7 @@ void serving_loop::run() {
 
 void serving_loop::run_continuous_step() {
   auto now = clock_type::now();
+  const auto step_start = now;
   turn_ = adapter_turn();
   auto plan = sched_.schedule(now, [this](cache::adapter_id a) { return adapter_usable(a); });
   for (auto id : plan.expired)
@@ -85,6 +93,7 @@ void serving_loop::run_continuous_step() {
       lr.cached_tokens = c.start;  // the first chunk starts after the prefix-cache hit
     }
   }
+  const auto forward_start = clock_type::now();
   try {
     engine_.step(chunks);
   } catch (const std::exception& e) {
@@ -97,21 +106,39 @@ void serving_loop::run_continuous_step() {
     return;
   }
   std::vector<std::optional<std::int32_t>> sampled(plan.chunks.size());
-  std::vector<request_id> broken;
-  std::size_t row = 0;
-  const auto vocab = engine_.vocab_size();
+  // The rows that sample, with their logits row and sampler; sampled on the engine's threads
+  // (each request's sampler is its own: the order does not matter).
+  struct pick_job {
+    std::size_t chunk, row;
+    engine::sampler* pick;
+    const std::vector<std::int32_t>* context;
+    bool failed = false;
+  };
+  std::vector<pick_job> jobs;
   for (std::size_t i = 0; i < plan.chunks.size(); ++i) {
     const auto& c = plan.chunks[i];
     if (!c.samples)
       continue;
-    auto& lr = *live_.at(request_id{c.id.value()});
-    try {
-      sampled[i] = lr.pick.sample(engine_.logits(row++), vocab, sched_.tokens(c.id));
-    } catch (const std::exception& e) {
-      broken.push_back(request_id{c.id.value()});
-      sampled[i] = 0;  // placeholder: the sequence is finished right after complete()
-    }
+    jobs.push_back({i, jobs.size(), &live_.at(request_id{c.id.value()})->pick, &sched_.tokens(c.id)});
   }
+  const auto vocab = engine_.vocab_size();
+  const auto sample_start = clock_type::now();
+  engine_.for_rows(jobs.size(), [&](std::size_t b, std::size_t e) {
+    for (auto j = b; j < e; ++j) {
+      auto& job = jobs[j];
+      try {
+        sampled[job.chunk] = job.pick->sample(engine_.logits(job.row), vocab, *job.context);
+      } catch (const std::exception&) {
+        job.failed = true;
+        sampled[job.chunk] = 0;  // placeholder: the sequence is finished right after complete()
+      }
+    }
+  });
+  const auto sample_end = clock_type::now();
+  std::vector<request_id> broken;
+  for (const auto& job : jobs)
+    if (job.failed)
+      broken.push_back(request_id{plan.chunks[job.chunk].id.value()});
   sched_.complete(plan, sampled);
   for (auto id : broken) {
     log::error("worker", "the model produced invalid logits", {{"request", id.value()}});
@@ -121,6 +148,12 @@ void serving_loop::run_continuous_step() {
   for (std::size_t i = 0; i < plan.chunks.size(); ++i)
     if (sampled[i] && live_.count(request_id{plan.chunks[i].id.value()}))
       on_sampled(request_id{plan.chunks[i].id.value()}, *sampled[i]);
+  auto ms = [](time_point a, time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  std::lock_guard<std::mutex> g(mtx_);
+  load_.forward_ms += ms(forward_start, sample_start);
+  load_.sample_ms += ms(sample_start, sample_end);
+  load_.step_ms += ms(step_start, clock_type::now());
+  ++load_.working_steps;
 }
 
 void serving_loop::on_sampled(request_id id, std::int32_t token) {

@@ -73,6 +73,13 @@ void cpu_runner::step(const std::vector<engine_chunk>& chunks) {
   model_.forward(st, kv_);
 }
 
+void cpu_runner::for_rows(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn) {
+  if (n >= 2)
+    model_.pool().parallel_for(n, fn);
+  else if (n == 1)
+    fn(0, 1);
+}
+
 float* cpu_runner::logits(std::size_t i) {
   if (i >= step_.logit_rows.size())
     throw std::out_of_range("cpu_runner: no logits row " + std::to_string(i));

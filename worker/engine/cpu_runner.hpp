@@ -24,6 +24,8 @@ public:
   void step(const std::vector<engine_chunk>& chunks) override;
   float* logits(std::size_t i) override;
   std::size_t vocab_size() const override { return model_.vocab_size(); }
+  /// On the model's thread pool.
+  void for_rows(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn) override;
 
 private:
   cpu_model& model_;

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "cache/ids.hpp"
@@ -34,6 +35,14 @@ public:
   virtual float* logits(std::size_t i) = 0;
 
   virtual std::size_t vocab_size() const = 0;
+
+  /// Runs fn(begin, end) over parts of [0, n) on the engine's compute threads (the loop samples
+  /// rows this way while those threads would idle); one call on the caller's thread by default.
+  /// fn must be safe to run concurrently on disjoint ranges.
+  virtual void for_rows(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn) {
+    if (n > 0)
+      fn(0, n);
+  }
 };
 
 } // namespace lf::engine
