@@ -193,7 +193,14 @@ int main(int argc, char** argv) try {
     const double head_macs = static_cast<double>(cfg.n_embd) * cfg.vocab_size;
     const double peak = dt == compute_dtype::int8 ? peaks.int8_gops : dt == compute_dtype::bf16 ? peaks.bf16_gflops : peaks.f32_gflops;
 
+    // Lengths within the model's context (a small model may have fewer than 128 positions).
+    const int prompt_n = std::min(prompt_tokens, cfg.n_positions);
+    const int ctx = std::max(1, std::min(context, cfg.n_positions - steps - 1));
+    if (prompt_n != prompt_tokens || ctx != context)
+      std::cout << "(context " << cfg.n_positions << ": prompt " << prompt_n << " tokens, decode at " << ctx
+                << " cached tokens)\n";
     {  // prefill
+      const int prompt_tokens = prompt_n;
       harness h(m, *kvt, 1, prompt_tokens);
       std::vector<double> secs;
       for (int rep = 0; rep < (quick ? 3 : 5); ++rep)
@@ -209,6 +216,7 @@ int main(int argc, char** argv) try {
     std::cout << " batch | ms/step | tokens/s | MB read | GB/s (of " << peaks.read_gbs << ") | GOP/s (of "
               << peak << ")\n";
     for (int b : batches) {
+      const int context = ctx;
       harness h(m, *kvt, b, context + steps + 1);
       std::vector<int> all(static_cast<std::size_t>(b));
       for (int i = 0; i < b; ++i)

@@ -8,6 +8,7 @@
 
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
+#include "core/utf8.hpp"
 #include "worker/engine/model_writer.hpp"
 #include "worker/engine/tokenizer.hpp"
 
@@ -54,7 +55,8 @@ int cmd_tokenize(int argc, char** argv) {
         throw std::invalid_argument("token id " + std::to_string(x) + " is outside the vocabulary");
       ids.push_back(static_cast<std::int32_t>(x));
     }
-    std::cout << tok.decode(ids);
+    // Invalid UTF-8 (a token can end inside a character) as U+FFFD, as generate and the server do.
+    std::cout << replace_invalid_utf8(tok.decode(ids));
   } else {
     std::cout << nlohmann::json(tok.encode(in)).dump() << "\n";
   }

@@ -70,5 +70,8 @@ if [ -f "$(dirname "$0")/../../models/default/config.json" ]; then
 fi
 out=$("$bin" serve --help) || { echo "FAIL: serve --help exit $?"; failures=$((failures + 1)); }
 [[ $out == *"--max-seqs"* && $out != *"loadtest"* ]] || { echo "FAIL: serve --help: $out"; failures=$((failures + 1)); }
+# A lone byte of a multi-byte character decodes to U+FFFD, as generate and the server print it.
+out=$(echo '[158]' | "$bin" tokenize --decode | od -An -tx1 | tr -d ' \n')
+[[ $out == "efbfbd" ]] || { echo "FAIL: tokenize --decode of a lone byte: $out"; failures=$((failures + 1)); }
 if ((failures)); then echo "$failures failure(s)"; exit 1; fi
 echo "cli errors: ok"

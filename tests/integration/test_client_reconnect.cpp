@@ -27,15 +27,19 @@ double rss_mb() {
 TEST_CASE("the client survives a server restart", "[gateway][model]") {
   std::mt19937 rng(std::random_device{}());
   const auto endpoint = "tcp://127.0.0.1:" + std::to_string(30000 + rng() % 20000);
-  auto server = std::make_unique<cluster::local_cluster>(tiny_cluster_settings(endpoint, 1));
+  // Two sequences at a time: sixteen 240-token requests are eight rounds of work, far longer than
+  // the cancellation takes to arrive on a loaded machine.
+  auto settings = tiny_cluster_settings(endpoint, 1);
+  settings.worker.max_seqs = 2;
+  auto server = std::make_unique<cluster::local_cluster>(settings);
   client::client_options o;
   o.endpoint = endpoint;
   o.heartbeat = 200ms;
   client::client c(o);
   REQUIRE(c.submit(greedy("Hi", 4)).get().ok());
   // Requests in flight when the server goes away end with cancelled or worker_lost (not a hang).
-  // Twice the worker's max_seqs of long requests, and the shutdown as soon as the first token
-  // arrives: the second half is still queued then, however fast the engine is.
+  // Eight times the worker's max_seqs of long requests, and the shutdown as soon as the first
+  // token arrives: most are still queued then, however fast the engine is.
   std::mutex m;
   std::condition_variable cv;
   bool streaming = false;

@@ -142,12 +142,11 @@ lora_weights init_lora(const gpt2_config& base, int rank, float alpha,
 }
 
 lora_weights lora_from_adapter(const engine::lora_adapter& a, const gpt2_config& base) {
-  if (a.use_rslora)
-    throw std::invalid_argument("resuming rsLoRA adapters is not supported");
   a.validate(base);
   lora_weights l;
   l.rank = a.rank;
   l.alpha = a.alpha;
+  l.rslora = a.use_rslora;
   l.a.resize(static_cast<std::size_t>(base.n_layer));
   l.b.resize(static_cast<std::size_t>(base.n_layer));
   auto tensor = [](const std::vector<float>& v, std::int64_t rows, std::int64_t cols) {
@@ -166,6 +165,7 @@ engine::lora_adapter lora_to_adapter(const lora_weights& l, const std::string& n
   out.name = name;
   out.rank = l.rank;
   out.alpha = l.alpha;
+  out.use_rslora = l.rslora;
   auto values = [](const at::Tensor& t) {
     auto c = t.detach().to(at::kFloat).contiguous();
     const float* p = c.data_ptr<float>();
@@ -254,7 +254,8 @@ at::ScalarType compute_type(const forward_options& opts) {
 at::Tensor forward_logits(const gpt2_weights& w, const at::Tensor& ids, const forward_options& opts) {
   auto h = forward_hidden(w, ids, opts);
   const auto type = compute_type(opts);
-  return at::mm(h.to(type), w.wte.to(type).t())
+  const auto& head = w.lm_head.defined() ? w.lm_head : w.wte;  // untied checkpoints have their own
+  return at::mm(h.to(type), head.to(type).t())
     .to(at::kFloat)
     .view({ids.size(0), ids.size(1), w.config.vocab_size});
 }
@@ -368,7 +369,7 @@ std::pair<double, std::int64_t> sum_loss(const gpt2_weights& w,
   auto eval = opts;
   eval.training = false;
   const auto type = compute_type(opts);
-  auto head = w.wte.to(type);
+  auto head = (w.lm_head.defined() ? w.lm_head : w.wte).to(type);  // wte itself when tied
   double total = 0;
   for (std::int64_t r = 0; r < rows; r += micro_batch) {
     auto n = std::min<std::int64_t>(micro_batch, rows - r);

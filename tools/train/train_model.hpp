@@ -15,6 +15,7 @@
 #include <ATen/ATen.h>
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -44,12 +45,15 @@ std::vector<at::Tensor> parameter_list(const engine::gpt2_weights& w);
 struct lora_weights {
   int rank = 0;
   float alpha = 0.0f;
+  bool rslora = false;  ///< rank-stabilized scaling (PEFT's use_rslora)
   /// a[layer][module], b[layer][module] (module in lora_module order); undefined tensors for
   /// modules that are not adapted.
   std::vector<std::array<at::Tensor, 4>> a, b;
 
-  /// alpha / rank.
-  float scale() const noexcept { return alpha / static_cast<float>(rank); }
+  /// alpha / rank, or alpha / sqrt(rank) with rsLoRA (as PEFT and the engine scale it).
+  float scale() const noexcept {
+    return rslora ? alpha / std::sqrt(static_cast<float>(rank)) : alpha / static_cast<float>(rank);
+  }
   /// The defined factors, A then B per (layer, module), in (layer, module) order.
   std::vector<at::Tensor> parameters() const;
 };
@@ -60,8 +64,8 @@ struct lora_weights {
 lora_weights init_lora(const engine::gpt2_config& base, int rank, float alpha,
                        const std::vector<engine::lora_module>& targets, std::uint64_t seed);
 
-/// Trainable copies of a loaded adapter's factors (for resuming). Throws std::invalid_argument
-/// for rsLoRA adapters (not trained here).
+/// Trainable copies of a loaded adapter's factors (for resuming and evaluation), rsLoRA's scaling
+/// kept.
 lora_weights lora_from_adapter(const engine::lora_adapter& a, const engine::gpt2_config& base);
 
 /// The factors as the engine's adapter struct, ready for write_peft_adapter.

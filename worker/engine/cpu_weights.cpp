@@ -131,11 +131,15 @@ cpu_weights load_cpu_weights(const std::string& dir, compute_dtype dtype) {
     b.mproj_b = r.get(p + "mlp.c_proj.bias", {C});
     w.blocks.push_back(std::move(b));
   }
-  if (const tensor_view* head = r.find("lm_head.weight")) {
+  if (w.config.tie_word_embeddings) {
+    w.lm_head = pack_rows(t, r.get("wte.weight", {V, C}), V, C);  // the head is wte
+  } else {
+    const tensor_view* head = r.find("lm_head.weight");
+    if (head == nullptr)
+      throw std::runtime_error(st_path + ": config.json says tie_word_embeddings is false, but there "
+                               "is no lm_head.weight");
     w.lm_head = pack_rows(t, r.read(*head, {V, C}), V, C);
     w.wte = pack_rows(t, r.get("wte.weight", {V, C}), V, C);
-  } else {
-    w.lm_head = pack_rows(t, r.get("wte.weight", {V, C}), V, C);
   }
   return w;
 }

@@ -156,6 +156,7 @@ gpt2_config gpt2_config::parse(std::string_view json_text, const std::string& so
   c.bos_token_id = r.optional_int("bos_token_id", c.bos_token_id);
   c.eos_token_id = r.optional_int("eos_token_id", c.eos_token_id);
   c.activation_function = r.optional_string("activation_function", c.activation_function);
+  c.tie_word_embeddings = r.optional_bool("tie_word_embeddings", c.tie_word_embeddings);
 
   // Variants that change attention's math; the engine implements neither, so refuse to load
   // rather than produce subtly wrong logits.
@@ -212,7 +213,7 @@ std::string gpt2_config::to_json() const {
   j["summary_proj_to_labels"] = true;
   j["summary_type"] = "cls_index";
   j["summary_use_proj"] = true;
-  j["tie_word_embeddings"] = true;
+  j["tie_word_embeddings"] = tie_word_embeddings;
   j["use_cache"] = true;
   j["vocab_size"] = vocab_size;
   return j.dump(2) + "\n";

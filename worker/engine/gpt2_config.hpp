@@ -23,6 +23,9 @@ struct gpt2_config {
   int eos_token_id = 50256;
   /// "gelu_new" or "gelu_pytorch_tanh" (the tanh approximation, same math) or "gelu" (exact erf).
   std::string activation_function = "gelu_new";
+  /// The LM head is the token embedding (Hugging Face's default); false: the checkpoint carries
+  /// its own lm_head.weight.
+  bool tie_word_embeddings = true;
 
   /// n_embd / n_head.
   int head_dim() const noexcept { return n_head > 0 ? n_embd / n_head : 0; }

@@ -44,7 +44,8 @@ gpt2_weights make_random_weights(const gpt2_config& cfg, std::uint64_t seed, dou
   }
   w.ln_f_w = normal({C}, 1.0, 0.05);
   w.ln_f_b = normal({C}, 0.0, 0.02);
-  w.lm_head = w.wte;
+  // An untied head is a matrix of its own (drawn last, so tied models keep their values).
+  w.lm_head = cfg.tie_word_embeddings ? w.wte : normal({V, C}, 0, init_std);
   return w;
 }
 
@@ -53,7 +54,9 @@ void save_gpt2_checkpoint(const gpt2_weights& w, const std::string& out_dir, dty
   if (storage != dtype::f32 && storage != dtype::f16 && storage != dtype::bf16)
     throw std::invalid_argument("checkpoints are stored as F32, F16 or BF16");
   fs::create_directories(out_dir);
-  w.config.save((fs::path(out_dir) / "config.json").string());
+  auto cfg = w.config;
+  cfg.tie_word_embeddings = tied_lm_head;
+  cfg.save((fs::path(out_dir) / "config.json").string());
   auto target = storage == dtype::f32   ? at::kFloat
                 : storage == dtype::f16 ? at::kHalf
                                         : at::kBFloat16;
@@ -92,7 +95,9 @@ void save_gpt2_checkpoint(const gpt2_weights& w, const std::string& out_dir, dty
 }
 
 void write_random_model(const std::string& out_dir, const random_model_options& opts) {
-  auto w = make_random_weights(opts.config, opts.seed, opts.init_std);
+  auto cfg = opts.config;
+  cfg.tie_word_embeddings = opts.tied_lm_head;
+  auto w = make_random_weights(cfg, opts.seed, opts.init_std);
   save_gpt2_checkpoint(w, out_dir, opts.storage, opts.transformer_prefix, opts.tied_lm_head);
   if (!opts.tokenizer_dir.empty())
     for (const char* f : {"vocab.json", "merges.txt"}) {

@@ -167,10 +167,14 @@ gpt2_weights load_gpt2_weights(const std::string& dir, compute_dtype dtype) {
       }
     w.blocks.push_back(std::move(b));
   }
-  if (auto* head = file->find("lm_head.weight"))
+  if (w.config.tie_word_embeddings) {
+    w.lm_head = w.wte;  // as Hugging Face ties them, whatever the file holds
+  } else if (auto* head = file->find("lm_head.weight")) {
     w.lm_head = src.convert(*head, {V, C});
-  else
-    w.lm_head = w.wte;
+  } else {
+    throw std::runtime_error(st_path + ": config.json says tie_word_embeddings is false, but there "
+                             "is no lm_head.weight");
+  }
   // Keep the map only while some tensor points into it (f32 file, f32 compute); otherwise the
   // converted copies are the only weights and the map can go.
   bool uses_map = false;

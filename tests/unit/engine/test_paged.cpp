@@ -196,3 +196,29 @@ TEST_CASE("a row's logits are the same alone, batched, chunked, on any thread co
         }
     }
 }
+
+TEST_CASE("an untied checkpoint: logits from lm_head, embeddings from wte, as the ATen reference", "[paged]") {
+  lf::test::temp_dir tmp;
+  const auto dir = lf::test::write_tiny_model(tmp, "untied", lf::engine::dtype::f32, false, /*tied=*/false);
+  gpt2_model ref(load_gpt2_weights(dir));
+  cpu_model m(load_cpu_weights(dir, compute_dtype::f32), 2);
+  CHECK_FALSE(m.weights().tied());
+  lf::kernels::kv_cache kv({2, 4, 16, 16, 8, lf::kernels::kv_type::f32});
+  const auto prompt = fx().tok.encode("The quick brown fox jumps over the lazy dog");
+  std::vector<std::int32_t> table = {0, 1, 2};
+  cpu_step s;
+  s.seqs.push_back({table.data(), 0, static_cast<int>(prompt.size()), 0});
+  for (std::size_t i = 0; i < prompt.size(); ++i) {
+    s.tokens.push_back(prompt[i]);
+    s.positions.push_back(static_cast<std::int32_t>(i));
+  }
+  s.logit_rows.push_back(static_cast<int>(prompt.size()) - 1);
+  m.forward(s, kv);
+  const auto n = static_cast<std::int64_t>(prompt.size());
+  dense_kv_cache c(ref.config(), 1, n, at::kFloat);
+  c.begin_step(n, at::ones({1, n}, at::kBool));
+  std::vector<std::int64_t> ids(prompt.begin(), prompt.end());
+  auto expected = ref.logits(ref.forward_hidden(at::tensor(ids, at::kLong), at::arange(n, at::kLong), c).narrow(0, n - 1, 1))[0];
+  auto got = at::from_blob(m.logits(0), {static_cast<std::int64_t>(m.vocab_size())}, at::kFloat);
+  CHECK((got - expected).abs().max().item<double>() < 1e-4);
+}

@@ -63,6 +63,9 @@ TEST_CASE("checkpoints load in every dtype and key style", "[weights]") {
   temp_dir tmp;
   auto cfg = lf::test::tiny_config();
   auto ref = make_random_weights(cfg, 42, 0.3);
+  auto untied_cfg = cfg;
+  untied_cfg.tie_word_embeddings = false;
+  auto ref_untied = make_random_weights(untied_cfg, 42, 0.3);  // the same values, plus a head
   struct variant { dtype storage; bool prefix; bool tied; double tol; };
   for (auto v : {variant{dtype::f32, false, true, 0.0}, variant{dtype::f32, true, false, 0.0},
                  variant{dtype::f16, true, true, 2e-3}, variant{dtype::bf16, false, false, 2e-2}}) {
@@ -76,8 +79,11 @@ TEST_CASE("checkpoints load in every dtype and key style", "[weights]") {
     CHECK(max_diff(w.blocks[1].attn_w, ref.blocks[1].attn_w) <= v.tol * 4);
     CHECK(max_diff(w.blocks[0].mproj_b, ref.blocks[0].mproj_b) <= v.tol);
     CHECK(max_diff(w.ln_f_w, ref.ln_f_w) <= v.tol * 4);
+    CHECK(w.config.tie_word_embeddings == v.tied);
     CHECK(w.lm_head.is_same(w.wte) == v.tied);
-    CHECK(max_diff(w.lm_head, ref.wte) <= v.tol * 4);
+    CHECK(max_diff(w.lm_head, v.tied ? ref.wte : ref_untied.lm_head) <= v.tol * 4);
+    if (!v.tied)
+      CHECK(max_diff(w.lm_head, w.wte) > 0.1);  // a head of its own, not a copy of wte
   }
 }
 
@@ -133,4 +139,14 @@ TEST_CASE("truncated, corrupt and absent checkpoints fail clearly", "[weights]")
   SECTION("no directory") {
     CHECK_THAT(error_of(tmp / "nope"), Catch::Contains("nope"));
   }
+}
+
+TEST_CASE("a config that unties the head needs lm_head.weight", "[weights]") {
+  temp_dir tmp;
+  auto dir = write_tiny_model(tmp, "tied");
+  auto cfg = gpt2_config::load(dir + "/config.json");
+  cfg.tie_word_embeddings = false;  // the file has no lm_head.weight
+  cfg.save(dir + "/config.json");
+  CHECK_THROWS_WITH(load_gpt2_weights(dir), Catch::Contains("tie_word_embeddings is false")
+                                              && Catch::Contains("lm_head.weight"));
 }

@@ -133,3 +133,34 @@ TEST_CASE("the fused head's gradients equal autograd through cross_entropy", "[t
   CHECK_FALSE(w.wte.grad().defined());
   CHECK(lora.b[0][static_cast<std::size_t>(lora_module::mlp_c_fc)].grad().abs().sum().item<double>() > 0);
 }
+
+TEST_CASE("evaluation uses an untied checkpoint's own head", "[train][model]") {
+  auto cfg = lf::test::tiny_config(2, 4, 32, 64);
+  cfg.vocab_size = 1000;
+  cfg.tie_word_embeddings = false;
+  auto w = make_random_weights(cfg, 9, 0.2);  // lm_head drawn apart from wte
+  REQUIRE_FALSE(w.lm_head.is_same(w.wte));
+  std::vector<std::int32_t> window = {5, 17, 300, 42, 999, 7, 123, 64, 8};
+  const int length = static_cast<int>(window.size());
+  const auto [sum, n] = sum_loss(w, window, length, 1, {});
+  REQUIRE(n == length - 1);
+  // The reference: the engine's forward with its loader's head (lm_head, not wte).
+  gpt2_model m(w);
+  auto ids = at::tensor(std::vector<std::int64_t>(window.begin(), window.end() - 1), at::kLong);
+  auto logits = engine_logits(m, ids);
+  auto targets = at::tensor(std::vector<std::int64_t>(window.begin() + 1, window.end()), at::kLong);
+  const double expected = at::cross_entropy_loss(logits, targets, {}, at::Reduction::Sum).item<double>();
+  CHECK(std::fabs(sum - expected) < 1e-3 * std::fabs(expected));
+}
+
+TEST_CASE("rsLoRA adapters load for evaluation with alpha / sqrt(rank)", "[train][model]") {
+  auto cfg = lf::test::tiny_config(2, 4, 32, 64);
+  auto a = make_random_adapter(cfg, 4, 8.0f, {all_lora_modules.begin(), all_lora_modules.end()}, 3, 0.1f);
+  a.use_rslora = true;
+  auto l = lora_from_adapter(a, cfg);
+  CHECK(l.rslora);
+  CHECK(l.scale() == Approx(8.0f / 2.0f));  // alpha / sqrt(4)
+  CHECK(lora_to_adapter(l, "x").use_rslora);
+  a.use_rslora = false;
+  CHECK(lora_from_adapter(a, cfg).scale() == Approx(8.0f / 4.0f));
+}
