@@ -18,6 +18,7 @@ packages=(
   libcaf-dev libssl-dev                 # actors, remote actors, TLS between nodes
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev
   nlohmann-json3-dev libtomlplusplus-dev catch2
+  libdnnl-dev                           # headers only: bench_kernels compares the kernels with oneDNN
   python3 python3-zmq python3-msgpack
 )
 

@@ -165,3 +165,48 @@ TEST_CASE("int8 results are the same bit for bit in every kernel family", "[kern
     CHECK(y == first);
   }
 }
+
+TEST_CASE("bf16 products round activations exactly as to_bf16 in every kernel family", "[kernels][gemm]") {
+  // K = 1 and W = 1: y = bf16(x) * 1, exact; x covers ties, both signs, 0, the smallest normal and
+  // huge values (not denormals: vdpbf16ps reads them as 0).
+  std::vector<float> x;
+  for (std::uint32_t hi : {0x3f80u, 0x3f81u, 0xbf80u, 0x0080u, 0x7f7fu, 0x0000u, 0x8000u})
+    for (std::uint32_t lo : {0x0000u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu}) {
+      const std::uint32_t u = hi << 16 | lo;
+      float f;
+      std::memcpy(&f, &u, 4);
+      if (std::fpclassify(f) != FP_SUBNORMAL)
+        x.push_back(f);
+    }
+  const int M = static_cast<int>(x.size());
+  std::vector<float> one{1.0f};
+  auto pm = packed_matrix::pack(weight_type::bf16, 1, 1, {one.data(), 1, 1});
+  thread_pool pool(2);
+  for (auto isa : lf::test::runnable_isas()) {
+    isa_scope scope(isa);
+    std::vector<float> y(x.size());
+    gemm_workspace ws;
+    gemm(pm, {x.data(), 1, y.data(), 1, M, nullptr, false}, ws, pool);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      INFO(to_string(isa) << " x " << x[i]);
+      CHECK(y[i] == from_bf16(to_bf16(x[i])));
+    }
+  }
+  // Wider rows go through the vector loop and its masked tail.
+  problem p(5, 37, 3, 11);
+  std::vector<float> w(static_cast<std::size_t>(p.K) * p.N, 0.0f);
+  w[0] = 1.0f;  // column 0 = x[:, 0]; column 1 = x[:, 36] (the tail)
+  w[static_cast<std::size_t>(36) * p.N + 1] = 1.0f;
+  auto pw = packed_matrix::pack(weight_type::bf16, p.K, p.N, {w.data(), static_cast<std::size_t>(p.N), 1});
+  for (auto isa : lf::test::runnable_isas()) {
+    isa_scope scope(isa);
+    std::vector<float> y(static_cast<std::size_t>(p.M) * p.N);
+    gemm_workspace ws;
+    gemm(pw, {p.x.data(), static_cast<std::size_t>(p.K), y.data(), static_cast<std::size_t>(p.N), p.M, nullptr, false}, ws, pool);
+    for (int m = 0; m < p.M; ++m) {
+      INFO(to_string(isa) << " row " << m);
+      CHECK(y[static_cast<std::size_t>(m) * p.N] == from_bf16(to_bf16(p.x[static_cast<std::size_t>(m) * p.K])));
+      CHECK(y[static_cast<std::size_t>(m) * p.N + 1] == from_bf16(to_bf16(p.x[static_cast<std::size_t>(m) * p.K + 36])));
+    }
+  }
+}

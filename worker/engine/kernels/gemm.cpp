@@ -134,6 +134,11 @@ void gemm(const packed_matrix& w, const gemm_io& io, gemm_workspace& ws, thread_
       ws.reserve(static_cast<std::size_t>(M) * KP * 2, 0);
       auto* a = reinterpret_cast<std::uint16_t*>(ws.act());
       auto convert = [&](std::size_t r0, std::size_t r1) {
+        if (family == isa::avx512) {
+          detail::convert_rows_bf16_avx512(io.x + r0 * io.ldx, io.ldx, static_cast<int>(r1 - r0), K, KP,
+                                           a + r0 * static_cast<std::size_t>(KP));
+          return;
+        }
         for (auto r = r0; r < r1; ++r) {
           const float* x = io.x + r * io.ldx;
           std::uint16_t* out = a + r * static_cast<std::size_t>(KP);

@@ -79,6 +79,8 @@ void gemm_avx512_f32(const gemm_panels& g, int p0, int p1);
 void gemm_avx512_bf16_emulated(const gemm_panels& g, int p0, int p1);
 void gemm_avx512_bf16_native(const gemm_panels& g, int p0, int p1);
 void gemm_avx512_int8_vnni(const gemm_panels& g, int p0, int p1);
+void convert_rows_bf16_avx512(const float* x, std::size_t ldx, int rows, int k, int k_padded,
+                              std::uint16_t* out);
 void quantize_rows_avx512(const float* x, std::size_t ldx, int rows, int k, int k_padded,
                           std::uint8_t* out, float* scale, std::int32_t* zero);
 } // namespace detail

@@ -1,5 +1,5 @@
 // AVX-512 (F, BW, VL) + FMA kernels: f32, bf16 emulated with two FMAs per pair (for CPUs without
-// avx512_bf16), and the u8 quantization of activation rows. Called only when active_isa() is
+// avx512_bf16), and the conversion of activation rows (to bf16, to u8). Called only when active_isa() is
 // avx512 (cpu_features.hpp).
 #include "worker/engine/kernels/gemm_avx512_common.hpp"
 #include "worker/engine/kernels/quant_params.hpp"
@@ -78,6 +78,33 @@ void gemm_avx512_bf16_emulated(const gemm_panels& g, int p0, int p1) {
     for (int m = 0; m < R; ++m)
       store_out(g, m0 + m, col0, ncols, c[m]);
   });
+}
+
+void convert_rows_bf16_avx512(const float* x, std::size_t ldx, int rows, int k, int k_padded,
+                              std::uint16_t* out) {
+  // to_bf16's rounding, 16 at a time: u + 0x7fff + ((u >> 16) & 1), then the high half; a NaN
+  // keeps its high half with the quiet bit set.
+  const __m512i round = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1), quiet = _mm512_set1_epi32(0x40);
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+  auto convert = [&](__m512i u) {
+    const __m512i rounded = _mm512_add_epi32(u, _mm512_add_epi32(round, _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs_mask), inf);
+    const __m512i r = _mm512_mask_or_epi32(_mm512_srli_epi32(rounded, 16), nan, _mm512_srli_epi32(u, 16), quiet);
+    return _mm512_cvtepi32_epi16(r);
+  };
+  for (int r = 0; r < rows; ++r) {
+    const float* xr = x + static_cast<std::size_t>(r) * ldx;
+    std::uint16_t* o = out + static_cast<std::size_t>(r) * static_cast<std::size_t>(k_padded);
+    int i = 0;
+    for (; i + 16 <= k; i += 16)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + i), convert(_mm512_castps_si512(_mm512_loadu_ps(xr + i))));
+    if (i < k) {
+      const __mmask16 mk = static_cast<__mmask16>((1u << (k - i)) - 1);
+      _mm256_mask_storeu_epi16(o + i, mk, convert(_mm512_castps_si512(_mm512_maskz_loadu_ps(mk, xr + i))));
+    }
+    for (int j = k; j < k_padded; ++j)
+      o[j] = 0;
+  }
 }
 
 void quantize_rows_avx512(const float* x, std::size_t ldx, int rows, int k, int k_padded,
