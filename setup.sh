@@ -65,7 +65,7 @@ case "$action" in
     port=${LORAFLEET_PORT:-5555}
     rm -f build/demo.ready
     "$bin/lorafleet" serve --model "$model" ${adapters:+--adapters "$adapters"} --workers 2 \
-      --threads 1 --kv-cache-mb 128 --listen "tcp://127.0.0.1:$port" --ready-file build/demo.ready &
+      --listen "tcp://127.0.0.1:$port" --ready-file build/demo.ready &
     server=$!
     trap 'kill -TERM $server 2>/dev/null || true' EXIT
     for _ in $(seq 1 240); do

@@ -37,7 +37,16 @@ kernels::kv_shape kv_shape_of(const worker_settings& s, const engine::gpt2_confi
   k.head_dim = c.head_dim();
   k.block_size = static_cast<int>(s.block_size);
   k.type = *kernels::parse_kv_type(s.kv_dtype);
-  k.num_blocks = s.num_blocks > 0 ? s.num_blocks : kernels::kv_cache::blocks_for_budget(s.kv_cache_mb << 20, k);
+  if (s.num_blocks > 0) {
+    k.num_blocks = s.num_blocks;
+  } else {
+    // The budget, but no more than twice what max_seqs sequences hold at full context (the rest
+    // keeps finished prompts for the prefix cache): a small model does not pin a large budget.
+    const auto per_seq = (static_cast<std::uint64_t>(c.n_positions) + s.block_size - 1) / s.block_size;
+    const auto useful = 2 * per_seq * s.max_seqs;
+    k.num_blocks = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+      kernels::kv_cache::blocks_for_budget(s.kv_cache_mb << 20, k), useful));
+  }
   if (k.num_blocks == 0)
     throw std::invalid_argument("kv_cache_mb " + std::to_string(s.kv_cache_mb) + " holds no KV block of "
                                 + std::to_string(s.block_size) + " tokens for this model");
