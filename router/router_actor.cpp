@@ -119,12 +119,12 @@ void router_state::on_failed(actors::worker_failed& msg) {
 void router_state::on_down(const caf::down_msg& dm) {
   for (auto& [id, w] : workers_)
     if (w.handle.address() == dm.source)
-      return worker_lost(w);
+      return worker_lost(w, dm.reason);
   if (sinks_.count(dm.source))
     sink_lost(dm.source);
 }
 
-void router_state::worker_lost(worker_entry& dead) {
+void router_state::worker_lost(worker_entry& dead, const caf::error& reason) {
   auto wid = dead.id;
   const auto name = dead.info.name;
   workers_.erase(wid);  // first, so nothing below is placed on it again
@@ -147,8 +147,11 @@ void router_state::worker_lost(worker_entry& dead) {
           false);
     }
   }
-  log::warn("router", "worker lost", {{"worker", name}, {"wid", wid.value()}, {"requests", mine.size()},
-                                      {"workers", workers_.size()}});
+  // A worker that stopped cleanly with nothing in flight (a drained shutdown) is news, not trouble.
+  const bool clean = mine.empty() && (!reason || reason == caf::exit_reason::user_shutdown);
+  log::write(clean ? log::level::info : log::level::warn, "router", clean ? "worker stopped" : "worker lost",
+             {{"worker", name}, {"wid", wid.value()}, {"requests", mine.size()}, {"workers", workers_.size()},
+              {"reason", caf::to_string(reason)}});
   dispatch();
 }
 

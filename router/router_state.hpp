@@ -94,7 +94,7 @@ private:
   void forget(route_entry& e);
   void reject(const actors::event_sink& sink, actors::sink_request_id id, serve_errc code, std::string message,
               std::uint32_t retry_after_ms = 0);
-  void worker_lost(worker_entry& w);
+  void worker_lost(worker_entry& w, const caf::error& reason);
   /// The one info line of a request that ends (outcome: finish reason or error code).
   void log_end(const route_entry& e, std::string_view outcome, const std::string& message,
                const actors::done_event* done) const;
