@@ -29,13 +29,7 @@ void f32_tile(const gemm_panels& g, const std::byte* panel, int col0, int ncols,
     LF_TILE_FOR_ROWS(LF_ROW)
 #undef LF_ROW
   }
-#define LF_OUT(m)                                                                                  \
-  if constexpr (R > m) {                                                                           \
-    const __m512 v[4] = {c##m##0, c##m##1, c##m##2, c##m##3};                                      \
-    store_out(g, m0 + m, col0, ncols, v);                                                          \
-  }
-  LF_TILE_FOR_ROWS(LF_OUT)
-#undef LF_OUT
+  LF_TILE_FOR_ROWS(LF_TILE_STORE_F32)
 }
 
 } // namespace

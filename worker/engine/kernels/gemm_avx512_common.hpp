@@ -65,6 +65,13 @@ inline void for_each_tile(const gemm_panels& g, int p0, int p1, Tile&& tile) {
        c32 = zero, c33 = zero, c40 = zero, c41 = zero, c42 = zero, c43 = zero, c50 = zero,        \
        c51 = zero, c52 = zero, c53 = zero
 #define LF_TILE_FOR_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+// Row m of an f32 tile (c<m>0..c<m>3) written out by store_out; LF_TILE_FOR_ROWS(LF_TILE_STORE_F32)
+// in a tile kernel with R, g, m0, col0 and ncols in scope.
+#define LF_TILE_STORE_F32(m)                                                                       \
+  if constexpr (R > m) {                                                                           \
+    const __m512 v[4] = {c##m##0, c##m##1, c##m##2, c##m##3};                                      \
+    store_out(g, m0 + m, col0, ncols, v);                                                          \
+  }
 
 /// Four bytes as one 32-bit lane value (unaligned).
 inline int load_u32(const void* p) noexcept {
