@@ -1,4 +1,4 @@
-// The matrix-product dispatcher, activation conversion and the portable (generic) kernels.
+// The matrix-product dispatcher, activation conversion and the generic family's kernel.
 #include "worker/engine/kernels/gemm.hpp"
 
 #include <algorithm>
@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "worker/engine/kernels/cpu_features.hpp"
+#include "worker/engine/kernels/gemm_portable.hpp"
 #include "worker/engine/kernels/quant_params.hpp"
 
 namespace lf::kernels {
@@ -37,82 +38,11 @@ void quantize_row_u8(const float* x, int k, int k_padded, std::uint8_t* out, flo
 
 namespace detail {
 
-namespace {
+struct generic_tag {
+  using int8_operand = std::int16_t;
+};
 
-/// y row `m`, columns [col0, col0 + n) from the accumulated values `v` (f32 and bf16).
-void store_row(const gemm_panels& g, int m, int col0, int n, const float* v) {
-  float* y = g.y + static_cast<std::size_t>(m) * g.ldy + col0;
-  for (int c = 0; c < n; ++c) {
-    float t = v[c];
-    if (g.bias)
-      t = t + g.bias[col0 + c];
-    y[c] = g.accumulate ? y[c] + t : t;
-  }
-}
-
-} // namespace
-
-void gemm_generic(const gemm_panels& g, int p0, int p1) {
-  const auto& w = *g.w;
-  const int G = group_of(w.type());
-  const int groups = w.k_padded() / G;
-  for (int p = p0; p < p1; ++p) {
-    const int col0 = p * panel_cols;
-    const int n = std::min(panel_cols, w.n() - col0);
-    const std::byte* panel = w.panel(p);
-    for (int m = 0; m < g.m; ++m) {
-      float v[panel_cols];
-      switch (w.type()) {
-        case weight_type::f32: {
-          const auto* a = static_cast<const float*>(g.a) + static_cast<std::size_t>(m) * g.lda;
-          const auto* b = reinterpret_cast<const float*>(panel);
-          for (int c = 0; c < panel_cols; ++c) {
-            float acc = 0;
-            for (int k = 0; k < groups; ++k)
-              acc += a[k] * b[k * panel_cols + c];
-            v[c] = acc;
-          }
-          store_row(g, m, col0, n, v);
-          break;
-        }
-        case weight_type::bf16: {
-          const auto* a = static_cast<const std::uint16_t*>(g.a) + static_cast<std::size_t>(m) * g.lda;
-          const auto* b = reinterpret_cast<const std::uint16_t*>(panel);
-          for (int c = 0; c < panel_cols; ++c) {
-            float acc = 0;
-            for (int k = 0; k < groups; ++k) {
-              const auto* bb = b + (k * panel_cols + c) * 2;
-              acc += from_bf16(a[2 * k + 1]) * from_bf16(bb[1]);  // the odd element first, as
-              acc += from_bf16(a[2 * k]) * from_bf16(bb[0]);      // vdpbf16ps does
-            }
-            v[c] = acc;
-          }
-          store_row(g, m, col0, n, v);
-          break;
-        }
-        case weight_type::int8: {
-          const auto* a = static_cast<const std::uint8_t*>(g.a) + static_cast<std::size_t>(m) * g.lda;
-          const auto* b = reinterpret_cast<const std::int8_t*>(panel);
-          std::int32_t acc[panel_cols] = {};
-          for (int k = 0; k < groups; ++k) {
-            const std::int32_t a0 = a[4 * k], a1 = a[4 * k + 1], a2 = a[4 * k + 2], a3 = a[4 * k + 3];
-            const auto* bk = b + k * panel_cols * 4;
-            for (int c = 0; c < panel_cols; ++c)
-              acc[c] += a0 * bk[4 * c] + a1 * bk[4 * c + 1] + a2 * bk[4 * c + 2] + a3 * bk[4 * c + 3];
-          }
-          const float as = g.a_scale[m];
-          const std::int32_t az = g.a_zero[m];
-          const float* ws = w.scales() + col0;
-          const std::int32_t* cs = w.col_sums() + col0;
-          for (int c = 0; c < n; ++c)
-            v[c] = static_cast<float>(acc[c] - az * cs[c]) * (as * ws[c]);
-          store_row(g, m, col0, n, v);
-          break;
-        }
-      }
-    }
-  }
-}
+void gemm_generic(const gemm_panels& g, int p0, int p1) { gemm_portable<generic_tag>(g, p0, p1); }
 
 } // namespace detail
 
@@ -178,7 +108,7 @@ void gemm(const packed_matrix& w, const gemm_io& io, gemm_workspace& ws, thread_
     }
   }
   using kernel_fn = void (*)(const gemm_panels&, int, int);
-  kernel_fn kernel = detail::gemm_generic;
+  kernel_fn kernel = family == isa::generic ? detail::gemm_generic : detail::gemm_avx2;
   if (family == isa::avx512) {
     switch (w.type()) {
       case weight_type::f32: kernel = detail::gemm_avx512_f32; break;

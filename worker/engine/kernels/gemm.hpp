@@ -75,6 +75,7 @@ struct gemm_panels {
 
 namespace detail {
 void gemm_generic(const gemm_panels& g, int p0, int p1);
+void gemm_avx2(const gemm_panels& g, int p0, int p1);
 void gemm_avx512_f32(const gemm_panels& g, int p0, int p1);
 void gemm_avx512_bf16_emulated(const gemm_panels& g, int p0, int p1);
 void gemm_avx512_bf16_native(const gemm_panels& g, int p0, int p1);
