@@ -56,11 +56,13 @@ struct worker_settings {
   std::string dtype = "int8";      ///< compute dtype: compute_dtype_list (int8 = W8A8)
   std::string kv_dtype = "bf16";   ///< K/V cache type: kv_dtype_list
   /// K/V pool size, at most twice what max_seqs sequences hold at full context (1024 MB holds
-  /// 32 x 880 tokens of GPT-2 124M in bf16).
+  /// 64 x 440 tokens of GPT-2 124M in bf16; sequences beyond that are preempted and resumed).
   std::size_t kv_cache_mb = 1024;
   std::uint32_t num_blocks = 0;    ///< > 0 overrides kv_cache_mb (tests)
   std::uint32_t block_size = 16;   ///< tokens per KV block
-  std::uint32_t max_seqs = 32;     ///< running sequences per step at most
+  /// Running sequences per step at most (the rest queue). 64: at 124M as fast as 32 with 64
+  /// clients and 8x sooner first tokens; on small models faster (docs/benchmarks.md).
+  std::uint32_t max_seqs = 64;
   std::uint32_t max_batched_tokens = 512;  ///< tokens per step at most (prefill chunking)
   std::uint32_t watermark_blocks = 0;      ///< see scheduler_config
   bool prefix_cache = true;
