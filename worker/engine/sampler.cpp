@@ -215,6 +215,9 @@ std::int32_t first_index_of(const float* logits, std::size_t vocab, float value)
 }
 
 /// logits[i] = (logits[i] - max) * inv_t and probs[i] = exp of that, in one vectorizable pass.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 void scale_and_exp(float* __restrict logits, float* __restrict probs, std::size_t vocab, float max,
                    float inv_t) {
   for (std::size_t i = 0; i < vocab; ++i) {
@@ -222,6 +225,36 @@ void scale_and_exp(float* __restrict logits, float* __restrict probs, std::size_
     logits[i] = z;
     probs[i] = exp_nonpositive(z);
   }
+}
+
+/// Lanes of a block sum: a block's mass is summed in this many double lanes, then the lanes
+/// pairwise, the same order everywhere (so a seed draws the same token on every machine).
+constexpr std::size_t mass_lanes = 8;
+
+/// The mass of ids [first, end) (at most block_size of them) in mass_lanes lanes.
+inline double block_mass_of(const float* probs, std::size_t first, std::size_t end) {
+  double l[mass_lanes] = {};
+  std::size_t i = first;
+  for (; i + mass_lanes <= end; i += mass_lanes)
+    for (std::size_t j = 0; j < mass_lanes; ++j)
+      l[j] += probs[i + j];
+  for (std::size_t j = 0; i < end; ++i, ++j)
+    l[j] += probs[i];
+  return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
+/// out[b] = the mass of block b of ids for every block; returns their sum in block order.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+double block_masses(const float* probs, std::size_t vocab, double* out) {
+  const std::size_t blocks = (vocab + block_size - 1) / block_size;
+  double total = 0.0;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    out[b] = block_mass_of(probs, b * block_size, std::min(vocab, (b + 1) * block_size));
+    total += out[b];
+  }
+  return total;
 }
 
 /// Sets every logit outside c[0, n) to -inf.
@@ -381,14 +414,7 @@ std::int32_t sampler::sample(float* logits, std::size_t vocab,
 std::int32_t sampler::draw_unfiltered(const float* probs, std::size_t vocab, double u) {
   auto& block_mass = thread_scratch().block_mass;
   const std::size_t blocks = (vocab + block_size - 1) / block_size;
-  double total = 0.0;
-  for (std::size_t b = 0; b < blocks; ++b) {
-    double mass = 0.0;
-    for (std::size_t i = b * block_size, end = std::min(vocab, i + block_size); i < end; ++i)
-      mass += probs[i];
-    block_mass[b] = mass;
-    total += mass;
-  }
+  const double total = block_masses(probs, vocab, block_mass.data());
   const double target = u * total;
   double cum = 0.0;
   std::size_t b = 0;
@@ -405,7 +431,8 @@ std::int32_t sampler::draw_unfiltered(const float* probs, std::size_t vocab, dou
   const std::size_t first = pick * block_size;
   const std::size_t end = std::min(vocab, first + block_size);
   if (b < blocks) {
-    // Same additions as block_mass[b], so the running sum crosses `target` inside the block.
+    // The running sum crosses `target` inside the block, up to rounding (the block's mass was
+    // summed in lanes): if it does not, the block's last token with mass below is the pick.
     double in_block = 0.0;
     for (std::size_t i = first; i < end; ++i) {
       in_block += probs[i];
