@@ -121,6 +121,8 @@ int cmd_generate(int argc, char** argv) {
 
   auto tok = tokenizer_for(dir);
   cpu_model model(load_cpu_weights(dir, dtype), threads);
+  if (auto note = kernels::slow_path_note(kernels::host_features(), kernels::active_isa(), dtype_name))
+    std::cerr << "note: " << *note << "\n";
   const auto& cfg = model.config();
   // Adapters by synthetic name ("a1", ...): the manager loads each from its directory.
   std::map<std::string, std::string> dir_of;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "core/log.hpp"
 #include "worker/engine/blas_threads.hpp"
 #include "worker/engine/cpu_runner.hpp"
 #include "worker/engine/generator.hpp"
@@ -100,6 +101,8 @@ struct worker_runtime::impl {
     const auto dtype = engine::parse_compute_dtype(s.dtype);
     if (s.mode == batching_mode::continuous) {
       model = std::make_unique<engine::cpu_model>(engine::load_cpu_weights(s.model_dir, dtype), threads);
+      if (auto note = kernels::slow_path_note(kernels::host_features(), kernels::active_isa(), s.dtype))
+        log::warn("worker", *note);
       config = model->config();
       kv = std::make_unique<kernels::kv_cache>(kv_shape_of(s, config));
       if (!s.adapter_dir.empty())

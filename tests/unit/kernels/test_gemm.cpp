@@ -210,3 +210,25 @@ TEST_CASE("bf16 products round activations exactly as to_bf16 in every kernel fa
     }
   }
 }
+
+TEST_CASE("a worker on a slow kernel path is told why, and the fast path says nothing", "[kernels]") {
+  using lf::kernels::cpu_features;
+  using lf::kernels::slow_path_note;
+  cpu_features full;
+  full.avx2 = full.fma = full.avx512f = full.avx512bw = full.avx512vl = true;
+  full.avx512_vnni = full.avx512_bf16 = true;
+  for (const char* d : {"f32", "bf16", "int8"})
+    CHECK_FALSE(slow_path_note(full, isa::avx512, d));
+  auto avx2 = slow_path_note(full, isa::avx2, "int8");
+  REQUIRE(avx2);
+  CHECK(avx2->find("kernels avx2") != std::string::npos);
+  CHECK(slow_path_note(full, isa::generic, "f32"));
+  cpu_features no_vnni = full;
+  no_vnni.avx512_vnni = false;
+  CHECK(slow_path_note(no_vnni, isa::avx512, "int8"));
+  CHECK_FALSE(slow_path_note(no_vnni, isa::avx512, "bf16"));
+  cpu_features no_bf16 = full;
+  no_bf16.avx512_bf16 = false;
+  CHECK(slow_path_note(no_bf16, isa::avx512, "bf16"));
+  CHECK_FALSE(slow_path_note(no_bf16, isa::avx512, "int8"));
+}

@@ -124,6 +124,19 @@ isa active_isa() {
   return chosen;
 }
 
+std::optional<std::string> slow_path_note(const cpu_features& f, isa active, std::string_view dtype) {
+  if (active != isa::avx512)
+    return "kernels " + std::string(to_string(active)) + ": without AVX-512 kernels the engine runs 5-10x slower "
+           "than on an AVX-512 CPU (docs/benchmarks.md, \"CPUs without AVX-512\")";
+  if (dtype == "int8" && !f.avx512_vnni)
+    return std::string("int8 without AVX-512 VNNI runs the portable kernel, several times slower; "
+                       "--dtype bf16 or f32 is faster on this CPU");
+  if (dtype == "bf16" && !f.avx512_bf16)
+    return std::string("bf16 without avx512_bf16 is emulated (two FMAs per pair); --dtype int8 is faster "
+                       "where the CPU has AVX-512 VNNI");
+  return std::nullopt;
+}
+
 void set_active_isa(isa i) {
   if (static_cast<int>(i) > static_cast<int>(best_isa(host_features())))
     throw std::invalid_argument("this CPU cannot run the " + std::string(to_string(i)) + " kernels");

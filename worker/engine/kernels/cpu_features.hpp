@@ -45,4 +45,9 @@ isa active_isa();
 /// Overrides the family (tests). Throws std::invalid_argument if this machine cannot run it.
 void set_active_isa(isa i);
 
+/// What an operator should be told when a worker computing in `dtype` ("f32", "bf16", "int8")
+/// runs far below this engine's speed on these features with family `active`: no AVX-512 kernels,
+/// int8 without VNNI, bf16 without avx512_bf16 (emulated). std::nullopt when on the fast path.
+std::optional<std::string> slow_path_note(const cpu_features& f, isa active, std::string_view dtype);
+
 } // namespace lf::kernels
