@@ -56,7 +56,7 @@ struct worker_settings {
   std::string dtype = "int8";      ///< compute dtype: compute_dtype_list (int8 = W8A8)
   std::string kv_dtype = "bf16";   ///< K/V cache type: kv_dtype_list
   /// K/V pool size, at most twice what max_seqs sequences hold at full context (1024 MB holds
-  /// 64 x 440 tokens of GPT-2 124M in bf16; sequences beyond that are preempted and resumed).
+  /// about 64 x 455 tokens of GPT-2 124M in bf16; sequences beyond that are preempted and resumed).
   std::size_t kv_cache_mb = 1024;
   std::uint32_t num_blocks = 0;    ///< > 0 overrides kv_cache_mb (tests)
   std::uint32_t block_size = 16;   ///< tokens per KV block

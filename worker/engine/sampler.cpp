@@ -151,35 +151,38 @@ std::int32_t walk(const candidate* c, std::size_t n, double u) {
   return last;
 }
 
-/// Rejects rows a blown-up model produces and returns the maximum. Sixteen independent lanes with
-/// integer flags, so the compiler vectorizes what is otherwise a serial dependency chain (one
-/// AVX-512 register per iteration).
+/// Sixteen floats / int32 flags as one value (GCC vector extensions): each target clone below
+/// compiles them to its widest registers (one AVX-512 register, two AVX2, four SSE).
+typedef float lanes_f32 __attribute__((vector_size(64)));
+typedef std::int32_t lanes_i32 __attribute__((vector_size(64)));
+constexpr std::size_t lanes = 16;
+
+/// Rejects rows a blown-up model produces and returns the maximum, sixteen lanes at a time.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 float checked_max(const float* logits, std::size_t vocab) {
-  constexpr std::size_t lanes = 16;
-  float m[lanes];
-  std::int32_t bad[lanes];
+  lanes_f32 m;
+  lanes_i32 ok;
   for (std::size_t j = 0; j < lanes; ++j) {
     m[j] = neg_inf;
-    bad[j] = 0;
+    ok[j] = -1;
   }
   std::size_t i = 0;
-  for (; i + lanes <= vocab; i += lanes)
-    for (std::size_t j = 0; j < lanes; ++j) {
-      const float v = logits[i + j];
-      bad[j] |= v < pos_inf ? 0 : 1;  // NaN or +inf
-      m[j] = v > m[j] ? v : m[j];
-    }
+  for (; i + lanes <= vocab; i += lanes) {
+    lanes_f32 v;
+    __builtin_memcpy(&v, logits + i, sizeof v);
+    ok &= v < pos_inf;  // 0 where NaN or +inf
+    m = v > m ? v : m;
+  }
   float max = neg_inf;
-  std::int32_t any_bad = 0;
+  bool any_bad = false;
   for (std::size_t j = 0; j < lanes; ++j) {
     max = m[j] > max ? m[j] : max;
-    any_bad |= bad[j];
+    any_bad |= ok[j] == 0;
   }
   for (; i < vocab; ++i) {
-    any_bad |= logits[i] < pos_inf ? 0 : 1;
+    any_bad |= !(logits[i] < pos_inf);
     max = logits[i] > max ? logits[i] : max;
   }
   if (any_bad) {
@@ -202,10 +205,16 @@ __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 std::int32_t first_index_of(const float* logits, std::size_t vocab, float value) {
   std::size_t i = 0;
-  for (; i + 16 <= vocab; i += 16) {
-    bool hit = false;
-    for (std::size_t j = 0; j < 16; ++j)
-      hit |= logits[i + j] == value;
+  lanes_f32 want;
+  for (std::size_t j = 0; j < lanes; ++j)
+    want[j] = value;
+  for (; i + lanes <= vocab; i += lanes) {
+    lanes_f32 v;
+    __builtin_memcpy(&v, logits + i, sizeof v);
+    const lanes_i32 eq = v == want;
+    std::int32_t hit = 0;
+    for (std::size_t j = 0; j < lanes; ++j)
+      hit |= eq[j];
     if (hit)
       break;
   }

@@ -103,7 +103,7 @@ std::optional<isa> parse_isa(std::string_view s) noexcept {
 }
 
 isa best_isa(const cpu_features& f) noexcept {
-  if (f.avx512f && f.avx512bw && f.avx512vl && f.fma)
+  if (f.avx512f && f.avx512bw && f.avx512vl && f.avx2 && f.fma)
     return isa::avx512;
   if (f.avx2 && f.fma)
     return isa::avx2;

@@ -34,7 +34,8 @@ std::string_view to_string(isa i) noexcept;
 /// Parses to_string's spellings.
 std::optional<isa> parse_isa(std::string_view s) noexcept;
 
-/// The best family this machine runs: avx512 needs AVX-512 F/BW/VL, avx2 needs AVX2 + FMA.
+/// The best family this machine runs: avx512 needs AVX-512 F/BW/VL + AVX2 + FMA, avx2
+/// needs AVX2 + FMA.
 isa best_isa(const cpu_features& f) noexcept;
 
 /// The family in use: best_isa(host_features()), or LF_ISA from the environment when it names a

@@ -3,8 +3,9 @@
 // across the 64 columns of a panel (k outer, columns inner, up to four rows sharing each panel
 // read). gemm.cpp instantiates it for the generic family (baseline x86-64 / any CPU) and
 // gemm_avx2.cpp, compiled with AVX2 flags, for the avx2 family. The Tag (with its int8_operand
-// type) makes each instantiation its own symbol; everything it calls is a template of the same Tag or a compiler builtin, so no
-// code compiled for AVX2 can be picked by the linker for the generic family.
+// type) makes each instantiation its own symbol. What it calls beyond that (std::min, the
+// packed_matrix accessors) is trivial and inlined at the kernels' -O3; compiled out of line they
+// hold no AVX2 instruction, so the linker cannot hand AVX2 code to the generic family.
 //
 // Each output element is summed over k in order from 0 (bf16: the odd element of a pair first, as
 // vdpbf16ps), one multiply and one add per step (no FMA contraction: -ffp-contract=off), whatever
