@@ -36,6 +36,7 @@ struct scratch {
   std::vector<double> block_mass;  ///< unfiltered draw: mass per block of ids
   std::vector<candidate> cands;    ///< filtered draw
   std::vector<std::uint8_t> seen;  ///< repetition penalty: ids done this call
+  std::vector<std::uint8_t> bucket;  ///< top-p: each id's z-bucket
 };
 
 scratch& thread_scratch() {
@@ -349,6 +350,7 @@ std::int32_t sampler::sample(float* logits, std::size_t vocab,
     s.cands.resize(vocab);
     s.probs.resize(vocab);
     s.block_mass.resize((vocab + block_size - 1) / block_size);
+    s.bucket.resize(vocab);
   }
   // Raw pointers into the scratch: writing through `logits` would otherwise make the compiler
   // reload a vector's end pointer from thread-local storage on every token.
@@ -459,13 +461,26 @@ std::int32_t sampler::draw_nucleus(float* logits, const float* probs, std::size_
                                    double u) {
   // Top-p without top-k, straight from the arrays: bucket by z, then copy out only the tokens
   // that are surely kept plus the one bucket where the cut falls, instead of all 50k.
-  nucleus_plan plan;
-  double total = 0.0;
+  // Each id's bucket once (a vectorizable pass), then the histogram in four interleaved copies so
+  // runs of ids in one bucket do not wait on each other's additions; merged in a fixed order.
+  std::uint8_t* const bucket = thread_scratch().bucket.data();
+  for (std::size_t i = 0; i < vocab; ++i)
+    bucket[i] = static_cast<std::uint8_t>(bucket_of(logits[i]));
+  constexpr std::size_t ways = 4;
+  double mass[ways][num_buckets] = {};
+  std::uint32_t count[ways][num_buckets] = {};
   for (std::size_t i = 0; i < vocab; ++i) {
     if (logits[i] != neg_inf) {
-      plan.add(logits[i], probs[i]);
-      total += probs[i];
+      mass[i % ways][bucket[i]] += probs[i];
+      ++count[i % ways][bucket[i]];
     }
+  }
+  nucleus_plan plan;
+  double total = 0.0;
+  for (int b = 0; b < num_buckets; ++b) {
+    plan.bucket_mass[b] = (mass[0][b] + mass[1][b]) + (mass[2][b] + mass[3][b]);
+    plan.count[b] = std::size_t{count[0][b]} + count[1][b] + count[2][b] + count[3][b];
+    total += plan.bucket_mass[b];
   }
   plan.plan(total, top_p_);
   std::size_t whole = 0;
@@ -477,7 +492,7 @@ std::int32_t sampler::draw_nucleus(float* logits, const float* probs, std::size_
   for (std::size_t i = 0; i < vocab; ++i) {
     if (logits[i] == neg_inf)
       continue;
-    const int b = bucket_of(logits[i]);
+    const int b = bucket[i];
     if (b < plan.last)
       c[front++] = candidate{logits[i], probs[i], static_cast<std::int32_t>(i)};
     else if (b == plan.last)
