@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -21,14 +22,16 @@ std::string_view to_string(weight_type t) noexcept {
 aligned_buffer::aligned_buffer(std::size_t bytes) : size_(bytes) {
   if (bytes == 0)
     return;
-  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-  if (p == nullptr)
+  // calloc: a large buffer comes as fresh zero pages that cost memory only once written (a K/V
+  // pool holds RSS for the blocks in use, not for its whole budget), a small one is cleared.
+  void* base = std::calloc((bytes + 63) / 64 * 64 + 64, 1);
+  if (base == nullptr)
     throw std::bad_alloc();
-  std::memset(p, 0, (bytes + 63) / 64 * 64);
-  p_.reset(static_cast<std::byte*>(p));
+  const auto addr = (reinterpret_cast<std::uintptr_t>(base) + 63) & ~std::uintptr_t{63};
+  p_ = std::unique_ptr<std::byte[], deleter>(reinterpret_cast<std::byte*>(addr), deleter{base});
 }
 
-void aligned_buffer::deleter::operator()(std::byte* p) const noexcept { std::free(p); }
+void aligned_buffer::deleter::operator()(std::byte*) const noexcept { std::free(base); }
 
 std::uint16_t to_bf16(float f) noexcept {
   std::uint32_t u;

@@ -34,7 +34,7 @@ constexpr int group_of(weight_type t) noexcept {
 /// Columns per panel.
 inline constexpr int panel_cols = 64;
 
-/// 64-byte aligned bytes, freed with the owner.
+/// 64-byte aligned zeroed bytes, freed with the owner.
 struct aligned_buffer {
   explicit aligned_buffer(std::size_t bytes = 0);
   std::byte* data() const noexcept { return p_.get(); }
@@ -42,7 +42,10 @@ struct aligned_buffer {
 
 private:
   struct deleter {
+    deleter() noexcept : base(nullptr) {}
+    explicit deleter(void* b) noexcept : base(b) {}
     void operator()(std::byte* p) const noexcept;
+    void* base;  ///< what calloc returned (the data is aligned inside it)
   };
   std::unique_ptr<std::byte[], deleter> p_;
   std::size_t size_ = 0;
