@@ -17,7 +17,7 @@
 //            the next adapter's requests wait until the current one's have all finished
 // Adapters are loaded into the cache before the clock starts (the load time is reported).
 // First, the forward pass alone: one decode step of 32 rows with 0, 1, 8 or 32 distinct adapters
-// (each adapter's rows contiguous, as the paged runner orders them), steps interleaved, median.
+// (each adapter's rows contiguous, as cpu_runner orders them), steps interleaved, median.
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>

@@ -1,7 +1,7 @@
 // bench_serving: what continuous batching, the KV cache and the prefix cache buy, measured through
 // the worker's serving loop on one model (a program, not a test).
 //
-//   bench_serving [--model DIR] [--threads N] [--dtype f32|bf16] [--kv-cache-mb MB]
+//   bench_serving [--model DIR] [--threads N] [--dtype int8|bf16|f32] [--kv-dtype T] [--kv-cache-mb MB]
 //                 [--only course,sweep,prefix] [--max-concurrency N] [--json FILE] [--quick]
 //
 // Without --model it writes a GPT-2-124M-shaped random checkpoint (fp32) to a temporary directory.

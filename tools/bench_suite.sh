@@ -8,14 +8,14 @@
 #
 # The figures of the last full run, with the pictures: docs/benchmarks.md, docs/bench-suite/.
 # --quick shrinks the model (4 layers, 256 wide) and the request counts, to check the script.
-# --threads: ATen threads of the single worker in experiments 1-5 (default 1: on a shared 2-vCPU
-# machine a second OpenMP thread makes batched decode ~3x slower, docs/benchmarks.md); experiment 6
-# always gives each worker one thread.
+# --threads: the compute threads of the single worker in experiments 1-5 (default 0: serve's own
+# default, all cores; the recorded run of the old engine used 1); experiment 6 always gives each
+# worker one thread.
 set -euo pipefail
 build=build/release; out=build/bench-suite
 if (($#)) && [[ $1 != --* ]]; then build=$1; shift; fi
 if (($#)) && [[ $1 != --* ]]; then out=$1; shift; fi
-quick=0; only="1,2,3,4,5,6"; threads=1
+quick=0; only="1,2,3,4,5,6"; threads=0
 while (($#)); do case $1 in --quick) quick=1;; --only) only=${2:?--only needs a list such as 1,2,6}; shift;; --threads) threads=${2:?--threads needs a number}; shift;;
   *) echo "bench_suite: unknown option $1" >&2; exit 2;; esac; shift; done
 bin=$build/tools/lorafleet

@@ -13,9 +13,10 @@ const char* usage = R"(usage: lorafleet <command> [options]
 
 commands:
   serve       [--model DIR] [--adapters DIR] [--workers N] [--listen EP] [--threads N per worker]
-              [--blas-threads N (OpenBLAS, process)]
-              [--dtype f32|bf16|int8] [--kv-dtype f32|bf16|int8] [--kv-cache-mb MB] [--max-seqs N]
-              [--max-batched-tokens N]
+              [--blas-threads N (OpenBLAS, process; static modes only)]
+              [--dtype int8|bf16|f32] [--kv-dtype bf16|int8|f32] [--kv-cache-mb MB] [--max-seqs N]
+              [--max-batched-tokens N] [--adapter-cache-mb MB] [--max-inflight-per-worker N]
+              [--curve-secret-key Z85 --curve-public-key Z85]   (CURVE on the gateway)
               [--mode continuous|static|static_no_cache] [--no-prefix-cache] [--block-size N]
               [--policy round_robin|least_loaded|adapter_affinity] [--queue-limit N]
               [--drain-timeout S] [--ready-file PATH] [--log-level debug|info|warn|error|off]
@@ -48,9 +49,10 @@ commands:
               measure throughput, TTFT/TPOT/ITL/E2E percentiles, goodput; write JSON, CSV, SVG
   generate    [--model DIR] --prompt TEXT [--prompt TEXT ...] [--max-tokens N] [--temperature T]
               [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--stop STR ...]
-              [--ignore-eos] [--no-kv-cache] [--threads N] [--dtype f32|bf16|int8]
-              [--adapter DIR|NAME|- ...] [--adapters ROOT]
-              generate a completion (several --prompt: one left-padded batch) and print timings;
+              [--ignore-eos] [--no-kv-cache] [--threads N] [--dtype int8|bf16|f32]
+              [--kv-dtype bf16|int8|f32] [--adapter DIR|NAME|- ...] [--adapters ROOT] [--quiet]
+              generate a completion (several --prompt: served together by the continuous
+              batching loop; with --no-kv-cache one left-padded batch) and print timings;
               --adapter once for all prompts or once per prompt (- = base model), a directory or
               with --adapters a name under ROOT (default model and adapters: models/)
   tokenize    --model DIR [--decode]   UTF-8 text on stdin -> JSON token ids (or the reverse)

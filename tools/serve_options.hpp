@@ -10,7 +10,7 @@ namespace lf::tools {
 
 /// Reads the flags below from `a`, checking each:
 ///   --model DIR --adapters DIR --workers N --listen EP --threads N (per worker) --blas-threads N
-///   --dtype f32|bf16
+///   --dtype int8|bf16|f32 --kv-dtype bf16|int8|f32
 ///   --kv-cache-mb MB --block-size N --max-seqs N --max-batched-tokens N --mode MODE
 ///   --no-prefix-cache --policy P --queue-limit N --max-inflight-per-worker N
 ///   --adapter-cache-mb MB --curve-secret-key K --curve-public-key K
