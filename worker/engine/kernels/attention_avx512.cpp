@@ -55,9 +55,16 @@ void attend_group(const attn_group& g) {
   float* sp = sbuf.data();
 
   // Scores: per block, per 16 slots, four chains over the dims (d mod 4), summed (c0+c1)+(c2+c3).
+  const std::size_t head_bytes = kv.head_bytes();
   for (int bi = 0; bi < nblocks; ++bi) {
     const std::size_t bh = static_cast<std::size_t>(g.table[bi]) * kv.heads + g.head;
-    const std::byte* kb = kv.k + bh * kv.head_bytes();
+    const std::byte* kb = kv.k + bh * head_bytes;
+    // Blocks lie anywhere in the pool: ask for the next block's keys while this one is scored.
+    if (bi + 1 < nblocks) {
+      const std::byte* next = kv.k + (static_cast<std::size_t>(g.table[bi + 1]) * kv.heads + g.head) * head_bytes;
+      for (std::size_t off = 0; off < head_bytes; off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(next + off), _MM_HINT_T0);
+    }
     for (int c = 0; c * 16 < BS; ++c) {
       const int lane0 = bi * BS + 16 * c;
       if (lane0 >= len_max)
@@ -118,7 +125,13 @@ void attend_group(const attn_group& g) {
   for (int tok = 0; tok < len_max; ++tok) {
     const std::size_t bh = static_cast<std::size_t>(g.table[tok / BS]) * kv.heads + g.head;
     const int slot = tok % BS;
-    const std::byte* vb = kv.v + bh * kv.head_bytes();
+    const std::byte* vb = kv.v + bh * head_bytes;
+    // At a block's first token, ask for the next block's values.
+    if (slot == 0 && tok / BS + 1 < nblocks) {
+      const std::byte* next = kv.v + (static_cast<std::size_t>(g.table[tok / BS + 1]) * kv.heads + g.head) * head_bytes;
+      for (std::size_t off = 0; off < head_bytes; off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(next + off), _MM_HINT_T0);
+    }
     const std::size_t row = static_cast<std::size_t>(slot) * D;
     __m512 v0 = _mm512_setzero_ps(), v1 = v0, v2 = v0, v3 = v0;
     v0 = load16<T>(vb, row, 0xffff);
