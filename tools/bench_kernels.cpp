@@ -25,6 +25,7 @@
 
 #include "tools/args.hpp"
 #include "tools/bench_stats.hpp"
+#include "worker/engine/half.hpp"
 #include "worker/engine/kernels/cpu_features.hpp"
 #include "worker/engine/kernels/gemm.hpp"
 
@@ -185,7 +186,7 @@ int main(int argc, char** argv) try {
     std::vector<std::int8_t> w_s8(w.size());
     std::vector<float> col_scale(static_cast<std::size_t>(N));
     for (std::size_t i = 0; i < w.size(); ++i)
-      w_bf16[i] = kernels::to_bf16(w[i]);
+      w_bf16[i] = lf::engine::f32_to_bf16(w[i]);
     for (int n = 0; n < N; ++n) {
       float mx = 0;
       for (int k = 0; k < K; ++k)
@@ -223,7 +224,7 @@ int main(int argc, char** argv) try {
         using dt = dnnl::memory::data_type;
         std::vector<std::uint16_t> x_bf16(x.size());
         for (std::size_t i = 0; i < x.size(); ++i)
-          x_bf16[i] = kernels::to_bf16(x[i]);
+          x_bf16[i] = lf::engine::f32_to_bf16(x[i]);
         float lo = 0, hi = 0;
         for (float e : x)
           lo = std::min(lo, e), hi = std::max(hi, e);

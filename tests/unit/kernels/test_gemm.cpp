@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "tests/unit/kernels/kernel_reference.hpp"
+#include "worker/engine/half.hpp"
 #include "worker/engine/kernels/gemm.hpp"
 
 using namespace lf::kernels;
@@ -166,7 +167,7 @@ TEST_CASE("int8 results are the same bit for bit in every kernel family", "[kern
   }
 }
 
-TEST_CASE("bf16 products round activations exactly as to_bf16 in every kernel family", "[kernels][gemm]") {
+TEST_CASE("bf16 products round activations exactly as f32_to_bf16 in every kernel family", "[kernels][gemm]") {
   // K = 1 and W = 1: y = bf16(x) * 1, exact; x covers ties, both signs, 0, the smallest normal and
   // huge values (not denormals: vdpbf16ps reads them as 0).
   std::vector<float> x;
@@ -189,7 +190,7 @@ TEST_CASE("bf16 products round activations exactly as to_bf16 in every kernel fa
     gemm(pm, {x.data(), 1, y.data(), 1, M, nullptr, false}, ws, pool);
     for (std::size_t i = 0; i < x.size(); ++i) {
       INFO(to_string(isa) << " x " << x[i]);
-      CHECK(y[i] == from_bf16(to_bf16(x[i])));
+      CHECK(y[i] == lf::engine::bf16_to_f32(lf::engine::f32_to_bf16(x[i])));
     }
   }
   // Wider rows go through the vector loop and its masked tail.
@@ -205,8 +206,8 @@ TEST_CASE("bf16 products round activations exactly as to_bf16 in every kernel fa
     gemm(pw, {p.x.data(), static_cast<std::size_t>(p.K), y.data(), static_cast<std::size_t>(p.N), p.M, nullptr, false}, ws, pool);
     for (int m = 0; m < p.M; ++m) {
       INFO(to_string(isa) << " row " << m);
-      CHECK(y[static_cast<std::size_t>(m) * p.N] == from_bf16(to_bf16(p.x[static_cast<std::size_t>(m) * p.K])));
-      CHECK(y[static_cast<std::size_t>(m) * p.N + 1] == from_bf16(to_bf16(p.x[static_cast<std::size_t>(m) * p.K + 36])));
+      CHECK(y[static_cast<std::size_t>(m) * p.N] == lf::engine::bf16_to_f32(lf::engine::f32_to_bf16(p.x[static_cast<std::size_t>(m) * p.K])));
+      CHECK(y[static_cast<std::size_t>(m) * p.N + 1] == lf::engine::bf16_to_f32(lf::engine::f32_to_bf16(p.x[static_cast<std::size_t>(m) * p.K + 36])));
     }
   }
 }

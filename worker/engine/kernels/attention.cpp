@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "worker/engine/half.hpp"
 #include "worker/engine/kernels/cpu_features.hpp"
 #include "worker/engine/kernels/gemm.hpp"
 
@@ -14,14 +15,14 @@ namespace detail {
 
 namespace {
 
-/// n floats to bf16 with to_bf16's rounding (16 at a time on AVX-512).
+/// n floats to bf16 with f32_to_bf16's rounding (16 at a time on AVX-512).
 void to_bf16_run(const float* x, int n, std::uint16_t* out) {
   if (active_isa() == isa::avx512) {
     convert_rows_bf16_avx512(x, static_cast<std::size_t>(n), 1, n, n, out);
     return;
   }
   for (int i = 0; i < n; ++i)
-    out[i] = to_bf16(x[i]);
+    out[i] = engine::f32_to_bf16(x[i]);
 }
 
 /// int8: the scale of one head vector and its bytes.
@@ -41,7 +42,7 @@ void quantize_head(const float* x, int d, std::int8_t* out, std::size_t stride, 
 float load_elem(const kv_layer& kv, const std::byte* base, std::size_t i) {
   switch (kv.type) {
     case kv_type::f32: return reinterpret_cast<const float*>(base)[i];
-    case kv_type::bf16: return from_bf16(reinterpret_cast<const std::uint16_t*>(base)[i]);
+    case kv_type::bf16: return engine::bf16_to_f32(reinterpret_cast<const std::uint16_t*>(base)[i]);
     case kv_type::int8: return static_cast<float>(reinterpret_cast<const std::int8_t*>(base)[i]);
   }
   return 0;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "worker/engine/half.hpp"
 #include "worker/engine/kernels/cpu_features.hpp"
 #include "worker/engine/kernels/gemm_portable.hpp"
 #include "worker/engine/kernels/quant_params.hpp"
@@ -73,7 +74,7 @@ void gemm(const packed_matrix& w, const gemm_io& io, gemm_workspace& ws, thread_
           const float* x = io.x + r * io.ldx;
           std::uint16_t* out = a + r * static_cast<std::size_t>(KP);
           for (int k = 0; k < K; ++k)
-            out[k] = to_bf16(x[k]);
+            out[k] = engine::f32_to_bf16(x[k]);
           for (int k = K; k < KP; ++k)
             out[k] = 0;
         }

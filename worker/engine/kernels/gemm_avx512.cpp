@@ -76,8 +76,8 @@ void gemm_avx512_bf16_emulated(const gemm_panels& g, int p0, int p1) {
 
 void convert_rows_bf16_avx512(const float* x, std::size_t ldx, int rows, int k, int k_padded,
                               std::uint16_t* out) {
-  // to_bf16's rounding, 16 at a time: u + 0x7fff + ((u >> 16) & 1), then the high half; a NaN
-  // keeps its high half with the quiet bit set.
+  // f32_to_bf16's rounding (half.hpp), 16 at a time: u + 0x7fff + ((u >> 16) & 1), then the high
+  // half; a NaN keeps its high half with the quiet bit set.
   const __m512i round = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1), quiet = _mm512_set1_epi32(0x40);
   const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
   auto convert = [&](__m512i u) {

@@ -8,6 +8,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "worker/engine/half.hpp"
 namespace lf::kernels {
 
 std::string_view to_string(weight_type t) noexcept {
@@ -32,22 +33,6 @@ aligned_buffer::aligned_buffer(std::size_t bytes) : size_(bytes) {
 }
 
 void aligned_buffer::deleter::operator()(std::byte*) const noexcept { std::free(base); }
-
-std::uint16_t to_bf16(float f) noexcept {
-  std::uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u)
-    return static_cast<std::uint16_t>((u >> 16) | 0x40);  // quiet NaN
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<std::uint16_t>(u >> 16);
-}
-
-float from_bf16(std::uint16_t h) noexcept {
-  const std::uint32_t u = std::uint32_t{h} << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 std::size_t packed_matrix::offset(int k, int n) const noexcept {
   const int g = group_of(type_);
@@ -99,7 +84,7 @@ packed_matrix packed_matrix::pack(weight_type type, int K, int N, float_source s
     case weight_type::bf16: {
       m.data_ = aligned_buffer(elems * 2);
       auto* d = reinterpret_cast<std::uint16_t*>(m.data_.data());
-      for_each_element(K, N, src, [&](int k, int n) { d[m.offset(k, n)] = to_bf16(value(k, n)); });
+      for_each_element(K, N, src, [&](int k, int n) { d[m.offset(k, n)] = engine::f32_to_bf16(value(k, n)); });
       break;
     }
     case weight_type::int8: {
@@ -129,7 +114,7 @@ float packed_matrix::at(int k, int n) const noexcept {
   const auto o = offset(k, n);
   switch (type_) {
     case weight_type::f32: return reinterpret_cast<const float*>(data_.data())[o];
-    case weight_type::bf16: return from_bf16(reinterpret_cast<const std::uint16_t*>(data_.data())[o]);
+    case weight_type::bf16: return engine::bf16_to_f32(reinterpret_cast<const std::uint16_t*>(data_.data())[o]);
     case weight_type::int8: return static_cast<float>(reinterpret_cast<const std::int8_t*>(data_.data())[o]) * scales()[n];
   }
   return 0;

@@ -103,9 +103,4 @@ private:
   aligned_buffer meta_;
 };
 
-/// float -> bfloat16 with round-to-nearest-even (NaN stays NaN).
-std::uint16_t to_bf16(float f) noexcept;
-/// bfloat16 -> float (exact).
-float from_bf16(std::uint16_t h) noexcept;
-
 } // namespace lf::kernels
