@@ -15,16 +15,6 @@ namespace detail {
 
 namespace {
 
-/// n floats to bf16 with f32_to_bf16's rounding (16 at a time on AVX-512).
-void to_bf16_run(const float* x, int n, std::uint16_t* out) {
-  if (active_isa() == isa::avx512) {
-    convert_rows_bf16_avx512(x, static_cast<std::size_t>(n), 1, n, n, out);
-    return;
-  }
-  for (int i = 0; i < n; ++i)
-    out[i] = engine::f32_to_bf16(x[i]);
-}
-
 /// int8: the scale of one head vector and its bytes.
 void quantize_head(const float* x, int d, std::int8_t* out, std::size_t stride, float& scale) {
   float amax = 0;
@@ -69,11 +59,12 @@ void kv_store(const kv_layer& kv, int block, int slot, const float* k, const flo
         std::uint16_t kq[256];
         for (int d0 = 0; d0 < D; d0 += 256) {
           const int n = std::min(256, D - d0);
-          to_bf16_run(kh + d0, n, kq);
+          convert_rows_bf16(kh + d0, static_cast<std::size_t>(n), 1, n, n, kq);
           for (int d = 0; d < n; ++d)
             reinterpret_cast<std::uint16_t*>(kb)[static_cast<std::size_t>(d0 + d) * BS + slot] = kq[d];
         }
-        to_bf16_run(vh, D, reinterpret_cast<std::uint16_t*>(vb) + static_cast<std::size_t>(slot) * D);
+        convert_rows_bf16(vh, static_cast<std::size_t>(D), 1, D, D,
+                          reinterpret_cast<std::uint16_t*>(vb) + static_cast<std::size_t>(slot) * D);
         break;
       }
       case kv_type::int8:

@@ -39,6 +39,21 @@ void quantize_row_u8(const float* x, int k, int k_padded, std::uint8_t* out, flo
 
 namespace detail {
 
+void convert_rows_bf16(const float* x, std::size_t ldx, int rows, int k, int k_padded, std::uint16_t* out) {
+  if (active_isa() == isa::avx512) {
+    convert_rows_bf16_avx512(x, ldx, rows, k, k_padded, out);
+    return;
+  }
+  for (int r = 0; r < rows; ++r) {
+    const float* xr = x + static_cast<std::size_t>(r) * ldx;
+    std::uint16_t* o = out + static_cast<std::size_t>(r) * static_cast<std::size_t>(k_padded);
+    for (int i = 0; i < k; ++i)
+      o[i] = engine::f32_to_bf16(xr[i]);
+    for (int i = k; i < k_padded; ++i)
+      o[i] = 0;
+  }
+}
+
 struct generic_tag {
   using int8_operand = std::int16_t;
 };
@@ -65,19 +80,8 @@ void gemm(const packed_matrix& w, const gemm_io& io, gemm_workspace& ws, thread_
       ws.reserve(static_cast<std::size_t>(M) * KP * 2, 0);
       auto* a = reinterpret_cast<std::uint16_t*>(ws.act());
       auto convert = [&](std::size_t r0, std::size_t r1) {
-        if (family == isa::avx512) {
-          detail::convert_rows_bf16_avx512(io.x + r0 * io.ldx, io.ldx, static_cast<int>(r1 - r0), K, KP,
-                                           a + r0 * static_cast<std::size_t>(KP));
-          return;
-        }
-        for (auto r = r0; r < r1; ++r) {
-          const float* x = io.x + r * io.ldx;
-          std::uint16_t* out = a + r * static_cast<std::size_t>(KP);
-          for (int k = 0; k < K; ++k)
-            out[k] = engine::f32_to_bf16(x[k]);
-          for (int k = K; k < KP; ++k)
-            out[k] = 0;
-        }
+        detail::convert_rows_bf16(io.x + r0 * io.ldx, io.ldx, static_cast<int>(r1 - r0), K, KP,
+                                  a + r0 * static_cast<std::size_t>(KP));
       };
       rows_in_parallel ? pool.parallel_for(static_cast<std::size_t>(M), convert)
                        : convert(0, static_cast<std::size_t>(M));

@@ -80,6 +80,9 @@ void gemm_avx512_f32(const gemm_panels& g, int p0, int p1);
 void gemm_avx512_bf16_emulated(const gemm_panels& g, int p0, int p1);
 void gemm_avx512_bf16_native(const gemm_panels& g, int p0, int p1);
 void gemm_avx512_int8_vnni(const gemm_panels& g, int p0, int p1);
+/// Rows of x to bf16 (f32_to_bf16's rounding), each padded with zeros to k_padded: the AVX-512
+/// conversion where the active family has it, the scalar one elsewhere.
+void convert_rows_bf16(const float* x, std::size_t ldx, int rows, int k, int k_padded, std::uint16_t* out);
 void convert_rows_bf16_avx512(const float* x, std::size_t ldx, int rows, int k, int k_padded,
                               std::uint16_t* out);
 void quantize_rows_avx512(const float* x, std::size_t ldx, int rows, int k, int k_padded,
