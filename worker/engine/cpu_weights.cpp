@@ -1,64 +1,35 @@
 #include "worker/engine/cpu_weights.hpp"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 
-#include "worker/engine/safetensors.hpp"
+#include "worker/engine/checkpoint.hpp"
 
 namespace lf::engine {
 
 namespace {
 
-/// Finds tensors by their GPT2Model name (with or without `transformer.`), checks shapes, reads
-/// them as floats and hands their file pages back.
+/// Reads tensors by their GPT2Model name as floats, checking shapes, and hands their file pages
+/// back (checkpoint.hpp).
 class reader {
 public:
   explicit reader(const std::string& path) : file_(safetensors_file::open(path)) {}
 
-  const tensor_view* find(const std::string& name) const {
-    if (auto* t = file_.find(name))
-      return t;
-    return file_.find("transformer." + name);
-  }
+  const tensor_view* find(const std::string& name) const { return find_gpt2_tensor(file_, name); }
 
-  std::vector<float> get(const std::string& name, std::vector<std::int64_t> shape) {
-    const tensor_view* t = find(name);
-    if (t == nullptr)
-      throw std::runtime_error(file_.path() + ": missing tensor '" + name + "' (also looked for 'transformer."
-                               + name + "')");
-    return read(*t, shape);
+  std::vector<float> get(const std::string& name, const std::vector<std::int64_t>& shape) {
+    return read(require_gpt2_tensor(file_, name), shape);
   }
 
   std::vector<float> read(const tensor_view& t, const std::vector<std::int64_t>& shape) {
-    if (t.shape != shape)
-      throw std::runtime_error(file_.path() + ": tensor '" + t.name + "' has shape " + show(t.shape)
-                               + " but config.json implies " + show(shape));
+    check_gpt2_shape(file_, t, shape);
     auto v = to_float32(t);  // throws naming the tensor for a dtype other than F32/F16/BF16
-    release(t);
+    release_tensor_pages(t);  // copied out: its pages of the read-only map are not needed again
     return v;
   }
 
 private:
-  static std::string show(const std::vector<std::int64_t>& s) {
-    std::string r = "[";
-    for (std::size_t i = 0; i < s.size(); ++i)
-      r += (i ? ", " : "") + std::to_string(s[i]);
-    return r + "]";
-  }
-
-  /// The tensor is copied out: its pages of the read-only private map are not needed again.
-  static void release(const tensor_view& t) {
-    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-    const auto begin = (reinterpret_cast<std::uintptr_t>(t.data) + page - 1) / page * page;
-    const auto end = (reinterpret_cast<std::uintptr_t>(t.data) + t.nbytes) / page * page;
-    if (end > begin)
-      ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-  }
-
   safetensors_file file_;
 };
 
@@ -98,15 +69,9 @@ std::size_t cpu_weights::bytes() const noexcept {
 }
 
 cpu_weights load_cpu_weights(const std::string& dir, compute_dtype dtype) {
-  namespace fs = std::filesystem;
-  if (!fs::is_directory(dir))
-    throw std::runtime_error(dir + ": model directory not found");
-  const auto st_path = (fs::path(dir) / "model.safetensors").string();
-  if (!fs::exists(st_path))
-    throw std::runtime_error(st_path + ": not found (a GPT-2 checkpoint needs config.json and "
-                             "model.safetensors; make one with `lorafleet make-model`)");
+  const auto st_path = checkpoint_tensors_path(dir);
   cpu_weights w;
-  w.config = gpt2_config::load((fs::path(dir) / "config.json").string());
+  w.config = gpt2_config::load((std::filesystem::path(dir) / "config.json").string());
   w.dtype = dtype;
   const auto t = weight_type_of(dtype);
   reader r(st_path);

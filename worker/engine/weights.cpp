@@ -1,14 +1,11 @@
 #include "worker/engine/weights.hpp"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 
 #include "worker/engine/int8_linear.hpp"
-#include "worker/engine/safetensors.hpp"
+#include "worker/engine/checkpoint.hpp"
 
 namespace lf::engine {
 
@@ -21,25 +18,12 @@ public:
   tensor_source(std::shared_ptr<const safetensors_file> file, compute_dtype dtype)
     : file_(std::move(file)), dtype_(dtype) {}
 
-  const tensor_view* find(const std::string& name) const {
-    if (auto* t = file_->find(name))
-      return t;
-    return file_->find("transformer." + name);
-  }
-
-  at::Tensor get(const std::string& name, std::vector<std::int64_t> expected) const {
-    const tensor_view* t = find(name);
-    if (t == nullptr)
-      throw std::runtime_error(file_->path() + ": missing tensor '" + name
-                               + "' (also looked for 'transformer." + name + "')");
-    return convert(*t, expected);
+  at::Tensor get(const std::string& name, const std::vector<std::int64_t>& expected) const {
+    return convert(require_gpt2_tensor(*file_, name), expected);
   }
 
   at::Tensor convert(const tensor_view& t, const std::vector<std::int64_t>& expected) const {
-    if (t.shape != expected)
-      throw std::runtime_error(file_->path() + ": tensor '" + t.name + "' has shape "
-                               + shape_str(t.shape) + " but config.json implies "
-                               + shape_str(expected));
+    check_gpt2_shape(*file_, t, expected);
     auto shape = at::IntArrayRef(t.shape);
     at::Tensor out;
     if (t.type == dtype::f32) {
@@ -60,31 +44,13 @@ public:
     if (dtype_ == compute_dtype::bf16)
       out = out.to(at::kBFloat16);
     if (out.data_ptr() != static_cast<const void*>(t.data))
-      release_pages(t);  // a converted copy: the file's pages are not needed any more
+      release_tensor_pages(t);  // a converted copy: the file's pages are not needed any more
     return out;
   }
 
   const safetensors_file& file() const { return *file_; }
 
 private:
-  /// Hands the pages of a tensor already copied out back to the kernel (read-only private
-  /// file map: they would be re-read from the file if touched again, and nothing touches them),
-  /// so that loading int8 does not hold the whole f32 file in memory at once.
-  static void release_pages(const tensor_view& t) {
-    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-    const auto begin = (reinterpret_cast<std::uintptr_t>(t.data) + page - 1) / page * page;
-    const auto end = (reinterpret_cast<std::uintptr_t>(t.data) + t.nbytes) / page * page;
-    if (end > begin)
-      ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-  }
-
-  static std::string shape_str(const std::vector<std::int64_t>& s) {
-    std::string r = "[";
-    for (size_t i = 0; i < s.size(); ++i)
-      r += (i ? ", " : "") + std::to_string(s[i]);
-    return r + "]";
-  }
-
   std::shared_ptr<const safetensors_file> file_;
   compute_dtype dtype_;
 };
@@ -124,16 +90,9 @@ std::size_t gpt2_weights::bytes_per_step() const {
 }
 
 gpt2_weights load_gpt2_weights(const std::string& dir, compute_dtype dtype) {
-  namespace fs = std::filesystem;
-  auto cfg_path = (fs::path(dir) / "config.json").string();
-  auto st_path = (fs::path(dir) / "model.safetensors").string();
-  if (!fs::is_directory(dir))
-    throw std::runtime_error(dir + ": model directory not found");
-  if (!fs::exists(st_path))
-    throw std::runtime_error(st_path + ": not found (a GPT-2 checkpoint needs config.json and "
-                             "model.safetensors; make one with `lorafleet make-model`)");
+  const auto st_path = checkpoint_tensors_path(dir);
   gpt2_weights w;
-  w.config = gpt2_config::load(cfg_path);
+  w.config = gpt2_config::load((std::filesystem::path(dir) / "config.json").string());
   w.dtype = dtype;
   auto file = std::make_shared<const safetensors_file>(safetensors_file::open(st_path));
   tensor_source src(file, dtype);
