@@ -1,6 +1,5 @@
 #include "worker/engine/cpu_lora.hpp"
 
-#include <stdexcept>
 
 #include "worker/engine/peft_manager.hpp"
 
@@ -42,15 +41,7 @@ std::unique_ptr<cache::adapter_manager> make_cpu_lora_manager(std::string root, 
 }
 
 std::shared_ptr<const cpu_lora> find_cpu_lora(const cache::adapter_lookup_fn& lookup, cache::adapter_id id) {
-  if (id == cache::base_model)
-    return nullptr;
-  std::shared_ptr<const cache::adapter_payload> p;
-  if (lookup)
-    p = lookup(id);
-  auto w = std::dynamic_pointer_cast<const cpu_lora>(p);
-  if (!w)
-    throw std::runtime_error("LoRA adapter " + std::to_string(id.value()) + " is not loaded");
-  return w;
+  return find_adapter_payload<cpu_lora>(lookup, id);
 }
 
 } // namespace lf::engine

@@ -85,15 +85,7 @@ void lora_batch::apply(at::Tensor& out, const at::Tensor& x, int layer, lora_mod
 
 std::shared_ptr<const lora_weights> find_lora(const cache::adapter_lookup_fn& lookup,
                                               cache::adapter_id id) {
-  if (id == cache::base_model)
-    return nullptr;
-  std::shared_ptr<const cache::adapter_payload> p;
-  if (lookup)
-    p = lookup(id);
-  auto w = std::dynamic_pointer_cast<const lora_weights>(p);
-  if (!w)
-    throw std::runtime_error("LoRA adapter " + std::to_string(id.value()) + " is not loaded");
-  return w;
+  return find_adapter_payload<lora_weights>(lookup, id);
 }
 
 std::unique_ptr<cache::adapter_manager> make_lora_manager(std::string root, const gpt2_model& model,

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "cache/adapter_manager.hpp"
@@ -28,6 +29,22 @@ cache::adapter_load_fn peft_loader(std::string root, gpt2_config base, payload_f
 /// A name check: resolve_adapter_path's refusals (empty, "..", absolute, odd characters, outside
 /// the root) as messages.
 cache::adapter_name_check peft_name_check(std::string root);
+
+/// The engine payload `Payload` behind `lookup(id)`: nullptr for base_model. Throws
+/// std::runtime_error naming the adapter when it is not ready (the lookup returns nothing, or a
+/// payload of another engine).
+template <class Payload>
+std::shared_ptr<const Payload> find_adapter_payload(const cache::adapter_lookup_fn& lookup, cache::adapter_id id) {
+  if (id == cache::base_model)
+    return nullptr;
+  std::shared_ptr<const cache::adapter_payload> p;
+  if (lookup)
+    p = lookup(id);
+  auto w = std::dynamic_pointer_cast<const Payload>(p);
+  if (!w)
+    throw std::runtime_error("LoRA adapter " + std::to_string(id.value()) + " is not loaded");
+  return w;
+}
 
 /// A manager serving PEFT adapters from `root` as `make` builds them. Throws std::invalid_argument
 /// for an empty root.
