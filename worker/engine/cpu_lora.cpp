@@ -1,6 +1,5 @@
 #include "worker/engine/cpu_lora.hpp"
 
-
 #include "worker/engine/peft_manager.hpp"
 
 namespace lf::engine {
