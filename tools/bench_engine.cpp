@@ -27,6 +27,7 @@
 
 #include "tools/args.hpp"
 #include "tools/bench_stats.hpp"
+#include "tools/kv_dtype_flag.hpp"
 #include "tools/loadtest/passage.hpp"
 #include "worker/engine/cpu_model.hpp"
 #include "worker/engine/kernels/cpu_features.hpp"
@@ -130,7 +131,7 @@ int main(int argc, char** argv) try {
   lf::tools::args a(argc, argv, 1, {"quick"});
   const int threads = static_cast<int>(a.integer_in("threads", std::max(1u, std::thread::hardware_concurrency()), 1, 256));
   const auto dtypes = a.str("dtype", "all");
-  const auto kvt = kernels::parse_kv_type(a.str("kv-dtype", "bf16"));
+  const auto kvt = lf::tools::kv_dtype_flag(a, "bf16");
   auto model_dir = a.str("model");
   const auto json_path = a.str("json");
   const bool quick = a.has("quick");
@@ -140,8 +141,6 @@ int main(int argc, char** argv) try {
   const int steps = static_cast<int>(a.integer_in("steps", quick ? 6 : 16, 3, 10000));
   auto quality_dir = a.str("quality-model", fs::exists(LF_MODELS_DIR "/default/config.json") ? LF_MODELS_DIR "/default" : "");
   a.finish();
-  if (!kvt)
-    throw std::invalid_argument("--kv-dtype must be f32, bf16 or int8");
   std::vector<compute_dtype> list;
   if (dtypes == "all")
     list = {compute_dtype::f32, compute_dtype::bf16, compute_dtype::int8};
@@ -153,10 +152,10 @@ int main(int argc, char** argv) try {
   report["cpu"] = kernels::describe(f);
   report["kernels"] = std::string(kernels::to_string(kernels::active_isa()));
   report["threads"] = threads;
-  report["kv_dtype"] = std::string(kernels::to_string(*kvt));
+  report["kv_dtype"] = std::string(kernels::to_string(kvt));
   std::cout << std::fixed << std::setprecision(1);
   std::cout << "cpu: " << kernels::describe(f) << "; kernels " << kernels::to_string(kernels::active_isa())
-            << "; " << threads << " thread(s) in the worker's pool; K/V " << kernels::to_string(*kvt) << "\n";
+            << "; " << threads << " thread(s) in the worker's pool; K/V " << kernels::to_string(kvt) << "\n";
   kernels::thread_pool probe_pool(threads);
   const auto peaks = kernels::measure_peaks(probe_pool);
   report["read_bandwidth_gbs"] = peaks.read_gbs;
@@ -201,7 +200,7 @@ int main(int argc, char** argv) try {
                 << " cached tokens)\n";
     {  // prefill
       const int prompt_tokens = prompt_n;
-      harness h(m, *kvt, 1, prompt_tokens);
+      harness h(m, kvt, 1, prompt_tokens);
       std::vector<double> secs;
       for (int rep = 0; rep < (quick ? 3 : 5); ++rep)
         secs.push_back(h.step({0}, 0, tokens, prompt_tokens));
@@ -217,7 +216,7 @@ int main(int argc, char** argv) try {
               << peak << ")\n";
     for (int b : batches) {
       const int context = ctx;
-      harness h(m, *kvt, b, context + steps + 1);
+      harness h(m, kvt, b, context + steps + 1);
       std::vector<int> all(static_cast<std::size_t>(b));
       for (int i = 0; i < b; ++i)
         all[static_cast<std::size_t>(i)] = i;

@@ -29,6 +29,7 @@
 
 #include "tools/args.hpp"
 #include "tools/bench_stats.hpp"
+#include "tools/kv_dtype_flag.hpp"
 #include "worker/engine/generator.hpp"
 #include "worker/engine/gpt2_model.hpp"
 #include "worker/engine/cpu_runner.hpp"
@@ -330,9 +331,7 @@ int main(int argc, char** argv) try {
   const int threads = static_cast<int>(a.integer_in("threads", 2, 1, 256));
   set_compute_threads(threads);  // the ATen baselines
   const auto dtype = parse_compute_dtype(a.str("dtype", "int8"));
-  const auto kv_type = lf::kernels::parse_kv_type(a.str("kv-dtype", "bf16"));
-  if (!kv_type)
-    throw std::invalid_argument("--kv-dtype must be f32, bf16 or int8");
+  const auto kv_type = lf::tools::kv_dtype_flag(a, "bf16");
   auto model_dir = a.str("model");
   const auto json_path = a.str("json");
   const bool quick = a.has("quick");
@@ -362,7 +361,7 @@ int main(int argc, char** argv) try {
   auto tok = tokenizer::from_dir(LF_TOKENIZER_DIR);
   const auto& mc = model.config();
   bench_env env{model, tok, model_dir, dtype};
-  env.kv = *kv_type;
+  env.kv = kv_type;
   env.num_blocks = lf::kernels::kv_cache::blocks_for_budget(
     kv_mb << 20, {mc.n_layer, mc.n_head, mc.head_dim(), static_cast<int>(env.block_size), 0, env.kv});
   std::cout << "model: " << mc.n_layer << " layers, " << mc.n_embd << " embd, "

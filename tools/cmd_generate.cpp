@@ -10,6 +10,7 @@
 
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
+#include "tools/kv_dtype_flag.hpp"
 #include "tools/sampling_flags.hpp"
 #include "worker/engine/cpu_lora.hpp"
 #include "worker/engine/cpu_runner.hpp"
@@ -107,10 +108,7 @@ int cmd_generate(int argc, char** argv) {
   const int threads = static_cast<int>(a.integer_in("threads", std::max(1u, std::thread::hardware_concurrency()), 1, 256));
   const auto dtype_name = a.str("dtype", "int8");
   auto dtype = parse_compute_dtype(dtype_name);
-  const auto kv_name = a.str("kv-dtype", "bf16");
-  const auto kv_type = kernels::parse_kv_type(kv_name);
-  if (!kv_type)
-    throw std::invalid_argument("--kv-dtype must be f32, bf16 or int8 (got '" + kv_name + "')");
+  const auto kv_type = kv_dtype_flag(a, "bf16");
   bool quiet = a.has("quiet");
   const auto adapters = adapter_dirs(a.all("adapter"), a.str("adapters", a.has("model") ? std::string{} : default_adapter_dir()),
                                      prompts.size());
@@ -148,7 +146,7 @@ int cmd_generate(int argc, char** argv) {
     reqs.push_back(validate_or_throw({tok.encode(prompts[i]), params, name_of[i], 0}, cfg.limits()));
     blocks += static_cast<std::uint32_t>((reqs.back().max_length() + 15) / 16);
   }
-  kernels::kv_cache kv({cfg.n_layer, cfg.n_head, cfg.head_dim(), 16, blocks, *kv_type});
+  kernels::kv_cache kv({cfg.n_layer, cfg.n_head, cfg.head_dim(), 16, blocks, kv_type});
   cpu_runner runner(model, kv, manager ? manager->lookup() : cache::adapter_lookup_fn{});
   worker::serving_config sc;
   sc.num_blocks = blocks;
@@ -197,7 +195,7 @@ int cmd_generate(int argc, char** argv) {
               << r.timings.total_ms << " ms\n";
   }
   std::cerr << "model " << dir << ": " << cfg.n_layer << " layers, " << cfg.n_embd << " embd; " << dtype_name
-            << " weights, " << kv_name << " K/V, " << threads << " thread(s), kernels "
+            << " weights, " << kernels::to_string(kv_type) << " K/V, " << threads << " thread(s), kernels "
             << kernels::to_string(kernels::active_isa()) << "\n";
   return failed ? 1 : 0;
 }

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "tools/kv_dtype_flag.hpp"
 #include "worker/worker_settings.hpp"
 
 namespace lf::tools {
@@ -35,10 +36,7 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
   if (!worker::is_compute_dtype(w.dtype))
     throw std::invalid_argument(std::string("--dtype must be ") + worker::compute_dtype_list + " (got '"
                                 + w.dtype + "')");
-  w.kv_dtype = a.str("kv-dtype", defaults.kv_dtype);
-  if (!worker::is_compute_dtype(w.kv_dtype))
-    throw std::invalid_argument(std::string("--kv-dtype must be ") + worker::kv_dtype_list + " (got '"
-                                + w.kv_dtype + "')");
+  w.kv_dtype = std::string(kernels::to_string(kv_dtype_flag(a, defaults.kv_dtype)));
   w.kv_cache_mb = static_cast<std::size_t>(a.integer_in("kv-cache-mb", static_cast<std::int64_t>(defaults.kv_cache_mb), 1, 1 << 20));
   w.block_size = static_cast<std::uint32_t>(a.integer_in("block-size", defaults.block_size, 1, 1024));
   w.max_seqs = static_cast<std::uint32_t>(a.integer_in("max-seqs", defaults.max_seqs, 1, 4096));

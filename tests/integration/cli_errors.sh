@@ -25,6 +25,8 @@ expect 2 "--blas-threads must be in" serve --blas-threads 300
 expect 2 "--policy must be" serve --policy bogus
 expect 2 "--mode must be" serve --mode bogus
 expect 2 "--dtype must be f32, bf16 or int8" serve --dtype f64
+expect 2 "--kv-dtype must be f32, bf16 or int8 (got 'f16')" serve --kv-dtype f16
+expect 2 "--kv-dtype must be f32, bf16 or int8 (got 'f16')" generate --prompt hi --kv-dtype f16
 expect 2 "--queue-limit must be in" serve --queue-limit -1
 expect 2 "--max-seqs must be in" serve --max-seqs 0
 expect 2 "--block-size must be in" serve --block-size 0
