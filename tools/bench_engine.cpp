@@ -63,8 +63,7 @@ struct harness {
   }
 
   static kernels::kv_shape shape(cpu_model& m, kernels::kv_type t, int seqs, int max_len) {
-    const auto& c = m.config();
-    return {c.n_layer, c.n_head, c.head_dim(), 16, static_cast<std::uint32_t>(seqs * ((max_len + 15) / 16)), t};
+    return kv_shape_of(m.config(), 16, static_cast<std::uint32_t>(seqs * ((max_len + 15) / 16)), t);
   }
 
   /// One step: each listed sequence adds `count` tokens at `start`; logits of every row when

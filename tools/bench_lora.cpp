@@ -115,8 +115,7 @@ outcome run(const scenario& sc, const settings& st, cpu_model& model, const toke
   const std::uint32_t block_size = 16;
   const auto per_seq = static_cast<std::uint32_t>((st.prompt_tokens + st.max_tokens) / 16 + 2);
   const auto blocks = per_seq * static_cast<std::uint32_t>(st.concurrency) + 16;
-  lf::kernels::kv_cache kv({mc.n_layer, mc.n_head, mc.head_dim(), static_cast<int>(block_size), blocks,
-                            lf::kernels::kv_type::bf16});
+  lf::kernels::kv_cache kv(kv_shape_of(mc, static_cast<int>(block_size), blocks, lf::kernels::kv_type::bf16));
   cpu_runner runner(model, kv, mgr->lookup());
   serving_config cfg;
   cfg.sched.max_seqs = static_cast<std::uint32_t>(st.concurrency);
@@ -184,8 +183,7 @@ std::vector<double> step_overhead(cpu_model& m, const std::vector<std::shared_pt
   const int batch = 32, prompt = 32;
   const auto& c = m.config();
   const int per_seq = (prompt + reps * static_cast<int>(counts.size()) + 16) / 16 + 1;
-  lf::kernels::kv_cache kv({c.n_layer, c.n_head, c.head_dim(), 16, static_cast<std::uint32_t>(batch * per_seq),
-                            lf::kernels::kv_type::bf16});
+  lf::kernels::kv_cache kv(kv_shape_of(c, 16, static_cast<std::uint32_t>(batch * per_seq), lf::kernels::kv_type::bf16));
   std::vector<std::vector<std::int32_t>> tables(batch);
   for (int i = 0; i < batch; ++i)
     for (int b = 0; b < per_seq; ++b)

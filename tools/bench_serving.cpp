@@ -111,8 +111,7 @@ run_result run_jobs(bench_env& env, serving_config cfg, const std::vector<job>& 
   const auto& mc = env.model.config();
   cfg.num_blocks = env.num_blocks;
   cfg.block_size = env.block_size;
-  lf::kernels::kv_cache kv({mc.n_layer, mc.n_head, mc.head_dim(), static_cast<int>(cfg.block_size),
-                            cfg.num_blocks, env.kv});
+  lf::kernels::kv_cache kv(kv_shape_of(mc, static_cast<int>(cfg.block_size), cfg.num_blocks, env.kv));
   cpu_runner runner(env.model, kv);
   counting_engine counter(runner);
   static_generate_fn static_fn = [&](const std::vector<generation_request>& b,
@@ -363,7 +362,7 @@ int main(int argc, char** argv) try {
   bench_env env{model, tok, model_dir, dtype};
   env.kv = kv_type;
   env.num_blocks = lf::kernels::kv_cache::blocks_for_budget(
-    kv_mb << 20, {mc.n_layer, mc.n_head, mc.head_dim(), static_cast<int>(env.block_size), 0, env.kv});
+    kv_mb << 20, kv_shape_of(mc, static_cast<int>(env.block_size), 0, env.kv));
   std::cout << "model: " << mc.n_layer << " layers, " << mc.n_embd << " embd, "
             << static_cast<double>(model.weights().bytes()) / (1 << 20) << " MiB of " << to_string(dtype)
             << " weights, " << lf::kernels::to_string(env.kv) << " K/V (continuous batching: the serving engine;"

@@ -146,7 +146,7 @@ int cmd_generate(int argc, char** argv) {
     reqs.push_back(validate_or_throw({tok.encode(prompts[i]), params, name_of[i], 0}, cfg.limits()));
     blocks += static_cast<std::uint32_t>((reqs.back().max_length() + 15) / 16);
   }
-  kernels::kv_cache kv({cfg.n_layer, cfg.n_head, cfg.head_dim(), 16, blocks, kv_type});
+  kernels::kv_cache kv(kv_shape_of(cfg, 16, blocks, kv_type));
   cpu_runner runner(model, kv, manager ? manager->lookup() : cache::adapter_lookup_fn{});
   worker::serving_config sc;
   sc.num_blocks = blocks;

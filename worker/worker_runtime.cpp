@@ -32,12 +32,7 @@ cache::adapter_cache_config adapter_config(const worker_settings& s) {
 
 /// The K/V store's shape for `s` over `c`.
 kernels::kv_shape kv_shape_of(const worker_settings& s, const engine::gpt2_config& c) {
-  kernels::kv_shape k;
-  k.layers = c.n_layer;
-  k.heads = c.n_head;
-  k.head_dim = c.head_dim();
-  k.block_size = static_cast<int>(s.block_size);
-  k.type = *kernels::parse_kv_type(s.kv_dtype);
+  auto k = engine::kv_shape_of(c, static_cast<int>(s.block_size), 0, *kernels::parse_kv_type(s.kv_dtype));
   if (s.num_blocks > 0) {
     k.num_blocks = s.num_blocks;
   } else {

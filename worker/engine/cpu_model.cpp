@@ -96,4 +96,8 @@ void cpu_model::forward(const cpu_step& s, kernels::kv_cache& kv) {
   }
 }
 
+kernels::kv_shape kv_shape_of(const gpt2_config& c, int block_size, std::uint32_t num_blocks, kernels::kv_type t) {
+  return {c.n_layer, c.n_head, c.head_dim(), block_size, num_blocks, t};
+}
+
 } // namespace lf::engine

@@ -25,6 +25,9 @@
 
 namespace lf::engine {
 
+/// The K/V store's shape for model `c`: `num_blocks` blocks of `block_size` tokens of type `t`.
+kernels::kv_shape kv_shape_of(const gpt2_config& c, int block_size, std::uint32_t num_blocks, kernels::kv_type t);
+
 /// Rows [begin, begin + count) of a step that use one adapter.
 struct cpu_lora_run {
   const cpu_lora* adapter = nullptr;
