@@ -74,10 +74,7 @@ void cpu_runner::step(const std::vector<engine_chunk>& chunks) {
 }
 
 void cpu_runner::for_rows(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn) {
-  if (n >= 2)
-    model_.pool().parallel_for(n, fn);
-  else if (n == 1)
-    fn(0, 1);
+  model_.pool().parallel_for(n, fn);  // inline for 0 or 1 rows
 }
 
 float* cpu_runner::logits(std::size_t i) {
