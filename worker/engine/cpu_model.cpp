@@ -9,6 +9,13 @@ namespace lf::engine {
 
 cpu_model::cpu_model(cpu_weights w, int threads) : w_(std::move(w)), pool_(threads) {}
 
+void cpu_model::check_kv(const kernels::kv_cache& kv) const {
+  const auto& s = kv.shape();
+  const auto& cfg = w_.config;
+  if (s.layers != cfg.n_layer || s.heads != cfg.n_head || s.head_dim != cfg.head_dim())
+    throw std::invalid_argument("cpu_model: the K/V store's shape does not match the model");
+}
+
 void cpu_model::linear(const kernels::packed_matrix& w, const std::vector<float>& bias, const float* x,
                        std::size_t ldx, float* y, std::size_t ldy, int rows, bool accumulate, int layer,
                        lora_module m, const std::vector<cpu_lora_run>& lora) {
@@ -32,8 +39,7 @@ void cpu_model::forward(const cpu_step& s, kernels::kv_cache& kv) {
   const int N = static_cast<int>(s.tokens.size());
   const int C = cfg.n_embd, I = cfg.inner_dim(), L = cfg.n_layer;
   const auto c = static_cast<std::size_t>(C);
-  if (kv.shape().layers != L || kv.shape().heads != cfg.n_head || kv.shape().head_dim != cfg.head_dim())
-    throw std::invalid_argument("cpu_model: the K/V store's shape does not match the model");
+  check_kv(kv);
   if (s.positions.size() != s.tokens.size())
     throw std::invalid_argument("cpu_model: tokens and positions differ in length");
   for (int i = 0; i < N; ++i) {

@@ -54,6 +54,9 @@ public:
   int threads() const noexcept { return pool_.size(); }
   kernels::thread_pool& pool() noexcept { return pool_; }
 
+  /// Throws std::invalid_argument unless `kv` has the model's layers, heads and head size.
+  void check_kv(const kernels::kv_cache& kv) const;
+
   /// Runs `s` over `kv` (its layers and heads must match the model). Throws std::invalid_argument
   /// for a token outside the vocabulary or a position outside the context.
   void forward(const cpu_step& s, kernels::kv_cache& kv);

@@ -9,10 +9,7 @@ namespace lf::engine {
 
 cpu_runner::cpu_runner(cpu_model& model, kernels::kv_cache& kv, cache::adapter_lookup_fn adapters)
   : model_(model), kv_(kv), adapters_(std::move(adapters)) {
-  const auto& cfg = model.config();
-  const auto& s = kv.shape();
-  if (s.layers != cfg.n_layer || s.heads != cfg.n_head || s.head_dim != cfg.head_dim())
-    throw std::invalid_argument("cpu_runner: the K/V store's shape does not match the model");
+  model.check_kv(kv);  // at construction, not at the first step
 }
 
 void cpu_runner::step(const std::vector<engine_chunk>& chunks) {
