@@ -68,6 +68,9 @@ private:
 /// Continuous batching runs the serving engine; the static modes run the ATen generator (the
 /// course's left-padded baselines), loaded the first time one of them runs.
 struct bench_env {
+  bench_env(cpu_model& m, const tokenizer& t, std::string dir, compute_dtype d)
+    : model(m), tok(t), model_dir(std::move(dir)), dtype(d) {}
+
   cpu_model& model;
   const tokenizer& tok;
   std::string model_dir;

@@ -59,6 +59,8 @@ struct engine_under_test {
 /// `chunk` tokens) or one decode token. Returns the generated tokens; records every sampled row's
 /// logits (per sequence, in order) and the worst difference from the dense reference.
 struct paged_driver {
+  explicit paged_driver(engine_under_test& engine) : e(engine) {}
+
   engine_under_test& e;
   lf::cache::block_manager blocks{{96, 4, true}};
   double worst_diff = 0;
