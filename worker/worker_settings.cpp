@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "worker/engine/gpt2_config.hpp"
+#include "worker/engine/kernels/kv_cache.hpp"
 #include "worker/engine/tokenizer.hpp"
 
 namespace lf::worker {
@@ -38,7 +39,7 @@ std::string check_settings(const worker_settings& s) {
     return "model_dir is empty";
   if (!is_compute_dtype(s.dtype))
     return std::string("dtype must be ") + compute_dtype_list + " (got \"" + s.dtype + "\")";
-  if (!is_compute_dtype(s.kv_dtype))
+  if (!kernels::parse_kv_type(s.kv_dtype))
     return std::string("kv_dtype must be ") + kv_dtype_list + " (got \"" + s.kv_dtype + "\")";
   if (s.threads < 0)
     return "threads must be >= 0 (got " + std::to_string(s.threads) + ")";

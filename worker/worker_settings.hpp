@@ -33,7 +33,7 @@ inline constexpr const char* compute_dtype_list = "f32, bf16 or int8";
 /// Whether `s` names one of them (engine::parse_compute_dtype turns it into the enum).
 bool is_compute_dtype(std::string_view s);
 
-/// The K/V cache types a worker accepts, as messages list them.
+/// The K/V cache types a worker accepts (kernels::parse_kv_type's spellings), as messages list them.
 inline constexpr const char* kv_dtype_list = "f32, bf16 or int8";
 
 /// Each of `workers` workers' share of this machine's cores, at least 1.
