@@ -1,7 +1,7 @@
 // bench_lora: what serving many LoRA adapters in one continuous batch costs, measured through the
 // worker's serving loop and adapter cache (a program, not a test).
 //
-//   bench_lora [--model DIR] [--threads N] [--dtype f32|bf16] [--requests N] [--concurrency N]
+//   bench_lora [--model DIR] [--threads N] [--dtype int8|bf16|f32] [--requests N] [--concurrency N]
 //              [--prompt-tokens N] [--max-tokens N] [--rank R] [--adapter-cache-mb MB]
 //              [--only base,1,8,64,skewed,naive8,naive64] [--json FILE] [--quick]
 //
