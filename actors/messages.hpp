@@ -27,6 +27,7 @@
 #include <caf/type_id.hpp>
 
 #include "actors/ids.hpp"
+#include "core/metrics.hpp"
 #include "core/request.hpp"
 #include "core/serve_errc.hpp"
 #include "worker/request.hpp"
@@ -60,6 +61,8 @@ struct token_event {
   std::int32_t token = 0;
   std::string text;        ///< text that became final with this token (may be empty)
   std::uint32_t index = 0; ///< 0 for the first generated token
+  bool has_logprobs = false;  ///< the request asked for logprobs
+  token_logprobs logprobs;
 };
 
 /// Terminal: the request finished normally.
@@ -142,6 +145,18 @@ struct worker_load {
   std::uint32_t free_blocks = 0, total_blocks = 0;
   std::uint64_t finished = 0, failed = 0, cancelled = 0;
   std::vector<std::string> adapters;  ///< adapters it holds right now
+  std::uint64_t preemptions = 0, adapter_loads = 0;
+  std::vector<std::string> servable;  ///< adapters it can load (its adapter directory)
+  std::string name;                   ///< filled by the router from register_worker
+};
+
+/// The router's measurements of the requests one worker served; worker 0 (an invalid id):
+/// requests that ended before reaching a worker. Kept after the worker is gone.
+struct worker_metrics {
+  worker_id wid;
+  std::string name;
+  bool live = true;
+  serve_metrics m;
 };
 
 /// What the router has seen, for `status`, tests and readiness checks.
@@ -154,6 +169,7 @@ struct router_stats {
   std::uint64_t replaced = 0;     ///< placed again after their worker died
   std::uint64_t worker_lost = 0;  ///< ended with worker_lost
   std::vector<worker_load> loads; ///< last report of each live worker
+  std::vector<worker_metrics> metrics;  ///< per worker ever registered, then worker 0
 };
 
 // -- inspect ---------------------------------------------------------------------------------------
@@ -170,7 +186,8 @@ typename Inspector::result_type inspect(Inspector& f, cancel_request& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, token_event& x) {
-  return f(caf::meta::type_name("lf.token_event"), x.id, x.token, x.text, x.index);
+  return f(caf::meta::type_name("lf.token_event"), x.id, x.token, x.text, x.index, x.has_logprobs,
+           x.logprobs.logprob, x.logprobs.top_tokens, x.logprobs.top_logprobs);
 }
 
 template <class Inspector>
@@ -224,14 +241,21 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_load& x) {
   return f(caf::meta::type_name("lf.worker_load"), x.wid, x.waiting, x.running, x.waiting_tokens,
            x.running_tokens, x.free_blocks, x.total_blocks, x.finished, x.failed, x.cancelled,
-           x.adapters);
+           x.adapters, x.preemptions, x.adapter_loads, x.servable, x.name);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_metrics& x) {
+  return f(caf::meta::type_name("lf.worker_metrics"), x.wid, x.name, x.live, x.m.finished, x.m.errors,
+           x.m.prompt_tokens, x.m.generation_tokens, x.m.cached_tokens, x.m.queue_seconds,
+           x.m.ttft_seconds, x.m.tpot_seconds, x.m.e2e_seconds);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, router_stats& x) {
   return f(caf::meta::type_name("lf.router_stats"), x.workers, x.queued, x.inflight, x.accepted,
            x.overloaded, x.rejected, x.completed, x.failed, x.cancelled, x.timed_out, x.replaced,
-           x.worker_lost, x.loads);
+           x.worker_lost, x.loads, x.metrics);
 }
 
 } // namespace lf::actors
@@ -248,7 +272,7 @@ typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
     return caf::none;
   });
   return f(caf::meta::type_name("lf.sampling"), x.temperature, x.top_k, x.top_p,
-           x.repetition_penalty, has_seed, seed, x.max_tokens, x.stop, x.ignore_eos, load);
+           x.repetition_penalty, has_seed, seed, x.max_tokens, x.stop, x.ignore_eos, x.logprobs, x.top_logprobs, load);
 }
 
 template <class Inspector>
@@ -265,6 +289,15 @@ struct validated_request_access {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, validated_request& x) {
   return f(caf::meta::type_name("lf.validated_request"), validated_request_access::fields(x));
+}
+
+} // namespace lf
+
+namespace lf {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, histogram& x) {
+  return f(caf::meta::type_name("lf.histogram"), x.bounds, x.counts, x.sum, x.count);
 }
 
 } // namespace lf
@@ -306,6 +339,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(lorafleet, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(lorafleet, (lf::actors::request_ended))
   CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_load))
   CAF_ADD_TYPE_ID(lorafleet, (lf::actors::router_stats))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_metrics))
 CAF_END_TYPE_ID_BLOCK(lorafleet)
 
 namespace lf::actors {

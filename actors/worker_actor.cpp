@@ -49,6 +49,9 @@ worker_load snapshot(const worker_state& st) {
   w.cancelled = l.cancelled;
   if (st.backend.loaded_adapters)
     w.adapters = st.backend.loaded_adapters();
+  w.servable = st.backend.servable_adapters ? st.backend.servable_adapters() : w.adapters;
+  w.preemptions = l.preemptions;
+  w.adapter_loads = l.adapters.loads;
   return w;
 }
 
@@ -58,9 +61,18 @@ worker::request_callbacks make_callbacks(worker_self self, route_id rid, sink_re
   auto wid = self->state.wid;
   auto me = caf::actor_cast<worker_actor>(self);
   worker::request_callbacks cb;
-  cb.on_token = [router, wid, rid, cid, index = std::uint32_t{0}](std::int32_t token,
-                                                                 std::string_view text) mutable {
-    caf::anon_send(router, worker_token{wid, rid, token_event{cid, token, std::string(text), index++}});
+  // on_logprobs (when asked for) runs just before on_token of the same token, on the same thread.
+  auto lp = std::make_shared<std::optional<token_logprobs>>();
+  cb.on_logprobs = [lp](token_logprobs x) { *lp = std::move(x); };
+  cb.on_token = [router, wid, rid, cid, lp, index = std::uint32_t{0}](std::int32_t token,
+                                                                     std::string_view text) mutable {
+    token_event ev{cid, token, std::string(text), index++};
+    if (*lp) {
+      ev.has_logprobs = true;
+      ev.logprobs = std::move(**lp);
+      lp->reset();
+    }
+    caf::anon_send(router, worker_token{wid, rid, std::move(ev)});
   };
   cb.on_done = [router, wid, rid, cid, me](worker::request_result r) {
     if (r.outcome == worker::request_outcome::finished) {

@@ -44,6 +44,8 @@ struct worker_backend {
   /// Requests name adapters as strings; the serving loop resolves them (without an adapter
   /// manager every named adapter ends with unknown_adapter).
   std::function<std::vector<std::string>()> loaded_adapters;
+  /// Adapters it can load (load reports, /v1/models); not set => only those loaded.
+  std::function<std::vector<std::string>()> servable_adapters;
 };
 
 /// A backend over a worker_runtime (shares its ownership).

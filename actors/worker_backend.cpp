@@ -16,6 +16,7 @@ worker_backend backend_of(std::shared_ptr<worker::worker_runtime> rt) {
   b.max_seqs = rt->settings().max_seqs;
   auto* raw = rt.get();
   b.loaded_adapters = [raw] { return raw->adapters(); };
+  b.servable_adapters = [raw] { return raw->servable_adapters(); };
   b.owner = std::move(rt);
   return b;
 }

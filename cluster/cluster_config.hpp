@@ -126,6 +126,8 @@ struct cluster_config {
   std::string router_node;     ///< name of the node with router + gateway
   std::string gateway_listen = "tcp://127.0.0.1:5555";
   std::size_t max_per_connection = 1024;
+  std::string http_listen;      ///< [http] listen: host:port of the HTTP gateway; empty => none
+  std::string http_model_name;  ///< [http] model_name: the base model's name in the API
   router_settings router_cfg;
   std::chrono::milliseconds heartbeat_interval{1000};  ///< 0: no heartbeats
   std::chrono::milliseconds heartbeat_timeout{5000};   ///< a silent peer is dropped after this

@@ -157,6 +157,12 @@ bool read_config(const std::string& text, cluster_config& c, parse_state& st) {
     g.set("max_per_connection", c.max_per_connection, 1, 1'000'000);
     g.finish();
   }
+  if (const auto* t = r.table("http")) {
+    toml_reader h(*t, "http", st);
+    h.set("listen", c.http_listen);
+    h.set("model_name", c.http_model_name);
+    h.finish();
+  }
   if (const auto* t = r.table("router")) {
     toml_reader rr(*t, "router", st);
     read_router(rr, c.router_cfg, st);

@@ -1,5 +1,6 @@
 #include "cluster/local_cluster.hpp"
 
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -28,6 +29,7 @@ struct local_cluster::impl {
   std::vector<std::shared_ptr<worker::worker_runtime>> runtimes;
   std::vector<actors::worker_actor> workers;
   std::unique_ptr<gateway::zmq_gateway> gw;
+  std::unique_ptr<gateway::http_gateway> http;
   bool down = false;
 
   explicit impl(cluster_settings s) : settings(std::move(s)) {}
@@ -64,6 +66,14 @@ local_cluster::local_cluster(cluster_settings s) : impl_(std::make_unique<impl>(
     if (!ready)
       throw std::runtime_error("cluster: the workers did not register: " + why);
     st.gw = std::make_unique<gateway::zmq_gateway>(st.sys, st.router, st.settings.gateway);
+    if (!st.settings.http.listen.empty()) {
+      auto h = st.settings.http;
+      h.tokenizer = st.settings.gateway.tokenizer;
+      h.context_window = limits.context_window;
+      if (h.model_name.empty())
+        h.model_name = default_model_name(st.settings.worker.model_dir);
+      st.http = std::make_unique<gateway::http_gateway>(st.sys, st.router, std::move(h));
+    }
   } catch (...) {
     // The actor system's destructor waits for every actor: stop the router and the workers
     // started so far, or a failed start (a worker that cannot load, an endpoint that cannot be
@@ -76,6 +86,16 @@ local_cluster::local_cluster(cluster_settings s) : impl_(std::make_unique<impl>(
 local_cluster::~local_cluster() { shutdown(std::chrono::milliseconds(0)); }
 
 std::string local_cluster::endpoint() const { return impl_->gw ? impl_->gw->endpoint() : std::string{}; }
+
+std::string local_cluster::http_address() const { return impl_->http ? impl_->http->address() : std::string{}; }
+
+std::string default_model_name(const std::string& model_dir) {
+  auto p = std::filesystem::path(model_dir);
+  if (!p.has_filename())
+    p = p.parent_path();
+  const auto name = p.filename().string();
+  return name.empty() ? std::string("gpt2") : name;
+}
 
 caf::actor_system& local_cluster::system() { return impl_->sys; }
 
@@ -95,19 +115,25 @@ void local_cluster::kill_worker(std::size_t i) {
   caf::anon_send_exit(impl_->workers.at(i), caf::exit_reason::kill);
 }
 
-std::size_t drain_and_stop(gateway::zmq_gateway* gw, const std::vector<actors::worker_actor>& workers,
+std::size_t drain_and_stop(gateway::zmq_gateway* gw, gateway::http_gateway* http,
+                           const std::vector<actors::worker_actor>& workers,
                            const actors::router_actor& router,
                            const std::vector<std::shared_ptr<worker::worker_runtime>>& runtimes,
                            std::chrono::milliseconds drain) {
   std::size_t cancelled = 0;
-  if (gw != nullptr) {
+  if (gw != nullptr)
     gw->stop_accepting();
-    const auto until = std::chrono::steady_clock::now() + drain;
-    while (gw->live() > 0 && std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    cancelled = gw->live();
+  if (http != nullptr)
+    http->stop_accepting();
+  const auto until = std::chrono::steady_clock::now() + drain;
+  auto live = [&] { return (gw ? gw->live() : 0) + (http ? http->live() : 0); };
+  while (live() > 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  cancelled = live();
+  if (gw != nullptr)
     gw->stop();  // cancels the rest; their clients get `cancelled`
-  }
+  if (http != nullptr)
+    http->stop();  // the rest get 503 / a stream error
   for (const auto& w : workers)
     caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(router, caf::exit_reason::user_shutdown);
@@ -121,7 +147,7 @@ std::size_t local_cluster::shutdown(std::chrono::milliseconds drain) {
   if (st.down)
     return 0;
   st.down = true;
-  return drain_and_stop(st.gw.get(), st.workers, st.router, st.runtimes, drain);
+  return drain_and_stop(st.gw.get(), st.http.get(), st.workers, st.router, st.runtimes, drain);
 }
 
 } // namespace lf::cluster

@@ -18,6 +18,7 @@
 #include "actors/messages.hpp"
 #include "router/router_actor.hpp"
 #include "gateway/gateway.hpp"
+#include "gateway/http_gateway.hpp"
 #include "worker/worker_runtime.hpp"
 
 namespace lf::cluster {
@@ -28,10 +29,15 @@ actors::router_stats query_stats(caf::actor_system& sys, const actors::router_ac
 /// Shuts a node's parts down in order: the gateway (if any) stops accepting, waits up to `drain`
 /// for requests in flight and cancels the rest; then the workers, the router and every serving
 /// loop stop. Returns how many requests were cancelled.
-std::size_t drain_and_stop(gateway::zmq_gateway* gw, const std::vector<actors::worker_actor>& workers,
+std::size_t drain_and_stop(gateway::zmq_gateway* gw, gateway::http_gateway* http,
+                           const std::vector<actors::worker_actor>& workers,
                            const actors::router_actor& router,
                            const std::vector<std::shared_ptr<worker::worker_runtime>>& runtimes,
                            std::chrono::milliseconds drain);
+
+/// The name `model` means the base model by in the HTTP API: the model directory's last
+/// component ("gpt2" when there is none).
+std::string default_model_name(const std::string& model_dir);
 
 /// What to start.
 struct cluster_settings {
@@ -39,6 +45,9 @@ struct cluster_settings {
   std::uint32_t workers = 1;
   router::router_config router;
   gateway::gateway_options gateway;
+  /// The HTTP gateway (OpenAI API, /metrics, dashboard): `listen` empty => none. Its tokenizer,
+  /// context window and (if empty) model name are filled in from the model.
+  gateway::http_options http;
   std::chrono::milliseconds report_interval{50};  ///< workers' load reports
 };
 
@@ -55,6 +64,8 @@ public:
 
   /// The client endpoint actually bound.
   std::string endpoint() const;
+  /// The HTTP gateway's host:port, or empty without one.
+  std::string http_address() const;
   caf::actor_system& system();
   actors::router_actor router() const;
   /// The router's statistics now (zeroes if it does not answer within a second).

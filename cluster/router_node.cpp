@@ -50,6 +50,7 @@ struct router_node::impl {
   std::vector<std::shared_ptr<worker::worker_runtime>> runtimes;
   std::vector<actors::worker_actor> workers;
   std::unique_ptr<gateway::zmq_gateway> gw;
+  std::unique_ptr<gateway::http_gateway> http;
   bool down = false;
 
   impl(const cluster_config& c, const node_config& self, log_fn l)
@@ -83,6 +84,17 @@ router_node::router_node(const cluster_config& cfg, const node_config& self, log
       st.workers.push_back(actors::spawn_worker(st.sys, actors::backend_of(st.runtimes[i]), st.router, o));
     }
     st.gw = std::make_unique<gateway::zmq_gateway>(st.sys, st.router, gateway_options_for(cfg));
+    if (!cfg.http_listen.empty()) {
+      gateway::http_options h;
+      h.listen = cfg.http_listen;
+      const auto g = gateway_options_for(cfg);
+      h.tokenizer = g.tokenizer;
+      h.max_prompt_bytes = g.max_prompt_bytes;
+      h.model_name = cfg.http_model_name.empty() ? default_model_name(cfg.model_dir) : cfg.http_model_name;
+      h.context_window = router_config_for(cfg).limits.context_window;
+      st.http = std::make_unique<gateway::http_gateway>(st.sys, st.router, std::move(h));
+      st.log("HTTP (OpenAI API, /metrics, dashboard) on http://" + st.http->address() + "/");
+    }
   } catch (...) {
     stop(std::chrono::milliseconds(0));
     throw;
@@ -106,7 +118,7 @@ std::size_t router_node::stop(std::chrono::milliseconds drain) {
   if (st.down)
     return 0;
   st.down = true;
-  return cluster::drain_and_stop(st.gw.get(), st.workers, st.router, st.runtimes, drain);
+  return cluster::drain_and_stop(st.gw.get(), st.http.get(), st.workers, st.router, st.runtimes, drain);
 }
 
 } // namespace lf::cluster

@@ -38,6 +38,12 @@ std::optional<std::string> validate(const sampling_params& p, int max_tokens_lim
   if (p.max_tokens < 1 || p.max_tokens > max_tokens_limit)
     return fail("max_tokens", ("in [1, " + std::to_string(max_tokens_limit) + "]").c_str(),
                 std::to_string(p.max_tokens));
+  if (p.top_logprobs < 0 || p.top_logprobs > max_top_logprobs)
+    return fail("top_logprobs", ("in [0, " + std::to_string(max_top_logprobs) + "]").c_str(),
+                std::to_string(p.top_logprobs));
+  if (p.top_logprobs > 0 && !p.logprobs)
+    return std::string("top_logprobs needs logprobs (got top_logprobs ") + std::to_string(p.top_logprobs)
+           + " without logprobs)";
   if (p.stop.size() > max_stop)
     return "stop must have at most " + std::to_string(max_stop) + " entries (got "
            + std::to_string(p.stop.size()) + ")";

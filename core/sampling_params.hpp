@@ -29,6 +29,22 @@ struct sampling_params {
   std::vector<std::string> stop;
   /// Keep generating past the end-of-text token.
   bool ignore_eos = false;
+  /// Report each sampled token's log-probability under the model (the raw logits' log-softmax,
+  /// before penalty, temperature and filters, as OpenAI's API does) ...
+  bool logprobs = false;
+  /// ... and the `top_logprobs` most likely alternatives at that position; in [0, max_top_logprobs].
+  int top_logprobs = 0;
+};
+
+/// The most alternatives a request may ask for per token (OpenAI's limit).
+inline constexpr int max_top_logprobs = 20;
+
+/// What a request with `logprobs` gets for each sampled token: its log-probability and the
+/// most likely alternatives (most likely first; ties by lower id), all under the raw logits.
+struct token_logprobs {
+  float logprob = 0;
+  std::vector<std::int32_t> top_tokens;
+  std::vector<float> top_logprobs;
 };
 
 /// Returns an error message naming the offending field and its value (for example

@@ -61,6 +61,7 @@ caf::result<actors::worker_id> router_state::add_worker(actors::worker_actor han
   w.last.total_blocks = w.last.free_blocks = info.total_blocks;
   w.last.adapters = info.adapters;
   w.info = std::move(info);
+  metrics_of(id).name = w.info.name;
   self_->monitor(handle);
   log::info("router", "worker registered",
             {{"worker", w.info.name}, {"wid", id.value()}, {"context", w.info.context_window},
@@ -161,8 +162,19 @@ actors::router_stats router_state::stats() const {
   s.queued = static_cast<std::uint32_t>(queue_.size());
   s.inflight = static_cast<std::uint32_t>(routes_.size() - queue_.size());
   s.loads.clear();
-  for (auto& [id, w] : workers_)
+  for (auto& [id, w] : workers_) {
     s.loads.push_back(w.last);
+    s.loads.back().name = w.info.name;
+  }
+  s.metrics.clear();
+  for (const auto& [id, m] : metrics_) {
+    if (id.value() == 0)
+      continue;
+    s.metrics.push_back(m);
+    s.metrics.back().live = workers_.count(id) > 0;
+  }
+  if (auto it = metrics_.find(actors::worker_id{0}); it != metrics_.end())
+    s.metrics.push_back(it->second);
   return s;
 }
 

@@ -37,6 +37,7 @@ request_limits router_state::limits() const {
 void router_state::reject(const actors::event_sink& sink, actors::sink_request_id id, serve_errc code,
                           std::string message, std::uint32_t retry_after_ms) {
   log::debug("router", "request refused", {{"code", to_string(code)}, {"message", message}});
+  count_error(nullptr, code);
   self_->send(sink, actors::error_event{id, code, std::move(message), retry_after_ms});
 }
 
@@ -176,6 +177,7 @@ void router_state::end(route_entry& e, actors::error_event ev, bool cancel_worke
     default: ++counters_.failed; break;
   }
   ev.id = e.client_id;
+  count_error(&e, ev.code);
   log_end(e, to_string(ev.code), ev.message, nullptr);
   self_->send(e.sink, std::move(ev));
   forget(e);
@@ -219,6 +221,7 @@ void router_state::log_end(const route_entry& e, std::string_view outcome, const
 
 void router_state::end(route_entry& e, actors::done_event ev) {
   ++counters_.completed;
+  count_done(e, ev);
   log_end(e, ev.finish_reason, {}, &ev);
   ev.id = e.client_id;
   self_->send(e.sink, std::move(ev));
@@ -253,6 +256,7 @@ void router_state::sink_lost(const caf::actor_addr& addr) {
       if (auto w = workers_.find(e.worker); w != workers_.end())
         self_->send(w->second.handle, actors::worker_cancel{rid});
     ++counters_.cancelled;
+    count_error(&e, serve_errc::cancelled);
     log_end(e, "client_gone", {}, nullptr);
     forget(e);  // no terminal event: nobody is listening
   }

@@ -99,6 +99,13 @@ private:
   void log_end(const route_entry& e, std::string_view outcome, const std::string& message,
                const actors::done_event* done) const;
   void sink_lost(const caf::actor_addr& addr);
+  // -- measurements (router_metrics.cpp) --
+  /// The metrics of `wid` (worker 0: requests that never reached a worker).
+  actors::worker_metrics& metrics_of(actors::worker_id wid);
+  /// Counts a request that ends with an error (`e` null: refused before it was accepted).
+  void count_error(const route_entry* e, serve_errc code);
+  /// Counts a finished request: its tokens and its latencies.
+  void count_done(const route_entry& e, const actors::done_event& ev);
   request_limits limits() const;
 
   self_ptr self_ = nullptr;
@@ -113,6 +120,7 @@ private:
   std::map<actors::worker_id, worker_entry> workers_;
   std::vector<std::pair<std::uint32_t, caf::typed_response_promise<actors::router_stats>>> waiters_;
   actors::router_stats counters_;
+  std::map<actors::worker_id, actors::worker_metrics> metrics_;
 };
 
 } // namespace lf::router

@@ -52,6 +52,9 @@ int cmd_serve(int argc, char** argv) {
   std::cout << "lorafleet serve: serving on " << cluster.endpoint() << " with " << s.workers
             << " worker(s), placement " << router::to_string(s.router.placement.policy)
             << "; Ctrl-C drains and stops" << std::endl;
+  if (!cluster.http_address().empty())
+    std::cout << "lorafleet serve: OpenAI API, /metrics and dashboard on http://" << cluster.http_address()
+              << "/" << std::endl;
   if (!ready_file.empty())
     std::ofstream(ready_file) << cluster.endpoint() << "\n";
   int sig = 0;

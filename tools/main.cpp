@@ -20,8 +20,9 @@ commands:
               [--mode continuous|static|static_no_cache] [--no-prefix-cache] [--block-size N]
               [--policy round_robin|least_loaded|adapter_affinity] [--queue-limit N]
               [--drain-timeout S] [--ready-file PATH] [--log-level debug|info|warn|error|off]
-              [--log-format text|json]
+              [--log-format text|json] [--http HOST:PORT [--model-name NAME]]
               router + workers + ZeroMQ gateway in one process (default model: models/default);
+              --http adds the OpenAI-compatible API, /metrics, /health, /ready and the dashboard;
               logs one line per finished request at info level (stderr)
   client      [--endpoint EP] (--prompt TEXT | --user TEXT [--system TEXT]) [--adapter NAME]
               [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--repetition-penalty R]

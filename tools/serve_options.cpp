@@ -66,6 +66,8 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
   s.gateway.endpoint = a.str("listen", "tcp://127.0.0.1:5555");
   s.gateway.curve_secret_key = a.str("curve-secret-key");
   s.gateway.curve_public_key = a.str("curve-public-key");
+  s.http.listen = a.str("http");
+  s.http.model_name = a.str("model-name");
   if (auto err = worker::check_settings(s.worker); !err.empty())
     throw std::invalid_argument(err);
   return s;

@@ -14,6 +14,7 @@ namespace lf::tools {
 ///   --kv-cache-mb MB --block-size N --max-seqs N --max-batched-tokens N --mode MODE
 ///   --no-prefix-cache --policy P --queue-limit N --max-inflight-per-worker N
 ///   --adapter-cache-mb MB --curve-secret-key K --curve-public-key K
+///   --http HOST:PORT (the OpenAI-compatible HTTP gateway) --model-name NAME (its base model)
 /// `adapter_dir_flag` names the adapter-directory flag: "adapters" for serve, "adapter-dir" for
 /// `loadtest --self-host`, whose --adapters is the request mix.
 cluster::cluster_settings cluster_settings_from(args& a, const std::string& adapter_dir_flag = "adapters");

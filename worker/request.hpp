@@ -58,6 +58,9 @@ struct request_result {
 /// token (with the text that became final, possibly empty), then on_done exactly once.
 struct request_callbacks {
   std::function<void(std::int32_t token, std::string_view text)> on_token;
+  /// Requests with params().logprobs (continuous batching only): called just before on_token
+  /// with that token's log-probabilities.
+  std::function<void(token_logprobs)> on_logprobs;
   std::function<void(request_result)> on_done;
 };
 

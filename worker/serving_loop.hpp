@@ -122,7 +122,7 @@ private:
   void run_static_batch();
   void take_inbox(time_point now);
   void end(request_id id, request_result res);
-  void on_sampled(request_id id, std::int32_t token);
+  void on_sampled(request_id id, std::int32_t token, std::optional<token_logprobs> lp = std::nullopt);
   void publish_load();
   /// Whether a waiting request of adapter `a` may start now (readiness, single-adapter turn).
   bool adapter_usable(cache::adapter_id a) const;

@@ -112,6 +112,7 @@ void serving_loop::run_continuous_step() {
     std::size_t chunk, row;
     engine::sampler* pick;
     const std::vector<std::int32_t>* context;
+    int logprobs = -1;  ///< -1: none; else the alternatives wanted
     bool failed = false;
   };
   std::vector<pick_job> jobs;
@@ -119,15 +120,28 @@ void serving_loop::run_continuous_step() {
     const auto& c = plan.chunks[i];
     if (!c.samples)
       continue;
-    jobs.push_back({i, jobs.size(), &live_.at(request_id{c.id.value()})->pick, &sched_.tokens(c.id)});
+    auto& lr = *live_.at(request_id{c.id.value()});
+    const auto& p = lr.req.params();
+    jobs.push_back({i, jobs.size(), &lr.pick, &sched_.tokens(c.id), p.logprobs ? p.top_logprobs : -1});
   }
+  std::vector<std::optional<token_logprobs>> logprobs(plan.chunks.size());
   const auto vocab = engine_.vocab_size();
   const auto sample_start = clock_type::now();
   engine_.for_rows(jobs.size(), [&](std::size_t b, std::size_t e) {
     for (auto j = b; j < e; ++j) {
       auto& job = jobs[j];
       try {
-        sampled[job.chunk] = job.pick->sample(engine_.logits(job.row), vocab, *job.context);
+        auto* row = engine_.logits(job.row);
+        if (job.logprobs >= 0) {
+          // sample() rewrites the row: keep the model's logits for the log-probabilities.
+          thread_local std::vector<float> raw;
+          raw.assign(row, row + vocab);
+          const auto tok = job.pick->sample(row, vocab, *job.context);
+          logprobs[job.chunk] = engine::compute_logprobs(raw.data(), vocab, tok, job.logprobs);
+          sampled[job.chunk] = tok;
+          continue;
+        }
+        sampled[job.chunk] = job.pick->sample(row, vocab, *job.context);
       } catch (const std::exception&) {
         job.failed = true;
         sampled[job.chunk] = 0;  // placeholder: the sequence is finished right after complete()
@@ -147,7 +161,7 @@ void serving_loop::run_continuous_step() {
   }
   for (std::size_t i = 0; i < plan.chunks.size(); ++i)
     if (sampled[i] && live_.count(request_id{plan.chunks[i].id.value()}))
-      on_sampled(request_id{plan.chunks[i].id.value()}, *sampled[i]);
+      on_sampled(request_id{plan.chunks[i].id.value()}, *sampled[i], std::move(logprobs[i]));
   auto ms = [](time_point a, time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
   std::lock_guard<std::mutex> g(mtx_);
   load_.forward_ms += ms(forward_start, sample_start);
@@ -156,7 +170,7 @@ void serving_loop::run_continuous_step() {
   ++load_.working_steps;
 }
 
-void serving_loop::on_sampled(request_id id, std::int32_t token) {
+void serving_loop::on_sampled(request_id id, std::int32_t token, std::optional<token_logprobs> lp) {
   auto& lr = *live_.at(id);
   const auto& p = lr.req.params();
   if (lr.generated.empty())
@@ -177,8 +191,11 @@ void serving_loop::on_sampled(request_id id, std::int32_t token) {
       reason = lr.stream.stopped() ? "stop" : "length";
     }
   }
-  if (lr.cb.on_token && (!delta.empty() || token != cfg_.eos_id || p.ignore_eos))
+  if (lr.cb.on_token && (!delta.empty() || token != cfg_.eos_id || p.ignore_eos)) {
+    if (lp && lr.cb.on_logprobs)
+      lr.cb.on_logprobs(std::move(*lp));
     lr.cb.on_token(token, delta);
+  }
   if (!reason.empty()) {
     sched_.finish(cache::seq_id{id.value()});
     end(id, finished(reason));

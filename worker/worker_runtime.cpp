@@ -2,7 +2,9 @@
 // static-batching baselines run the ATen model, built only when one of those modes is asked for.
 #include "worker/worker_runtime.hpp"
 
+#include <chrono>
 #include <filesystem>
+#include <mutex>
 #include <stdexcept>
 
 #include "core/log.hpp"
@@ -11,6 +13,7 @@
 #include "worker/engine/generator.hpp"
 #include "worker/engine/gpt2_model.hpp"
 #include "worker/engine/kernels/cpu_features.hpp"
+#include "worker/engine/lora_adapter.hpp"
 #include "worker/engine/lora_weights.hpp"
 #include "worker/engine/tokenizer.hpp"
 #include "worker/engine/weights.hpp"
@@ -89,6 +92,9 @@ struct worker_runtime::impl {
   std::unique_ptr<cache::adapter_manager> adapters;  ///< null without an adapter_dir
   std::unique_ptr<engine::step_engine> runner;
   std::unique_ptr<serving_loop> loop;
+  mutable std::mutex listed_m;
+  mutable std::vector<std::string> listed;
+  mutable std::chrono::steady_clock::time_point listed_at{};
 
   explicit impl(const worker_settings& s) : settings(checked(s)), tok(tokenizer_of(s)) {
     const int threads = s.threads > 0 ? s.threads : share_of_cores(1);
@@ -171,6 +177,19 @@ const worker_settings& worker_runtime::settings() const { return impl_->settings
 
 std::vector<std::string> worker_runtime::adapters() const {
   return impl_->adapters ? impl_->adapters->resident_names() : std::vector<std::string>{};
+}
+
+std::vector<std::string> worker_runtime::servable_adapters() const {
+  auto& i = *impl_;
+  if (i.settings.adapter_dir.empty())
+    return {};
+  std::lock_guard<std::mutex> g(i.listed_m);
+  const auto now = std::chrono::steady_clock::now();
+  if (i.listed_at == std::chrono::steady_clock::time_point{} || now - i.listed_at > std::chrono::seconds(5)) {
+    i.listed = engine::list_adapter_ids(i.settings.adapter_dir);
+    i.listed_at = now;
+  }
+  return i.listed;
 }
 
 std::string worker_runtime::describe() const {

@@ -65,6 +65,10 @@ public:
   /// adapter_dir). Thread-safe.
   std::vector<std::string> adapters() const;
 
+  /// Names of the adapters it can serve: those in its adapter_dir (engine::list_adapter_ids),
+  /// listed again at most every 5 seconds. Thread-safe.
+  std::vector<std::string> servable_adapters() const;
+
 private:
   struct impl;
   std::unique_ptr<impl> impl_;

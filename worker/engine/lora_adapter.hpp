@@ -176,4 +176,9 @@ inline constexpr std::size_t max_adapter_id_length = 128;
 std::filesystem::path resolve_adapter_path(const std::string& adapter_root,
                                            const std::string& adapter_id);
 
+/// The adapter ids under `adapter_root` that resolve_adapter_path accepts and whose directory
+/// holds an adapter_config.json, at most `max_depth` directories deep, sorted. Unreadable
+/// directories are skipped; an empty root gives none.
+std::vector<std::string> list_adapter_ids(const std::string& adapter_root, int max_depth = 2);
+
 } // namespace lf::engine

@@ -68,4 +68,8 @@ private:
   // sequence would otherwise hold about 1 MB of buffers each.
 };
 
+/// The log-softmax of `logits` (as the model produced them) at `chosen`, and its `top_k` most
+/// likely tokens; -inf logits count as probability 0. Deterministic: one pass in index order.
+token_logprobs compute_logprobs(const float* logits, std::size_t vocab, std::int32_t chosen, int top_k);
+
 } // namespace lf::engine

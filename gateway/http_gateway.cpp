@@ -1,0 +1,342 @@
+// The HTTP gateway actor: OpenAI requests -> one generate_request per choice -> router; events ->
+// openai_reply -> outbox. Stats endpoints from the router's snapshot. See http_gateway.hpp.
+#include "gateway/http_gateway.hpp"
+
+#include <chrono>
+#include <ctime>
+#include <optional>
+#include <random>
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+#include <nlohmann/json.hpp>
+
+#include "core/log.hpp"
+#include "gateway/http_impl.hpp"
+#include "gateway/metrics_export.hpp"
+#include "gateway/openai_response.hpp"
+#include "worker/engine/tokenizer.hpp"
+
+namespace lf::gateway {
+
+namespace {
+
+/// One OpenAI request in flight: its choices are lorafleet requests (gateway-wide ids).
+struct http_entry {
+  std::unique_ptr<openai_reply> reply;
+  std::vector<actors::sink_request_id> choices;
+  std::size_t live_choices = 0;
+  bool stream = false, started = false, failed = false;
+};
+
+struct http_state {
+  std::shared_ptr<http_gateway::impl> io;
+  std::unordered_map<std::uint64_t, http_entry> entries;  ///< by HTTP id
+  std::unordered_map<std::uint64_t, std::pair<std::uint64_t, std::size_t>> by_choice;  ///< gateway id -> (http id, choice)
+  std::uint64_t next_gid = 1;
+  bool accepting = true;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  std::mt19937_64 ids{std::random_device{}()};
+  static inline const char* name = "lf_http_gateway";
+};
+
+using http_self = caf::stateful_actor<http_state>*;
+
+void reply(http_self self, std::uint64_t id, int status, std::string body, const char* type = "application/json",
+           std::vector<std::pair<std::string, std::string>> headers = {}) {
+  http_out o;
+  o.id = id;
+  o.status = status;
+  o.content_type = type;
+  o.body = std::move(body);
+  o.headers = std::move(headers);
+  self->state.io->post(std::move(o));
+}
+
+void reply_error(http_self self, std::uint64_t id, const api_error& e, std::uint32_t retry_after_ms = 0) {
+  std::vector<std::pair<std::string, std::string>> headers;
+  if (e.status == 429)
+    headers.emplace_back("Retry-After", std::to_string(std::max<std::uint32_t>(1, (retry_after_ms + 999) / 1000)));
+  reply(self, id, e.status, error_body(e), "application/json", std::move(headers));
+}
+
+/// Ends HTTP request `hid`'s choices that are still live (cancel) and forgets it.
+void finish_entry(http_self self, std::uint64_t hid, bool cancel_live) {
+  auto& st = self->state;
+  auto it = st.entries.find(hid);
+  if (it == st.entries.end())
+    return;
+  for (auto g : it->second.choices) {
+    if (st.by_choice.erase(g.value()) && cancel_live)
+      self->send(st.io->router, actors::cancel_request{g});
+  }
+  st.entries.erase(it);
+}
+
+void send_stream(http_self self, std::uint64_t hid, http_entry& e, std::string bytes, bool end = false) {
+  http_out o;
+  o.id = hid;
+  o.what = end ? http_out::op::end : !e.started ? http_out::op::start : http_out::op::chunk;
+  if (end && !e.started) {
+    // Nothing was sent yet: headers and the whole stream as one chunked reply.
+    http_out s;
+    s.id = hid;
+    s.what = http_out::op::start;
+    self->state.io->post(std::move(s));
+  }
+  e.started = true;
+  o.body = std::move(bytes);
+  self->state.io->post(std::move(o));
+}
+
+void on_completion(http_self self, std::uint64_t hid, api_kind kind, const std::string& body) {
+  auto& st = self->state;
+  auto& opts = st.io->opts;
+  if (!st.accepting)
+    return reply_error(self, hid, to_api_error(serve_errc::shutting_down, "the server is shutting down"));
+  openai_limits limits;
+  limits.max_n = opts.max_n;
+  auto parsed = parse_openai_request(kind, body, limits);
+  if (auto* err = std::get_if<api_error>(&parsed))
+    return reply_error(self, hid, *err);
+  auto& req = std::get<openai_request>(parsed);
+  const std::string adapter = req.model == opts.model_name ? std::string() : req.model;
+  // Choices: prompt-major, n per prompt (OpenAI's index order).
+  std::vector<actors::generate_request> gens;
+  const auto prompts = kind == api_kind::chat ? std::size_t{1} : req.prompts.size();
+  for (std::size_t p = 0; p < prompts; ++p) {
+    auto m = req.base;
+    m.adapter = adapter;
+    std::vector<std::int32_t> tokens;
+    if (kind == api_kind::completion && req.prompts[p].is_tokens) {
+      tokens = req.prompts[p].tokens;
+      m.prompt = " ";  // for proto::validate's "not empty"; the ids are what the router gets
+    } else if (kind == api_kind::completion) {
+      m.prompt = req.prompts[p].text;
+      if (m.prompt.empty())
+        return reply_error(self, hid, {400, "prompt must not be empty", "invalid_request_error", "prompt", "invalid_request"});
+    }
+    if (auto why = proto::validate(m))
+      return reply_error(self, hid, {400, *why, "invalid_request_error", "", "invalid_request"});
+    if (tokens.empty()) {
+      const auto text = proto::prompt_text(m);
+      if (text.size() > opts.max_prompt_bytes)
+        return reply_error(self, hid, to_api_error(serve_errc::prompt_too_long,
+                                                   "prompt is " + std::to_string(text.size())
+                                                     + " bytes; the limit is " + std::to_string(opts.max_prompt_bytes)));
+      tokens = opts.tokenizer->encode(text);
+    }
+    auto params = proto::to_sampling_params(m);
+    params.logprobs = req.logprobs;
+    params.top_logprobs = req.top_logprobs;
+    if (!req.max_tokens_given && kind == api_kind::chat && opts.context_window > tokens.size())
+      params.max_tokens = static_cast<int>(opts.context_window - tokens.size());
+    for (int j = 0; j < req.n; ++j) {
+      actors::generate_request g;
+      g.id = actors::sink_request_id{st.next_gid++};
+      g.draft.prompt = tokens;
+      g.draft.params = params;
+      if (params.seed)
+        g.draft.params.seed = *params.seed + static_cast<std::uint64_t>(j);
+      g.draft.adapter = adapter;
+      if (m.deadline_ms)
+        g.draft.timeout_ms = static_cast<std::uint32_t>(std::min<std::uint64_t>(*m.deadline_ms, UINT32_MAX));
+      gens.push_back(std::move(g));
+    }
+  }
+  char rid[24];
+  std::snprintf(rid, sizeof rid, "%016llx", static_cast<unsigned long long>(st.ids()));
+  auto tok = opts.tokenizer;
+  http_entry e;
+  e.stream = req.stream;
+  e.reply = std::make_unique<openai_reply>(req, std::string(kind == api_kind::chat ? "chatcmpl-" : "cmpl-") + rid,
+                                           static_cast<std::int64_t>(std::time(nullptr)), gens.size(),
+                                           [tok](std::int32_t t) { return tok->decode_token(t); });
+  for (std::size_t c = 0; c < gens.size(); ++c) {
+    e.choices.push_back(gens[c].id);
+    st.by_choice[gens[c].id.value()] = {hid, c};
+  }
+  e.live_choices = gens.size();
+  st.entries.emplace(hid, std::move(e));
+  if (!req.user.empty())
+    log::debug("http", "request", {{"user", req.user}, {"choices", gens.size()}});
+  for (auto& g : gens)
+    self->send(st.io->router, std::move(g));
+}
+
+void on_stats_request(http_self self, std::uint64_t hid, http_endpoint ep) {
+  auto io = self->state.io;
+  const auto started = self->state.started;
+  self->request(io->router, std::chrono::seconds(5), caf::get_atom::value)
+    .then(
+      [self, io, hid, ep, started](const actors::router_stats& rs) {
+        http_side side;
+        side.model = io->opts.model_name;
+        side.uptime_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        side.time_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch()).count();
+        side.live = self->state.entries.size();
+        side.connections = io->connections;
+        switch (ep) {
+          case http_endpoint::metrics:
+            return reply(self, hid, 200, render_prometheus(rs, side), "text/plain; version=0.0.4; charset=utf-8");
+          case http_endpoint::stats: return reply(self, hid, 200, render_stats_json(rs, side));
+          case http_endpoint::ready: {
+            const bool ok = rs.workers > 0 && self->state.accepting;
+            nlohmann::json j{{"ready", ok}, {"workers", rs.workers}};
+            return reply(self, hid, ok ? 200 : 503, j.dump());
+          }
+          default: {
+            const auto created = static_cast<std::int64_t>(std::time(nullptr));
+            nlohmann::json data = nlohmann::json::array();
+            data.push_back({{"id", io->opts.model_name}, {"object", "model"}, {"created", created}, {"owned_by", "lorafleet"}});
+            for (const auto& a : servable_adapters(rs))
+              data.push_back({{"id", a}, {"object", "model"}, {"created", created}, {"owned_by", "lorafleet"},
+                              {"parent", io->opts.model_name}});
+            return reply(self, hid, 200, nlohmann::json{{"object", "list"}, {"data", data}}.dump());
+          }
+        }
+      },
+      [self, hid](const caf::error& err) {
+        reply_error(self, hid, {503, "the router did not answer: " + self->system().render(err), "service_unavailable_error", "", ""});
+      });
+}
+
+/// The entry and choice of gateway id `g`, or nullptr.
+http_entry* lookup(http_self self, actors::sink_request_id g, std::uint64_t& hid, std::size_t& choice) {
+  auto& st = self->state;
+  auto it = st.by_choice.find(g.value());
+  if (it == st.by_choice.end())
+    return nullptr;
+  hid = it->second.first;
+  choice = it->second.second;
+  auto e = st.entries.find(hid);
+  return e == st.entries.end() ? nullptr : &e->second;
+}
+
+caf::behavior http_actor(http_self self, std::shared_ptr<http_gateway::impl> io) {
+  self->state.io = std::move(io);
+  return {
+    [self](http_in_atom, std::uint64_t hid, std::uint8_t ep, const std::string& body) {
+      const auto endpoint = static_cast<http_endpoint>(ep);
+      if (endpoint == http_endpoint::completions || endpoint == http_endpoint::chat)
+        on_completion(self, hid, endpoint == http_endpoint::chat ? api_kind::chat : api_kind::completion, body);
+      else
+        on_stats_request(self, hid, endpoint);
+    },
+    [self](const actors::token_event& ev) {
+      std::uint64_t hid;
+      std::size_t c;
+      auto* e = lookup(self, ev.id, hid, c);
+      if (e == nullptr)
+        return;
+      auto bytes = e->reply->on_token(c, ev.token, ev.text, ev.has_logprobs ? &ev.logprobs : nullptr);
+      if (e->stream && !bytes.empty())
+        send_stream(self, hid, *e, std::move(bytes));
+    },
+    [self](const actors::done_event& ev) {
+      std::uint64_t hid;
+      std::size_t c;
+      auto* e = lookup(self, ev.id, hid, c);
+      if (e == nullptr)
+        return;
+      self->state.by_choice.erase(ev.id.value());
+      auto bytes = e->reply->on_done(c, ev.finish_reason,
+                                     {ev.usage.prompt_tokens, ev.usage.completion_tokens, ev.usage.cached_tokens});
+      if (!e->reply->all_done()) {
+        if (e->stream && !bytes.empty())
+          send_stream(self, hid, *e, std::move(bytes));
+        return;
+      }
+      if (e->stream)
+        send_stream(self, hid, *e, bytes + e->reply->stream_end(), true);
+      else
+        reply(self, hid, 200, e->reply->body());
+      finish_entry(self, hid, false);
+    },
+    [self](const actors::error_event& ev) {
+      std::uint64_t hid;
+      std::size_t c;
+      auto* e = lookup(self, ev.id, hid, c);
+      if (e == nullptr)
+        return;
+      self->state.by_choice.erase(ev.id.value());
+      auto err = to_api_error(ev.code, ev.message);
+      if (e->stream && e->started)
+        send_stream(self, hid, *e, openai_reply::stream_error(err), true);
+      else
+        reply_error(self, hid, err, ev.retry_after_ms);
+      finish_entry(self, hid, true);  // the other choices of a failed request are cancelled
+    },
+    [self](http_gone_atom, std::uint64_t hid) {
+      if (!self->state.entries.count(hid))
+        return;
+      finish_entry(self, hid, true);
+      log::debug("http", "client gone: its request is cancelled", {{"request", hid}});
+    },
+    [self](http_drain_atom, bool cancel_all) {
+      self->state.accepting = false;
+      if (!cancel_all)
+        return;
+      std::vector<std::uint64_t> all;
+      for (auto& [hid, e] : self->state.entries)
+        all.push_back(hid);
+      for (auto hid : all) {
+        auto& e = self->state.entries.at(hid);
+        auto err = to_api_error(serve_errc::shutting_down, "the server is shutting down");
+        if (e.stream && e.started)
+          send_stream(self, hid, e, openai_reply::stream_error(err), true);
+        else
+          reply_error(self, hid, err);
+        finish_entry(self, hid, true);
+      }
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_http_actor(caf::actor_system& sys, std::shared_ptr<http_gateway::impl> io) {
+  return sys.spawn(http_actor, std::move(io));
+}
+
+http_gateway::http_gateway(caf::actor_system& sys, actors::router_actor router, http_options opts)
+  : impl_(std::make_shared<impl>(sys, std::move(router), std::move(opts))) {
+  if (!impl_->opts.tokenizer)
+    throw std::invalid_argument("http gateway: no tokenizer (the gateway tokenizes prompts)");
+  impl_->actor = spawn_http_actor(sys, impl_);
+  try {
+    impl_->start();
+  } catch (...) {
+    caf::anon_send_exit(impl_->actor, caf::exit_reason::user_shutdown);
+    throw;
+  }
+  log::info("http", "listening", {{"address", impl_->bound}, {"model", impl_->opts.model_name}});
+}
+
+http_gateway::~http_gateway() { stop(); }
+
+std::string http_gateway::address() const { return impl_->bound; }
+
+void http_gateway::stop_accepting() {
+  impl_->accepting = false;
+  caf::anon_send(impl_->actor, http_drain_atom::value, false);
+}
+
+std::size_t http_gateway::live() const { return impl_->live; }
+
+void http_gateway::stop() {
+  auto& io = *impl_;
+  if (!io.thread.joinable())
+    return;
+  caf::anon_send(io.actor, http_drain_atom::value, true);
+  for (int i = 0; i < 100 && io.live > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the last bytes flush
+  io.shutdown();
+  caf::anon_send_exit(io.actor, caf::exit_reason::user_shutdown);
+}
+
+} // namespace lf::gateway

@@ -1,0 +1,285 @@
+// The HTTP gateway's event loop: evhttp routing, size limits, replies from the outbox, closed
+// connections. Every evhttp call happens on the loop thread. See http_gateway.hpp.
+#include <cstring>
+#include <stdexcept>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <caf/send.hpp>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/thread.h>
+
+#include "core/log.hpp"
+#include "gateway/http_impl.hpp"
+#include "gateway/openai_response.hpp"
+
+namespace lf::gateway {
+
+namespace {
+
+void reply_now(evhttp_request* req, int status, const char* content_type, const std::string& body) {
+  auto* headers = evhttp_request_get_output_headers(req);
+  evhttp_add_header(headers, "Content-Type", content_type);
+  auto* buf = evbuffer_new();
+  evbuffer_add(buf, body.data(), body.size());
+  evhttp_send_reply(req, status, nullptr, buf);
+  evbuffer_free(buf);
+}
+
+void reply_error(evhttp_request* req, int status, const std::string& message, const char* type = "invalid_request_error") {
+  api_error e;
+  e.status = status;
+  e.message = message;
+  e.type = type;
+  reply_now(req, status, "application/json", error_body(e));
+}
+
+std::pair<std::string, int> split_host_port(const std::string& listen) {
+  const auto colon = listen.rfind(':');
+  if (colon == std::string::npos)
+    throw std::runtime_error("http: listen address must be host:port (got \"" + listen + "\")");
+  auto host = listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  int port = -1;
+  try {
+    port = std::stoi(listen.substr(colon + 1));
+  } catch (const std::exception&) {
+  }
+  if (port < 0 || port > 65535)
+    throw std::runtime_error("http: bad port in listen address \"" + listen + "\"");
+  return {host, port};
+}
+
+} // namespace
+
+void http_gateway::impl::post(http_out o) {
+  {
+    std::lock_guard<std::mutex> g(out_m);
+    outbox.push_back(std::move(o));
+  }
+  event_active(wake, EV_READ, 0);
+}
+
+std::uint64_t http_gateway::impl::track(evhttp_request* req) {
+  const auto id = next_id++;
+  auto* conn = evhttp_request_get_connection(req);
+  reqs[id] = req;
+  conn_of[id] = conn;
+  auto& ids = by_conn[conn];
+  if (ids.empty())
+    evhttp_connection_set_closecb(
+      conn, [](evhttp_connection* c, void* arg) { static_cast<impl*>(arg)->on_close(c); }, this);
+  ids.insert(id);
+  connections = by_conn.size();
+  ++live;
+  return id;
+}
+
+void http_gateway::impl::forget(std::uint64_t id) {
+  auto it = conn_of.find(id);
+  if (it == conn_of.end())
+    return;
+  if (auto c = by_conn.find(it->second); c != by_conn.end()) {
+    c->second.erase(id);
+    if (c->second.empty())
+      by_conn.erase(c);
+  }
+  conn_of.erase(it);
+  reqs.erase(id);
+  connections = by_conn.size();
+  --live;
+}
+
+void http_gateway::impl::on_close(evhttp_connection* conn) {
+  auto c = by_conn.find(conn);
+  if (c == by_conn.end())
+    return;
+  std::vector<std::uint64_t> gone(c->second.begin(), c->second.end());
+  for (auto id : gone) {
+    forget(id);
+    caf::anon_send(actor, http_gone_atom::value, id);
+  }
+}
+
+void http_gateway::impl::on_request(evhttp_request* req) {
+  const auto method = evhttp_request_get_command(req);
+  const char* uri = evhttp_request_get_uri(req);
+  std::string path = uri ? uri : "/";
+  if (auto q = path.find('?'); q != std::string::npos)
+    path.resize(q);
+  auto need = [&](evhttp_cmd_type m) {
+    if (method == m)
+      return true;
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", m == EVHTTP_REQ_GET ? "GET" : "POST");
+    reply_error(req, 405, "method not allowed for " + path);
+    return false;
+  };
+  if (path == "/health") {
+    if (need(EVHTTP_REQ_GET))
+      reply_now(req, 200, "application/json", "{\"status\":\"ok\"}");
+    return;
+  }
+  if (path == "/" || path == "/dashboard") {
+    if (need(EVHTTP_REQ_GET))
+      reply_now(req, 200, "text/html; charset=utf-8", dashboard_html);
+    return;
+  }
+  http_endpoint ep;
+  if (path == "/v1/completions" || path == "/v1/chat/completions") {
+    if (!need(EVHTTP_REQ_POST))
+      return;
+    ep = path == "/v1/completions" ? http_endpoint::completions : http_endpoint::chat;
+  } else if (path == "/v1/models" || path == "/ready" || path == "/metrics" || path == "/api/stats") {
+    if (!need(EVHTTP_REQ_GET))
+      return;
+    ep = path == "/v1/models" ? http_endpoint::models
+         : path == "/ready"   ? http_endpoint::ready
+         : path == "/metrics" ? http_endpoint::metrics
+                              : http_endpoint::stats;
+  } else {
+    reply_error(req, 404, "no such endpoint: " + path, "not_found_error");
+    return;
+  }
+  std::string body;
+  if (auto* in = evhttp_request_get_input_buffer(req)) {
+    const auto n = evbuffer_get_length(in);
+    if (n > opts.max_body_bytes) {
+      reply_error(req, 413, "the body is " + std::to_string(n) + " bytes; the limit is "
+                              + std::to_string(opts.max_body_bytes));
+      return;
+    }
+    body.resize(n);
+    evbuffer_copyout(in, body.data(), n);
+  }
+  if (live >= opts.max_live) {
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+    reply_error(req, 429, "too many HTTP requests in flight (" + std::to_string(opts.max_live) + ")",
+                "rate_limit_error");
+    return;
+  }
+  const auto id = track(req);
+  caf::anon_send(actor, http_in_atom::value, id, static_cast<std::uint8_t>(ep), std::move(body));
+}
+
+void http_gateway::impl::drain_outbox() {
+  std::deque<http_out> batch;
+  {
+    std::lock_guard<std::mutex> g(out_m);
+    batch.swap(outbox);
+  }
+  std::vector<std::uint64_t> overflowed;
+  for (auto& o : batch) {
+    auto it = reqs.find(o.id);
+    if (it == reqs.end())
+      continue;  // its connection closed: the actor has been told
+    auto* req = it->second;
+    auto* headers = evhttp_request_get_output_headers(req);
+    switch (o.what) {
+      case http_out::op::reply:
+        for (auto& [k, v] : o.headers)
+          evhttp_add_header(headers, k.c_str(), v.c_str());
+        reply_now(req, o.status, o.content_type.c_str(), o.body);
+        forget(o.id);
+        break;
+      case http_out::op::start:
+        evhttp_add_header(headers, "Content-Type", "text/event-stream");
+        evhttp_add_header(headers, "Cache-Control", "no-cache");
+        evhttp_send_reply_start(req, 200, "OK");
+        [[fallthrough]];
+      case http_out::op::chunk: {
+        if (o.body.empty())
+          break;
+        auto* buf = evbuffer_new();
+        evbuffer_add(buf, o.body.data(), o.body.size());
+        evhttp_send_reply_chunk(req, buf);
+        evbuffer_free(buf);
+        auto* bev = evhttp_connection_get_bufferevent(evhttp_request_get_connection(req));
+        if (bev && evbuffer_get_length(bufferevent_get_output(bev)) > opts.max_buffered_bytes)
+          overflowed.push_back(o.id);
+        break;
+      }
+      case http_out::op::end:
+        if (!o.body.empty()) {
+          auto* buf = evbuffer_new();
+          evbuffer_add(buf, o.body.data(), o.body.size());
+          evhttp_send_reply_chunk(req, buf);
+          evbuffer_free(buf);
+        }
+        evhttp_send_reply_end(req);
+        forget(o.id);
+        break;
+    }
+  }
+  for (auto id : overflowed) {
+    auto it = conn_of.find(id);
+    if (it == conn_of.end())
+      continue;
+    log::warn("http", "client not reading its stream: dropping the connection", {{"request", id}});
+    auto* conn = it->second;
+    on_close(conn);
+    evhttp_connection_free(conn);
+  }
+}
+
+void http_gateway::impl::start() {
+  static const int threads_ready = evthread_use_pthreads();
+  if (threads_ready != 0)
+    throw std::runtime_error("http: libevent has no pthreads support");
+  base = event_base_new();
+  http = evhttp_new(base);
+  if (!base || !http)
+    throw std::runtime_error("http: cannot create the event loop");
+  evhttp_set_max_body_size(http, static_cast<ev_ssize_t>(opts.max_body_bytes * 4));
+  evhttp_set_max_headers_size(http, 64 * 1024);
+  evhttp_set_timeout(http, 3600);
+  evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD);
+  evhttp_set_gencb(
+    http, [](evhttp_request* r, void* arg) { static_cast<impl*>(arg)->on_request(r); }, this);
+  const auto [host, port] = split_host_port(opts.listen);
+  auto* handle = evhttp_bind_socket_with_handle(http, host.c_str(), static_cast<ev_uint16_t>(port));
+  if (!handle)
+    throw std::runtime_error("http: cannot bind " + opts.listen + ": " + std::strerror(errno));
+  sockaddr_storage ss{};
+  ev_socklen_t len = sizeof ss;
+  getsockname(evhttp_bound_socket_get_fd(handle), reinterpret_cast<sockaddr*>(&ss), &len);
+  char name[128] = {};
+  int bound_port = port;
+  if (ss.ss_family == AF_INET) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    evutil_inet_ntop(AF_INET, &a->sin_addr, name, sizeof name);
+    bound_port = ntohs(a->sin_port);
+    bound = std::string(name) + ":" + std::to_string(bound_port);
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    evutil_inet_ntop(AF_INET6, &a->sin6_addr, name, sizeof name);
+    bound_port = ntohs(a->sin6_port);
+    bound = "[" + std::string(name) + "]:" + std::to_string(bound_port);
+  }
+  wake = event_new(
+    base, -1, EV_PERSIST, [](evutil_socket_t, short, void* arg) { static_cast<impl*>(arg)->drain_outbox(); }, this);
+  event_add(wake, nullptr);
+  thread = std::thread([this] { event_base_dispatch(base); });
+}
+
+void http_gateway::impl::shutdown() {
+  if (!thread.joinable())
+    return;
+  running = false;
+  event_base_loopbreak(base);
+  thread.join();
+  evhttp_free(http);
+  event_free(wake);
+  event_base_free(base);
+  http = nullptr;
+  wake = nullptr;
+  base = nullptr;
+}
+
+} // namespace lf::gateway

@@ -1,0 +1,218 @@
+#include "gateway/metrics_export.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+namespace lf::gateway {
+
+using json = nlohmann::json;
+
+namespace {
+
+std::string num(double v) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+/// A label value with `\`, `"` and newlines escaped.
+std::string label(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"')
+      out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+class writer {
+public:
+  void head(const std::string& name, const char* type, const char* help) {
+    out_ += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+  }
+  void sample(const std::string& name, const std::string& labels, double v) {
+    out_ += name + (labels.empty() ? "" : "{" + labels + "}") + " " + num(v) + "\n";
+  }
+  void hist(const std::string& name, const std::string& labels, const histogram& h) {
+    std::uint64_t cum = 0;
+    const auto sep = labels.empty() ? "" : ",";
+    for (std::size_t i = 0; i < h.bounds.size(); ++i) {
+      cum += h.counts[i];
+      out_ += name + "_bucket{" + labels + sep + "le=\"" + num(h.bounds[i]) + "\"} " + std::to_string(cum) + "\n";
+    }
+    out_ += name + "_bucket{" + labels + sep + "le=\"+Inf\"} " + std::to_string(h.count) + "\n";
+    sample(name + "_sum", labels, h.sum);
+    sample(name + "_count", labels, static_cast<double>(h.count));
+  }
+  std::string take() { return std::move(out_); }
+
+private:
+  std::string out_;
+};
+
+std::string worker_labels(const actors::worker_metrics& m) {
+  return "worker=\"" + label(m.name) + "\",worker_id=\"" + std::to_string(m.wid.value()) + "\"";
+}
+
+std::string worker_labels(const actors::worker_load& l) {
+  return "worker=\"" + label(l.name) + "\",worker_id=\"" + std::to_string(l.wid.value()) + "\"";
+}
+
+json hist_json(const histogram& h) {
+  return {{"bounds", h.bounds}, {"counts", h.counts}, {"sum", h.sum}, {"count", h.count}};
+}
+
+serve_metrics merged(const actors::router_stats& rs) {
+  serve_metrics all;
+  for (const auto& m : rs.metrics)
+    all.merge(m.m);
+  return all;
+}
+
+} // namespace
+
+std::string render_prometheus(const actors::router_stats& rs, const http_side& http) {
+  writer w;
+  const std::string p = "lorafleet:";
+  auto router_counter = [&](const char* name, const char* help, std::uint64_t v) {
+    w.head(p + name, "counter", help);
+    w.sample(p + name, "", static_cast<double>(v));
+  };
+  router_counter("requests_accepted_total", "Requests the router accepted.", rs.accepted);
+  router_counter("requests_failed_total", "Accepted requests that ended with an error.", rs.failed);
+  router_counter("requests_cancelled_total", "Requests cancelled by their client or its disconnect.", rs.cancelled);
+  router_counter("requests_timed_out_total", "Requests whose deadline passed.", rs.timed_out);
+  router_counter("requests_overloaded_total", "Requests refused because every worker and the queue were full.",
+                 rs.overloaded);
+  router_counter("requests_rejected_total", "Invalid requests refused by the router.", rs.rejected);
+  router_counter("requests_replaced_total", "Requests placed again after their worker was lost.", rs.replaced);
+  auto gauge = [&](const char* name, const char* help, double v) {
+    w.head(p + name, "gauge", help);
+    w.sample(p + name, "", v);
+  };
+  gauge("workers", "Workers registered with the router.", rs.workers);
+  gauge("num_requests_inflight", "Requests placed on a worker and not ended.", rs.inflight);
+  gauge("num_requests_queued", "Requests waiting at the router for a worker.", rs.queued);
+  gauge("http_requests_live", "HTTP requests in flight at this gateway.", static_cast<double>(http.live));
+
+  // Per worker, from the router's view of the requests it served.
+  w.head(p + "request_success_total", "counter", "Finished requests by finish reason.");
+  for (const auto& m : rs.metrics)
+    for (const auto& [reason, n] : m.m.finished)
+      w.sample(p + "request_success_total", worker_labels(m) + ",finished_reason=\"" + label(reason) + "\"",
+               static_cast<double>(n));
+  w.head(p + "request_errors_total", "counter", "Requests that ended with an error, by error code.");
+  for (const auto& m : rs.metrics)
+    for (const auto& [code, n] : m.m.errors)
+      w.sample(p + "request_errors_total", worker_labels(m) + ",code=\"" + label(code) + "\"", static_cast<double>(n));
+  auto per_worker = [&](const char* name, const char* help, auto field) {
+    w.head(p + name, "counter", help);
+    for (const auto& m : rs.metrics)
+      w.sample(p + name, worker_labels(m), static_cast<double>(field(m.m)));
+  };
+  per_worker("prompt_tokens_total", "Prompt tokens of finished requests.",
+             [](const serve_metrics& m) { return m.prompt_tokens; });
+  per_worker("generation_tokens_total", "Generated tokens of finished requests.",
+             [](const serve_metrics& m) { return m.generation_tokens; });
+  per_worker("prefix_cache_hit_tokens_total", "Prompt tokens served by the prefix cache.",
+             [](const serve_metrics& m) { return m.cached_tokens; });
+  auto hist = [&](const char* name, const char* help, auto field) {
+    w.head(p + name, "histogram", help);
+    for (const auto& m : rs.metrics)
+      w.hist(p + name, worker_labels(m), field(m.m));
+  };
+  hist("request_queue_time_seconds", "Time from acceptance to first scheduling on a worker.",
+       [](const serve_metrics& m) -> const histogram& { return m.queue_seconds; });
+  hist("time_to_first_token_seconds", "Time from acceptance to the first token.",
+       [](const serve_metrics& m) -> const histogram& { return m.ttft_seconds; });
+  hist("time_per_output_token_seconds", "Mean time per generated token after the first.",
+       [](const serve_metrics& m) -> const histogram& { return m.tpot_seconds; });
+  hist("e2e_request_latency_seconds", "Time from acceptance to the terminal reply.",
+       [](const serve_metrics& m) -> const histogram& { return m.e2e_seconds; });
+
+  // Per live worker, from its last load report.
+  auto load_metric = [&](const char* name, const char* type, const char* help, auto field) {
+    w.head(p + name, type, help);
+    for (const auto& l : rs.loads)
+      w.sample(p + name, worker_labels(l), static_cast<double>(field(l)));
+  };
+  using wl = actors::worker_load;
+  load_metric("num_requests_running", "gauge", "Sequences in the worker's running batch.",
+              [](const wl& l) { return l.running; });
+  load_metric("num_requests_waiting", "gauge", "Requests waiting in the worker's scheduler.",
+              [](const wl& l) { return l.waiting; });
+  load_metric("kv_blocks_used", "gauge", "K/V cache blocks in use.",
+              [](const wl& l) { return l.total_blocks - std::min(l.free_blocks, l.total_blocks); });
+  load_metric("kv_blocks_total", "gauge", "K/V cache blocks in the pool.", [](const wl& l) { return l.total_blocks; });
+  load_metric("kv_cache_usage_perc", "gauge", "Fraction of K/V blocks in use (0-1).", [](const wl& l) {
+    return l.total_blocks ? double(l.total_blocks - std::min(l.free_blocks, l.total_blocks)) / l.total_blocks : 0.0;
+  });
+  load_metric("num_preemptions_total", "counter", "Sequences preempted for lack of K/V blocks.",
+              [](const wl& l) { return l.preemptions; });
+  load_metric("adapter_loads_total", "counter", "LoRA adapters loaded.", [](const wl& l) { return l.adapter_loads; });
+  load_metric("adapters_resident", "gauge", "LoRA adapters resident now.", [](const wl& l) { return l.adapters.size(); });
+  return w.take();
+}
+
+std::string render_stats_json(const actors::router_stats& rs, const http_side& http) {
+  const auto all = merged(rs);
+  json router{{"workers", rs.workers},       {"queued", rs.queued},           {"inflight", rs.inflight},
+              {"accepted", rs.accepted},     {"completed", rs.completed},     {"failed", rs.failed},
+              {"cancelled", rs.cancelled},   {"timed_out", rs.timed_out},     {"overloaded", rs.overloaded},
+              {"rejected", rs.rejected},     {"replaced", rs.replaced},       {"worker_lost", rs.worker_lost},
+              {"prompt_tokens", all.prompt_tokens}, {"generation_tokens", all.generation_tokens},
+              {"cached_tokens", all.cached_tokens}};
+  json workers = json::array();
+  for (const auto& l : rs.loads) {
+    const auto used = l.total_blocks - std::min(l.free_blocks, l.total_blocks);
+    const auto slash = l.name.find('/');
+    const char* state = l.running > 0 ? "serving" : "idle";
+    if (l.waiting > 0 && l.total_blocks > 0 && used * 10 >= l.total_blocks * 9)
+      state = "saturated";
+    workers.push_back({{"id", l.wid.value()},
+                       {"name", l.name},
+                       {"node", slash == std::string::npos ? std::string("local") : l.name.substr(0, slash)},
+                       {"state", state},
+                       {"running", l.running},
+                       {"waiting", l.waiting},
+                       {"kv_used", used},
+                       {"kv_total", l.total_blocks},
+                       {"preemptions", l.preemptions},
+                       {"adapters_resident", l.adapters},
+                       {"adapter_loads", l.adapter_loads},
+                       {"finished", l.finished},
+                       {"failed", l.failed},
+                       {"cancelled", l.cancelled}});
+  }
+  json out{{"time_ms", http.time_ms},
+           {"uptime_s", http.uptime_s},
+           {"model", http.model},
+           {"router", router},
+           {"workers", workers},
+           {"latency",
+            {{"ttft_seconds", hist_json(all.ttft_seconds)},
+             {"tpot_seconds", hist_json(all.tpot_seconds)},
+             {"e2e_seconds", hist_json(all.e2e_seconds)},
+             {"queue_seconds", hist_json(all.queue_seconds)}}},
+           {"http", {{"live", http.live}, {"connections", http.connections}}}};
+  return out.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::vector<std::string> servable_adapters(const actors::router_stats& rs) {
+  std::set<std::string> names;
+  for (const auto& l : rs.loads) {
+    names.insert(l.servable.begin(), l.servable.end());
+    names.insert(l.adapters.begin(), l.adapters.end());
+  }
+  return {names.begin(), names.end()};
+}
+
+} // namespace lf::gateway

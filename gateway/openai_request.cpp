@@ -1,0 +1,320 @@
+#include "gateway/openai_request.hpp"
+
+#include <limits>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+namespace lf::gateway {
+
+using json = nlohmann::json;
+
+namespace {
+
+/// Thrown inside the parser; parse_openai_request turns it into its api_error.
+struct bad_field {
+  std::string param, message;
+};
+
+[[noreturn]] void fail(const std::string& param, const std::string& why) { throw bad_field{param, why}; }
+
+[[noreturn]] void unsupported(const std::string& param, const std::string& what) {
+  fail(param, what + " is not supported by lorafleet");
+}
+
+bool absent(const json& o, const char* key) { return !o.contains(key) || o.at(key).is_null(); }
+
+std::int64_t get_int(const json& o, const char* key, std::int64_t lo, std::int64_t hi) {
+  const auto& v = o.at(key);
+  if (!v.is_number_integer())
+    fail(key, std::string(key) + " must be an integer");
+  const auto x = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi)
+                   ? hi + 1
+                   : v.get<std::int64_t>();
+  if (x < lo || x > hi)
+    fail(key, std::string(key) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (got "
+                + v.dump() + ")");
+  return x;
+}
+
+double get_number(const json& o, const char* key) {
+  const auto& v = o.at(key);
+  if (!v.is_number())
+    fail(key, std::string(key) + " must be a number");
+  return v.get<double>();
+}
+
+bool get_bool(const json& o, const char* key) {
+  const auto& v = o.at(key);
+  if (!v.is_boolean())
+    fail(key, std::string(key) + " must be true or false");
+  return v.get<bool>();
+}
+
+std::string get_string(const json& o, const char* key) {
+  const auto& v = o.at(key);
+  if (!v.is_string())
+    fail(key, std::string(key) + " must be a string");
+  return v.get<std::string>();
+}
+
+std::vector<std::int32_t> token_list(const json& v, const std::string& param) {
+  std::vector<std::int32_t> out;
+  for (const auto& t : v) {
+    if (!t.is_number_integer() || t.get<std::int64_t>() < 0 || t.get<std::int64_t>() > std::numeric_limits<std::int32_t>::max())
+      fail(param, param + " must hold token ids (integers >= 0)");
+    out.push_back(static_cast<std::int32_t>(t.get<std::int64_t>()));
+  }
+  if (out.empty())
+    fail(param, param + " must not be empty");
+  return out;
+}
+
+std::vector<prompt_input> read_prompts(const json& body) {
+  if (absent(body, "prompt"))
+    fail("prompt", "prompt is required");
+  const auto& p = body.at("prompt");
+  std::vector<prompt_input> out;
+  if (p.is_string()) {
+    out.push_back({p.get<std::string>(), {}, false});
+  } else if (p.is_array() && !p.empty() && p.front().is_number()) {
+    out.push_back({{}, token_list(p, "prompt"), true});
+  } else if (p.is_array() && !p.empty()) {
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      const auto name = "prompt[" + std::to_string(i) + "]";
+      if (p[i].is_string())
+        out.push_back({p[i].get<std::string>(), {}, false});
+      else if (p[i].is_array())
+        out.push_back({{}, token_list(p[i], name), true});
+      else
+        fail("prompt", name + " must be a string or an array of token ids");
+    }
+  } else {
+    fail("prompt", "prompt must be a string, an array of strings, or token ids");
+  }
+  return out;
+}
+
+std::vector<proto::chat_message> read_messages(const json& body) {
+  if (absent(body, "messages") || !body.at("messages").is_array() || body.at("messages").empty())
+    fail("messages", "messages must be a non-empty array");
+  std::vector<proto::chat_message> out;
+  const auto& ms = body.at("messages");
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    const auto at = "messages[" + std::to_string(i) + "]";
+    const auto& m = ms[i];
+    if (!m.is_object() || absent(m, "role") || !m.at("role").is_string())
+      fail(at, at + " must be an object with a role");
+    for (const auto& [k, v] : m.items())
+      if (k != "role" && k != "content" && !v.is_null())
+        unsupported(at + "." + k, "a message's `" + k + "`");
+    const auto role = m.at("role").get<std::string>();
+    proto::chat_message cm;
+    if (role == "system" || role == "developer")
+      cm.role = proto::chat_role::system;
+    else if (role == "user")
+      cm.role = proto::chat_role::user;
+    else if (role == "assistant")
+      cm.role = proto::chat_role::assistant;
+    else
+      fail(at + ".role", at + ".role must be system, developer, user or assistant (got \"" + role + "\")");
+    const auto content = m.contains("content") ? m.at("content") : json();
+    if (content.is_string()) {
+      cm.content = content.get<std::string>();
+    } else if (content.is_array()) {
+      for (const auto& part : content) {
+        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part.at("text").is_string())
+          unsupported(at + ".content", "a content part other than {\"type\": \"text\", \"text\": ...}");
+        cm.content += part.at("text").get<std::string>();
+      }
+    } else if (!(content.is_null() && cm.role == proto::chat_role::assistant)) {
+      fail(at + ".content", at + ".content must be a string or an array of text parts");
+    }
+    out.push_back(std::move(cm));
+  }
+  return out;
+}
+
+void read_stop(const json& body, proto::submit_msg& m) {
+  if (absent(body, "stop"))
+    return;
+  const auto& s = body.at("stop");
+  if (s.is_string()) {
+    m.stop.push_back(s.get<std::string>());
+  } else if (s.is_array()) {
+    for (const auto& x : s) {
+      if (!x.is_string())
+        fail("stop", "stop must be a string or an array of strings");
+      m.stop.push_back(x.get<std::string>());
+    }
+  } else {
+    fail("stop", "stop must be a string or an array of strings");
+  }
+}
+
+/// OpenAI fields lorafleet accepts only at their neutral value.
+void refuse_non_neutral(const json& body) {
+  for (const char* k : {"frequency_penalty", "presence_penalty"})
+    if (!absent(body, k) && !(body.at(k).is_number() && body.at(k).get<double>() == 0.0))
+      unsupported(k, std::string(k) + " other than 0 (use the `repetition_penalty` extension)");
+  if (!absent(body, "logit_bias") && !(body.at("logit_bias").is_object() && body.at("logit_bias").empty()))
+    unsupported("logit_bias", "logit_bias");
+}
+
+const std::set<std::string>& known_keys(api_kind kind) {
+  static const std::set<std::string> common{
+    "model", "max_tokens", "temperature", "top_p", "n", "stream", "stream_options", "stop", "seed", "user",
+    "logprobs", "frequency_penalty", "presence_penalty", "logit_bias",
+    // lorafleet's extensions
+    "top_k", "repetition_penalty", "ignore_eos", "deadline_ms"};
+  static const std::set<std::string> completion = [] {
+    auto s = common;
+    s.insert({"prompt", "echo", "best_of", "suffix"});
+    return s;
+  }();
+  static const std::set<std::string> chat = [] {
+    auto s = common;
+    s.insert({"messages", "max_completion_tokens", "top_logprobs", "response_format", "store", "service_tier",
+              "tool_choice", "modalities"});
+    return s;
+  }();
+  return kind == api_kind::chat ? chat : completion;
+}
+
+void read_kind_specific(api_kind kind, const json& body, openai_request& r) {
+  if (kind == api_kind::completion) {
+    r.prompts = read_prompts(body);
+    if (!absent(body, "logprobs")) {
+      r.top_logprobs = static_cast<int>(get_int(body, "logprobs", 0, max_top_logprobs));
+      r.logprobs = true;
+    }
+    if (!absent(body, "echo") && get_bool(body, "echo"))
+      unsupported("echo", "echo: true");
+    if (!absent(body, "best_of") && get_int(body, "best_of", 1, 1 << 10) != r.n)
+      unsupported("best_of", "best_of other than n");
+    if (!absent(body, "suffix") && !(body.at("suffix").is_string() && body.at("suffix").get<std::string>().empty()))
+      unsupported("suffix", "suffix");
+    return;
+  }
+  r.base.messages = read_messages(body);
+  if (!absent(body, "max_completion_tokens")) {
+    r.base.max_tokens = static_cast<int>(get_int(body, "max_completion_tokens", 1, proto::max_tokens_limit));
+    r.max_tokens_given = true;
+  }
+  if (!absent(body, "logprobs"))
+    r.logprobs = get_bool(body, "logprobs");
+  if (!absent(body, "top_logprobs")) {
+    r.top_logprobs = static_cast<int>(get_int(body, "top_logprobs", 0, max_top_logprobs));
+    if (!r.logprobs)
+      fail("top_logprobs", "top_logprobs needs logprobs: true");
+  }
+  if (!absent(body, "response_format")) {
+    const auto& f = body.at("response_format");
+    if (!f.is_object() || f.value("type", "") != "text")
+      unsupported("response_format", "response_format other than {\"type\": \"text\"}");
+  }
+  if (!absent(body, "store") && get_bool(body, "store"))
+    unsupported("store", "store: true");
+  if (!absent(body, "tool_choice") && body.at("tool_choice") != "none")
+    unsupported("tool_choice", "tool calling");
+  if (!absent(body, "modalities") && body.at("modalities") != json::array({"text"}))
+    unsupported("modalities", "modalities other than [\"text\"]");
+}
+
+} // namespace
+
+api_error to_api_error(serve_errc code, std::string message) {
+  api_error e;
+  e.message = std::move(message);
+  e.code = std::string(to_string(code));
+  switch (code) {
+    case serve_errc::invalid_request:
+    case serve_errc::prompt_too_long: e.status = 400; break;
+    case serve_errc::unknown_adapter: e.status = 404; e.type = "not_found_error"; break;
+    case serve_errc::overloaded: e.status = 429; e.type = "rate_limit_error"; break;
+    case serve_errc::timeout: e.status = 504; e.type = "timeout_error"; break;
+    case serve_errc::shutting_down: e.status = 503; e.type = "service_unavailable_error"; break;
+    case serve_errc::cancelled: e.status = 499; e.type = "cancelled"; break;
+    default: e.status = 500; e.type = "server_error"; break;
+  }
+  return e;
+}
+
+std::variant<openai_request, api_error> parse_openai_request(api_kind kind, std::string_view body_text,
+                                                             const openai_limits& limits) {
+  json body;
+  try {
+    body = json::parse(body_text.begin(), body_text.end());
+  } catch (const json::parse_error& e) {
+    return api_error{400, std::string("the body is not valid JSON: ") + e.what(), "invalid_request_error", "", ""};
+  }
+  if (!body.is_object())
+    return api_error{400, "the body must be a JSON object", "invalid_request_error", "", ""};
+  try {
+    const auto& keys = known_keys(kind);
+    for (const auto& [k, v] : body.items())
+      if (!keys.count(k) && !v.is_null())
+        fail(k, "unknown or unsupported parameter: " + k);
+    openai_request r;
+    r.kind = kind;
+    if (absent(body, "model") || !body.at("model").is_string())
+      fail("model", "model is required (the base model's name or an adapter's)");
+    r.model = body.at("model").get<std::string>();
+    refuse_non_neutral(body);
+    auto& m = r.base;
+    if (!absent(body, "n"))
+      r.n = static_cast<int>(get_int(body, "n", 1, limits.max_n));
+    if (!absent(body, "max_tokens")) {
+      m.max_tokens = static_cast<int>(get_int(body, "max_tokens", 1, proto::max_tokens_limit));
+      r.max_tokens_given = true;
+    }
+    if (!absent(body, "temperature"))
+      m.temperature = static_cast<float>(get_number(body, "temperature"));
+    if (!absent(body, "top_p"))
+      m.top_p = static_cast<float>(get_number(body, "top_p"));
+    if (!absent(body, "top_k"))
+      m.top_k = static_cast<int>(get_int(body, "top_k", 0, std::numeric_limits<std::int32_t>::max()));
+    if (!absent(body, "repetition_penalty"))
+      m.repetition_penalty = static_cast<float>(get_number(body, "repetition_penalty"));
+    if (!absent(body, "ignore_eos"))
+      m.ignore_eos = get_bool(body, "ignore_eos");
+    if (!absent(body, "seed"))
+      m.seed = static_cast<std::uint64_t>(get_int(body, "seed", 0, std::numeric_limits<std::int64_t>::max()));
+    if (!absent(body, "deadline_ms"))
+      m.deadline_ms = static_cast<std::uint64_t>(get_int(body, "deadline_ms", 1, proto::max_deadline_ms));
+    if (!absent(body, "user")) {
+      r.user = get_string(body, "user");
+      if (r.user.size() > proto::max_name_bytes)
+        fail("user", "user must be at most " + std::to_string(proto::max_name_bytes) + " bytes");
+    }
+    read_stop(body, m);
+    if (!absent(body, "stream"))
+      r.stream = get_bool(body, "stream");
+    if (!absent(body, "stream_options")) {
+      const auto& so = body.at("stream_options");
+      if (!r.stream)
+        fail("stream_options", "stream_options is only allowed with stream: true");
+      if (!so.is_object())
+        fail("stream_options", "stream_options must be an object");
+      for (const auto& [k, v] : so.items())
+        if (k != "include_usage")
+          unsupported("stream_options." + k, "stream_options." + k);
+      if (!absent(so, "include_usage"))
+        r.include_usage = get_bool(so, "include_usage");
+    }
+    read_kind_specific(kind, body, r);
+    m.stream = r.stream;
+    const auto prompts = kind == api_kind::chat ? std::size_t{1} : r.prompts.size();
+    if (prompts * static_cast<std::size_t>(r.n) > limits.max_choices)
+      fail(kind == api_kind::chat ? "n" : "prompt",
+           "prompts x n must be at most " + std::to_string(limits.max_choices) + " (got "
+             + std::to_string(prompts * static_cast<std::size_t>(r.n)) + ")");
+    return r;
+  } catch (const bad_field& b) {
+    return api_error{400, b.message, "invalid_request_error", b.param, "invalid_request"};
+  } catch (const json::exception& e) {
+    return api_error{400, std::string("bad field type: ") + e.what(), "invalid_request_error", "", "invalid_request"};
+  }
+}
+
+} // namespace lf::gateway

@@ -1,0 +1,103 @@
+// Prometheus text and the dashboard's JSON from one router_stats (gateway/metrics_export): pure.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "gateway/metrics_export.hpp"
+
+using namespace lf;
+using namespace lf::gateway;
+
+namespace {
+
+actors::router_stats sample_stats() {
+  actors::router_stats rs;
+  rs.workers = 1;
+  rs.accepted = 5;
+  rs.completed = 3;
+  actors::worker_load l;
+  l.wid = actors::worker_id{1};
+  l.name = "node-a/1";
+  l.running = 2;
+  l.total_blocks = 100;
+  l.free_blocks = 75;
+  l.adapters = {"kjv"};
+  l.servable = {"kjv", "pirate"};
+  l.preemptions = 4;
+  rs.loads.push_back(l);
+  actors::worker_metrics m;
+  m.wid = actors::worker_id{1};
+  m.name = "node-a/1";
+  m.m.finished["eos"] = 2;
+  m.m.finished["length"] = 1;
+  m.m.generation_tokens = 30;
+  m.m.ttft_seconds.observe(0.003);
+  m.m.ttft_seconds.observe(0.3);
+  m.m.ttft_seconds.observe(500);
+  rs.metrics.push_back(m);
+  actors::worker_metrics none;
+  none.name = "-";
+  none.m.errors["overloaded"] = 2;
+  rs.metrics.push_back(none);
+  return rs;
+}
+
+bool has_line(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos || text.rfind(line + "\n", 0) == 0;
+}
+
+} // namespace
+
+TEST_CASE("histograms count per bucket and merge") {
+  histogram h({1.0, 2.0});
+  h.observe(0.5);
+  h.observe(1.0);  // upper bounds are inclusive (Prometheus's le)
+  h.observe(1.5);
+  h.observe(9.0);
+  CHECK(h.counts == std::vector<std::uint64_t>{2, 1, 1});
+  CHECK(h.count == 4);
+  CHECK(h.sum == Approx(12.0));
+  histogram g({1.0, 2.0});
+  g.observe(3.0);
+  h.merge(g);
+  CHECK(h.counts == std::vector<std::uint64_t>{2, 1, 2});
+  CHECK_THROWS_AS(h.merge(histogram({5.0})), std::invalid_argument);
+}
+
+TEST_CASE("Prometheus text: typed metrics, per-worker labels, cumulative buckets") {
+  const auto text = render_prometheus(sample_stats(), {});
+  CHECK(has_line(text, "# TYPE lorafleet:requests_accepted_total counter"));
+  CHECK(has_line(text, "lorafleet:requests_accepted_total 5"));
+  CHECK(has_line(text, R"(lorafleet:request_success_total{worker="node-a/1",worker_id="1",finished_reason="eos"} 2)"));
+  CHECK(has_line(text, R"(lorafleet:request_errors_total{worker="-",worker_id="0",code="overloaded"} 2)"));
+  CHECK(has_line(text, R"(lorafleet:kv_blocks_used{worker="node-a/1",worker_id="1"} 25)"));
+  CHECK(has_line(text, R"(lorafleet:kv_cache_usage_perc{worker="node-a/1",worker_id="1"} 0.25)"));
+  CHECK(has_line(text, R"(lorafleet:num_preemptions_total{worker="node-a/1",worker_id="1"} 4)"));
+  CHECK(has_line(text, "# TYPE lorafleet:time_to_first_token_seconds histogram"));
+  CHECK(has_line(text, R"(lorafleet:time_to_first_token_seconds_bucket{worker="node-a/1",worker_id="1",le="0.005"} 1)"));
+  CHECK(has_line(text, R"(lorafleet:time_to_first_token_seconds_bucket{worker="node-a/1",worker_id="1",le="0.5"} 2)"));
+  CHECK(has_line(text, R"(lorafleet:time_to_first_token_seconds_bucket{worker="node-a/1",worker_id="1",le="80"} 2)"));
+  CHECK(has_line(text, R"(lorafleet:time_to_first_token_seconds_bucket{worker="node-a/1",worker_id="1",le="+Inf"} 3)"));
+  CHECK(has_line(text, R"(lorafleet:time_to_first_token_seconds_count{worker="node-a/1",worker_id="1"} 3)"));
+}
+
+TEST_CASE("label values are escaped") {
+  auto rs = sample_stats();
+  rs.loads[0].name = "a\"b\\c\nd";
+  const auto text = render_prometheus(rs, {});
+  CHECK(text.find(R"(worker="a\"b\\c\nd")") != std::string::npos);
+}
+
+TEST_CASE("the dashboard JSON carries the same numbers") {
+  auto j = nlohmann::json::parse(render_stats_json(sample_stats(), {"m", 1.5, 42, 3, 1}));
+  CHECK(j["model"] == "m");
+  CHECK(j["router"]["accepted"] == 5);
+  CHECK(j["router"]["generation_tokens"] == 30);
+  REQUIRE(j["workers"].size() == 1);
+  CHECK(j["workers"][0]["node"] == "node-a");
+  CHECK(j["workers"][0]["kv_used"] == 25);
+  CHECK(j["workers"][0]["state"] == "serving");
+  CHECK(j["latency"]["ttft_seconds"]["count"] == 3);
+  CHECK(j["latency"]["ttft_seconds"]["counts"].size() == j["latency"]["ttft_seconds"]["bounds"].size() + 1);
+  CHECK(j["http"]["live"] == 3);
+  CHECK(servable_adapters(sample_stats()) == std::vector<std::string>{"kjv", "pirate"});
+}

@@ -1,0 +1,208 @@
+// The OpenAI request parser and reply formats (gateway/openai_request, openai_response): pure.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "gateway/openai_request.hpp"
+#include "gateway/openai_response.hpp"
+
+using namespace lf;
+using namespace lf::gateway;
+using json = nlohmann::json;
+
+namespace {
+
+openai_request ok(api_kind kind, const std::string& body) {
+  auto r = parse_openai_request(kind, body);
+  if (auto* e = std::get_if<api_error>(&r))
+    FAIL("refused: " << e->message);
+  return std::get<openai_request>(r);
+}
+
+api_error refused(api_kind kind, const std::string& body) {
+  auto r = parse_openai_request(kind, body);
+  REQUIRE(std::holds_alternative<api_error>(r));
+  return std::get<api_error>(r);
+}
+
+std::string bytes_of(std::int32_t t) { return "<" + std::to_string(t) + ">"; }
+
+std::vector<json> sse_events(const std::string& s) {
+  std::vector<json> out;
+  std::size_t at = 0;
+  while ((at = s.find("data: ", at)) != std::string::npos) {
+    const auto end = s.find("\n\n", at);
+    const auto payload = s.substr(at + 6, end - at - 6);
+    out.push_back(payload == "[DONE]" ? json("[DONE]") : json::parse(payload));
+    at = end;
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("completion bodies read into the ZeroMQ protocol's submit fields") {
+  auto r = ok(api_kind::completion, R"({"model":"m","prompt":"Hi","max_tokens":7,"temperature":0,"top_p":0.5,
+    "seed":3,"stop":"\n","n":2,"stream":true,"stream_options":{"include_usage":true},"logprobs":2,
+    "top_k":5,"repetition_penalty":1.2,"ignore_eos":true,"user":"alice","deadline_ms":900})");
+  CHECK(r.model == "m");
+  REQUIRE(r.prompts.size() == 1);
+  CHECK(r.prompts[0].text == "Hi");
+  CHECK(r.base.max_tokens == 7);
+  CHECK(r.max_tokens_given);
+  CHECK(r.base.temperature == 0.0f);
+  CHECK(r.base.top_p == 0.5f);
+  CHECK(r.base.seed == std::optional<std::uint64_t>(3));
+  CHECK(r.base.stop == std::vector<std::string>{"\n"});
+  CHECK(r.n == 2);
+  CHECK(r.stream);
+  CHECK(r.base.stream);
+  CHECK(r.include_usage);
+  CHECK(r.logprobs);
+  CHECK(r.top_logprobs == 2);
+  CHECK(r.base.top_k == 5);
+  CHECK(r.base.repetition_penalty == 1.2f);
+  CHECK(r.base.ignore_eos);
+  CHECK(r.user == "alice");
+  CHECK(r.base.deadline_ms == std::optional<std::uint64_t>(900));
+}
+
+TEST_CASE("prompts may be strings, arrays of strings, token ids or arrays of token ids") {
+  CHECK(ok(api_kind::completion, R"({"model":"m","prompt":["a","b"]})").prompts.size() == 2);
+  auto t = ok(api_kind::completion, R"({"model":"m","prompt":[1,2,3]})");
+  REQUIRE(t.prompts.size() == 1);
+  CHECK(t.prompts[0].is_tokens);
+  CHECK(t.prompts[0].tokens == std::vector<std::int32_t>{1, 2, 3});
+  CHECK(ok(api_kind::completion, R"({"model":"m","prompt":[[1],[2,3]]})").prompts.size() == 2);
+  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":[-1]})").param == "prompt");
+  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":{}})").param == "prompt");
+  CHECK(refused(api_kind::completion, R"({"model":"m"})").param == "prompt");
+}
+
+TEST_CASE("chat messages keep their roles; developer is a system message; text parts concatenate") {
+  auto r = ok(api_kind::chat, R"({"model":"m","messages":[{"role":"developer","content":"Be brief."},
+    {"role":"user","content":[{"type":"text","text":"Hel"},{"type":"text","text":"lo"}]},
+    {"role":"assistant","content":null}],"max_completion_tokens":9,"logprobs":true,"top_logprobs":3})");
+  REQUIRE(r.base.messages.size() == 3);
+  CHECK(r.base.messages[0].role == proto::chat_role::system);
+  CHECK(r.base.messages[1].content == "Hello");
+  CHECK(r.base.messages[2].role == proto::chat_role::assistant);
+  CHECK(r.base.max_tokens == 9);
+  CHECK(r.logprobs);
+  CHECK(r.top_logprobs == 3);
+  CHECK(refused(api_kind::chat, R"({"model":"m","messages":[{"role":"tool","content":"x"}]})").param
+        == "messages[0].role");
+  CHECK(refused(api_kind::chat, R"({"model":"m","messages":[{"role":"user","content":"x","name":"bob"}]})").param
+        == "messages[0].name");
+  CHECK(refused(api_kind::chat, R"({"model":"m","messages":[]})").param == "messages");
+  CHECK(refused(api_kind::chat, R"({"model":"m","messages":[{"role":"user","content":"x"}],"top_logprobs":2})").param
+        == "top_logprobs");
+}
+
+TEST_CASE("parameters lorafleet cannot honour are refused by name, never ignored") {
+  const std::string chat = R"("model":"m","messages":[{"role":"user","content":"x"}])";
+  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","echo":true})").param == "echo");
+  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","best_of":3})").param == "best_of");
+  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","suffix":"y"})").param == "suffix");
+  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","frequency_penalty":0.5})").param
+        == "frequency_penalty");
+  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","logit_bias":{"1":5}})").param == "logit_bias");
+  CHECK(refused(api_kind::chat, "{" + chat + R"(,"tools":[{}]})").param == "tools");
+  CHECK(refused(api_kind::chat, "{" + chat + R"(,"response_format":{"type":"json_object"}})").param
+        == "response_format");
+  CHECK(refused(api_kind::chat, "{" + chat + R"(,"messages2":1})").message.find("unknown") != std::string::npos);
+  // Neutral values pass.
+  ok(api_kind::completion, R"({"model":"m","prompt":"x","echo":false,"frequency_penalty":0,"logit_bias":{},
+     "best_of":1,"presence_penalty":null})");
+  ok(api_kind::chat, "{" + chat + R"(,"response_format":{"type":"text"},"tool_choice":"none","store":false})");
+}
+
+TEST_CASE("bad values and bad JSON are 400s naming the field") {
+  auto e = refused(api_kind::completion, R"({"model":"m","prompt":"x","max_tokens":0})");
+  CHECK(e.status == 400);
+  CHECK(e.param == "max_tokens");
+  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","max_tokens":1.5})").param == "max_tokens");
+  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","n":17})").param == "n");
+  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","seed":-1})").param == "seed");
+  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","temperature":"hot"})").param == "temperature");
+  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","stream_options":{"include_usage":true}})").param
+        == "stream_options");
+  CHECK(refused(api_kind::completion, R"({"prompt":"x"})").param == "model");
+  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":["a","b","c","d","e"],"n":16})").param == "prompt");
+  CHECK(refused(api_kind::completion, "{not json").message.find("not valid JSON") != std::string::npos);
+  CHECK(refused(api_kind::completion, "[1]").status == 400);
+}
+
+TEST_CASE("serve errors map to OpenAI statuses") {
+  CHECK(to_api_error(serve_errc::invalid_request, "x").status == 400);
+  CHECK(to_api_error(serve_errc::prompt_too_long, "x").status == 400);
+  CHECK(to_api_error(serve_errc::unknown_adapter, "x").status == 404);
+  CHECK(to_api_error(serve_errc::overloaded, "x").status == 429);
+  CHECK(to_api_error(serve_errc::shutting_down, "x").status == 503);
+  CHECK(to_api_error(serve_errc::timeout, "x").status == 504);
+  CHECK(to_api_error(serve_errc::internal, "x").status == 500);
+  auto body = json::parse(error_body(to_api_error(serve_errc::unknown_adapter, "no such adapter")));
+  CHECK(body["error"]["message"] == "no such adapter");
+  CHECK(body["error"]["type"] == "not_found_error");
+  CHECK(body["error"]["code"] == "unknown_adapter");
+  CHECK(body["error"]["param"].is_null());
+}
+
+TEST_CASE("a streamed chat: role first, one chunk per token, finish, usage, [DONE]") {
+  auto req = ok(api_kind::chat, R"({"model":"m","messages":[{"role":"user","content":"x"}],"n":2,"stream":true,
+    "stream_options":{"include_usage":true}})");
+  openai_reply r(req, "chatcmpl-1", 100, 2, bytes_of);
+  auto a = sse_events(r.on_token(0, 7, "Hi", nullptr));
+  REQUIRE(a.size() == 1);
+  CHECK(a[0]["object"] == "chat.completion.chunk");
+  CHECK(a[0]["choices"][0]["delta"]["role"] == "assistant");
+  CHECK(a[0]["choices"][0]["delta"]["content"] == "Hi");
+  CHECK(r.on_token(0, 8, "", nullptr).empty());  // nothing final yet: no chunk
+  auto b = sse_events(r.on_token(0, 9, " there", nullptr));
+  CHECK_FALSE(b[0]["choices"][0]["delta"].contains("role"));
+  auto d0 = sse_events(r.on_done(0, "eos", {5, 3, 2}));
+  CHECK(d0[0]["choices"][0]["finish_reason"] == "stop");
+  CHECK_FALSE(r.all_done());
+  auto d1 = sse_events(r.on_done(1, "length", {5, 4, 2}));
+  CHECK(d1[0]["choices"][0]["index"] == 1);
+  CHECK(d1[0]["choices"][0]["delta"]["role"] == "assistant");  // its first chunk
+  CHECK(d1[0]["choices"][0]["finish_reason"] == "length");
+  REQUIRE(r.all_done());
+  auto end = sse_events(r.stream_end());
+  REQUIRE(end.size() == 2);
+  CHECK(end[0]["choices"].empty());
+  CHECK(end[0]["usage"]["prompt_tokens"] == 5);  // one prompt, n = 2: counted once
+  CHECK(end[0]["usage"]["completion_tokens"] == 7);
+  CHECK(end[0]["usage"]["total_tokens"] == 12);
+  CHECK(end[0]["usage"]["prompt_tokens_details"]["cached_tokens"] == 2);
+  CHECK(end[1] == "[DONE]");
+}
+
+TEST_CASE("a non-streamed completion with logprobs in OpenAI's legacy layout") {
+  auto req = ok(api_kind::completion, R"({"model":"m","prompt":["a","b"],"logprobs":2})");
+  openai_reply r(req, "cmpl-1", 100, 2, bytes_of);
+  token_logprobs lp{-0.5f, {4, 9}, {-0.25f, -1.5f}};
+  CHECK(r.on_token(0, 4, "ab", &lp).empty());
+  CHECK(r.on_token(0, 9, "c", &lp).empty());
+  r.on_done(0, "length", {1, 2, 0});
+  r.on_token(1, 4, "x", &lp);
+  r.on_done(1, "stop", {2, 1, 0});
+  auto body = json::parse(r.body());
+  CHECK(body["object"] == "text_completion");
+  REQUIRE(body["choices"].size() == 2);
+  const auto& c0 = body["choices"][0];
+  CHECK(c0["text"] == "abc");
+  CHECK(c0["logprobs"]["tokens"] == json({"<4>", "<9>"}));
+  CHECK(c0["logprobs"]["token_logprobs"][0] == -0.5);
+  CHECK(c0["logprobs"]["text_offset"] == json({0, 2}));
+  CHECK(c0["logprobs"]["top_logprobs"][0]["<4>"] == -0.25);
+  CHECK(body["usage"]["prompt_tokens"] == 3);  // two prompts, each once
+  CHECK(body["usage"]["completion_tokens"] == 3);
+  CHECK(body["choices"][1]["finish_reason"] == "stop");
+}
+
+TEST_CASE("a stream that fails after it started ends with an error event and [DONE]") {
+  auto ev = sse_events(openai_reply::stream_error(to_api_error(serve_errc::worker_lost, "lost")));
+  REQUIRE(ev.size() == 2);
+  CHECK(ev[0]["error"]["code"] == "worker_lost");
+  CHECK(ev[1] == "[DONE]");
+}
