@@ -17,10 +17,19 @@ packages=(
   libtorch-dev libopenblas0-pthread     # without openblas-pthread libtorch uses the reference BLAS
   libcaf-dev libssl-dev                 # actors, remote actors, TLS between nodes
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev
+  libevent-dev                          # the HTTP gateway (evhttp) and the load tester's HTTP client
   nlohmann-json3-dev libtomlplusplus-dev catch2
   libdnnl-dev                           # headers only: bench_kernels compares the kernels with oneDNN
   python3 python3-zmq python3-msgpack
 )
+
+# The tests also drive the HTTP gateway with curl, the official `openai` npm package (Node.js) and
+# headless Chromium (the dashboard).
+if [ "$action" = test ]; then
+  packages+=(curl chromium)
+  command -v node > /dev/null || packages+=(nodejs)
+  command -v npm > /dev/null || packages+=(npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -32,6 +41,11 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [ "$action" = test ] && [ ! -f tests/http/node_modules/openai/package.json ]; then
+  echo "setup: installing the openai npm package for the HTTP tests"
+  (cd tests/http && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
 if [ ! -f "build/$preset/build.ninja" ]; then

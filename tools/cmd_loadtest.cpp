@@ -15,6 +15,7 @@
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
 #include "tools/loadtest/driver.hpp"
+#include "tools/loadtest/http_client.hpp"
 #include "tools/loadtest/passage.hpp"
 #include "tools/loadtest/report.hpp"
 #include "tools/serve_options.hpp"
@@ -155,6 +156,7 @@ int cmd_loadtest(int argc, char** argv) {
   const bool quiet = a.has("quiet");
   client::client_options co;
   co.server_public_key = a.str("server-key");
+  const auto http_model = a.str("model-name");
   a.finish();
   if (self_host) {
     std::cerr << "loadtest: starting an in-process cluster (" << cs->workers << " worker(s) on "
@@ -164,10 +166,21 @@ int cmd_loadtest(int argc, char** argv) {
   }
   if (endpoint.empty())
     throw std::invalid_argument("give the cluster's ENDPOINT, or --self-host");
-  co.endpoint = endpoint;
-  client::client c(co);
-  if (!c.ping(std::chrono::seconds(10)))
-    throw std::runtime_error("no answer from " + endpoint + " within 10 s");
+  // http://host:port: the OpenAI API (any compatible server); otherwise lorafleet's ZeroMQ protocol.
+  std::unique_ptr<http_client> web;
+  std::unique_ptr<client::client> zmq;
+  submit_fn submit;
+  if (endpoint.rfind("http://", 0) == 0) {
+    web = std::make_unique<http_client>(endpoint, http_model);
+    std::cerr << "loadtest: OpenAI API at " << endpoint << ", model " << web->model() << "\n";
+    submit = [&web](const proto::submit_msg& m, client::stream_callbacks cb) { web->submit(m, std::move(cb)); };
+  } else {
+    co.endpoint = endpoint;
+    zmq = std::make_unique<client::client>(co);
+    if (!zmq->ping(std::chrono::seconds(10)))
+      throw std::runtime_error("no answer from " + endpoint + " within 10 s");
+    submit = [&zmq](const proto::submit_msg& m, client::stream_callbacks cb) { zmq->submit(std::move(m), std::move(cb)); };
+  }
 
   struct point { std::string label; double x; workload_config w; driver_options d; };
   std::vector<point> points;
@@ -225,7 +238,7 @@ int cmd_loadtest(int argc, char** argv) {
         progress_line(e, s, t, el, n);
       };
     std::cerr << "loadtest: " << p.label << ": " << plan_.size() << " requests\n";
-    auto r = run_workload(c, plan_, p.d);
+    auto r = run_workload(submit, plan_, p.d);
     if (!quiet)
       std::cerr << "\n";
     auto s = summarize(r.samples, r.duration_s, lim, r.lost);

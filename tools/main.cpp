@@ -39,7 +39,8 @@ commands:
               start the config's local nodes as processes (passing the log flags on),
               wait for every worker, print the client endpoint; Ctrl-C stops them all
   keygen      --out DIR [--name NAME] [--force]   write a CURVE key pair NAME.public / NAME.secret
-  loadtest    ENDPOINT | --self-host [serve flags; --adapter-dir DIR for the server's adapters;
+  loadtest    ENDPOINT | http://HOST:PORT [--model-name NAME] | --self-host [serve flags;
+              --adapter-dir DIR for the server's adapters;
               the server logs at --log-level warn unless given]
               [--arrival closed|poisson] [--concurrency N] [--seed S] [--temperature T]
               [--rate R --burstiness B] [--sweep-concurrency 1,2,4 | --sweep-rate 1,2,4]
@@ -47,7 +48,8 @@ commands:
               [--per-client N (sweeps)] [--long-every K --long-output N]
               [--adapters a,b --skew F] [--chat] [--no-ignore-eos] [--goodput-ttft-ms X
               --goodput-tpot-ms X --goodput-e2e-ms X] [--out PREFIX] [--timeout S]
-              measure throughput, TTFT/TPOT/ITL/E2E percentiles, goodput; write JSON, CSV, SVG
+              measure throughput, TTFT/TPOT/ITL/E2E percentiles, goodput; write JSON, CSV, SVG;
+              an http:// endpoint is driven through the OpenAI API (any compatible server)
   generate    [--model DIR] --prompt TEXT [--prompt TEXT ...] [--max-tokens N] [--temperature T]
               [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--stop STR ...]
               [--ignore-eos] [--no-kv-cache] [--threads N] [--dtype int8|bf16|f32]

@@ -46,6 +46,12 @@ proto::submit_msg to_submit(const planned_request& p, const driver_options& o) {
 
 driver_result run_workload(client::client& c, const std::vector<planned_request>& plan,
                            const driver_options& opts) {
+  return run_workload([&c](const proto::submit_msg& m, client::stream_callbacks cb) { c.submit(m, std::move(cb)); },
+                      plan, opts);
+}
+
+driver_result run_workload(const submit_fn& submit, const std::vector<planned_request>& plan,
+                           const driver_options& opts) {
   auto st = std::make_shared<run_state>();
   st->samples.resize(plan.size());
   st->sent_at.resize(plan.size());
@@ -98,7 +104,7 @@ driver_result run_workload(client::client& c, const std::vector<planned_request>
         send_next();
       st->cv.notify_all();
     };
-    c.submit(to_submit(plan[i], opts), cb);
+    submit(to_submit(plan[i], opts), cb);
   };
 
   const auto deadline = opts.duration_s > 0

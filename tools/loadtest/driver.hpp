@@ -34,7 +34,15 @@ struct driver_result {
   double duration_s = 0;                ///< first send to last terminal reply
 };
 
-/// Sends `plan` to `c` as `opts` says and waits for the replies.
+/// Sends one request; its callbacks run on the sender's I/O thread. The ZeroMQ client's
+/// submit, or the HTTP client's (http_client.hpp).
+using submit_fn = std::function<void(const proto::submit_msg&, client::stream_callbacks)>;
+
+/// Sends `plan` through `submit` as `opts` says and waits for the replies.
+driver_result run_workload(const submit_fn& submit, const std::vector<planned_request>& plan,
+                           const driver_options& opts);
+
+/// The same through the ZeroMQ client `c`.
 driver_result run_workload(client::client& c, const std::vector<planned_request>& plan,
                            const driver_options& opts);
 

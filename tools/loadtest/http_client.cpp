@@ -1,0 +1,289 @@
+#include "tools/loadtest/http_client.hpp"
+
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/thread.h>
+#include <nlohmann/json.hpp>
+
+namespace lf::loadtest {
+
+using json = nlohmann::json;
+
+serve_errc errc_from_http(int status, const std::string& code) {
+  for (int i = 1; i <= static_cast<int>(serve_errc::shutting_down); ++i)
+    if (to_string(static_cast<serve_errc>(i)) == code)
+      return static_cast<serve_errc>(i);
+  switch (status) {
+    case 400: return serve_errc::invalid_request;
+    case 404: return serve_errc::unknown_adapter;
+    case 429: return serve_errc::overloaded;
+    case 503: return serve_errc::shutting_down;
+    case 504: return serve_errc::timeout;
+    default: return serve_errc::internal;
+  }
+}
+
+namespace {
+
+/// One request in flight.
+struct call {
+  struct http_client::impl* owner = nullptr;
+  client::stream_callbacks cb;
+  evhttp_connection* conn = nullptr;
+  std::string buf;  ///< SSE bytes not yet split into events
+  client::result res;
+  std::uint32_t index = 0;
+  bool done_seen = false;
+  bool raw = false;  ///< a plain JSON reply (GET /v1/models): kept in `buf`, not parsed as SSE
+};
+
+} // namespace
+
+struct http_client::impl {
+  std::string host, model;
+  int port = 80;
+  event_base* base = nullptr;
+  event* wake = nullptr;
+  std::thread thread;
+  std::mutex m;
+  std::deque<std::pair<std::string, std::unique_ptr<call>>> queue;  ///< (path + body) waiting for the loop
+  std::vector<evhttp_connection*> idle;
+
+  void drain_queue();
+  void start(const std::string& path, std::string body, std::unique_ptr<call> c);
+  void on_chunk(call& c, evhttp_request* req);
+  void finish(call* c, evhttp_request* req);
+  void parse_events(call& c);
+};
+
+void http_client::impl::parse_events(call& c) {
+  std::size_t at;
+  while ((at = c.buf.find("\n\n")) != std::string::npos) {
+    const auto event = c.buf.substr(0, at);
+    c.buf.erase(0, at + 2);
+    if (event.rfind("data: ", 0) != 0)
+      continue;
+    const auto payload = event.substr(6);
+    if (payload == "[DONE]") {
+      c.done_seen = true;
+      continue;
+    }
+    const auto j = json::parse(payload, nullptr, false);
+    if (j.is_discarded())
+      continue;
+    if (j.contains("error")) {
+      const auto& e = j["error"];
+      c.res.error = errc_from_http(500, e.value("code", json()).is_string() ? e["code"].get<std::string>() : "");
+      c.res.message = e.value("message", std::string("error event"));
+      continue;
+    }
+    if (j.contains("usage") && j["usage"].is_object()) {
+      c.res.usage.prompt_tokens = j["usage"].value("prompt_tokens", 0u);
+      c.res.usage.completion_tokens = j["usage"].value("completion_tokens", 0u);
+      if (j["usage"].contains("prompt_tokens_details") && j["usage"]["prompt_tokens_details"].is_object())
+        c.res.usage.cached_tokens = j["usage"]["prompt_tokens_details"].value("cached_tokens", 0u);
+    }
+    if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty())
+      continue;
+    const auto& ch = j["choices"][0];
+    std::string text;
+    if (ch.contains("text") && ch["text"].is_string())
+      text = ch["text"];
+    else if (ch.contains("delta") && ch["delta"].contains("content") && ch["delta"]["content"].is_string())
+      text = ch["delta"]["content"];
+    if (ch.contains("finish_reason") && ch["finish_reason"].is_string())
+      c.res.finish_reason = ch["finish_reason"];
+    if (!text.empty()) {
+      c.res.text += text;
+      proto::token_msg t;
+      t.text = text;
+      t.index = c.index++;
+      if (c.cb.on_token)
+        c.cb.on_token(t);
+    }
+  }
+}
+
+void http_client::impl::on_chunk(call& c, evhttp_request* req) {
+  auto* in = evhttp_request_get_input_buffer(req);
+  const auto n = evbuffer_get_length(in);
+  const auto old = c.buf.size();
+  c.buf.resize(old + n);
+  evbuffer_remove(in, c.buf.data() + old, n);
+  if (!c.raw)
+    parse_events(c);
+}
+
+void http_client::impl::finish(call* raw, evhttp_request* req) {
+  std::unique_ptr<call> c(raw);
+  const int status = req ? evhttp_request_get_response_code(req) : 0;
+  if (req)
+    on_chunk(*c, req);
+  if (status == 0) {
+    c->res.error = serve_errc::internal;
+    c->res.message = "connection to " + host + ":" + std::to_string(port) + " failed";
+  } else if (status != 200) {
+    const auto j = json::parse(c->buf, nullptr, false);
+    std::string code;
+    c->res.message = "HTTP " + std::to_string(status);
+    if (!j.is_discarded() && j.contains("error") && j["error"].is_object()) {
+      if (j["error"].contains("code") && j["error"]["code"].is_string())
+        code = j["error"]["code"];
+      c->res.message = j["error"].value("message", c->res.message);
+    }
+    c->res.error = errc_from_http(status, code);
+  } else if (!c->done_seen && c->res.ok() && !c->raw) {
+    c->res.error = serve_errc::internal;
+    c->res.message = "the stream ended without [DONE]";
+  }
+  idle.push_back(c->conn);
+  if (c->cb.on_done)
+    c->cb.on_done(c->res);
+}
+
+void http_client::impl::start(const std::string& path, std::string body, std::unique_ptr<call> c) {
+  if (!idle.empty()) {
+    c->conn = idle.back();
+    idle.pop_back();
+  } else {
+    c->conn = evhttp_connection_base_new(base, nullptr, host.c_str(), static_cast<ev_uint16_t>(port));
+    evhttp_connection_set_timeout(c->conn, 600);
+  }
+  auto* raw = c.release();
+  auto* req = evhttp_request_new([](evhttp_request* r, void* arg) {
+    auto* c = static_cast<call*>(arg);
+    c->owner->finish(c, r);
+  }, raw);
+  evhttp_request_set_chunked_cb(req, [](evhttp_request* r, void* arg) {
+    auto* c = static_cast<call*>(arg);
+    c->owner->on_chunk(*c, r);
+  });
+  auto* h = evhttp_request_get_output_headers(req);
+  const auto host_header = host + ":" + std::to_string(port);
+  evhttp_add_header(h, "Host", host_header.c_str());
+  evhttp_add_header(h, "Content-Type", "application/json");
+  evhttp_add_header(h, "Authorization", "Bearer unused");
+  evbuffer_add(evhttp_request_get_output_buffer(req), body.data(), body.size());
+  if (evhttp_make_request(raw->conn, req, body.empty() ? EVHTTP_REQ_GET : EVHTTP_REQ_POST, path.c_str()) != 0)
+    finish(raw, nullptr);
+}
+
+void http_client::impl::drain_queue() {
+  std::deque<std::pair<std::string, std::unique_ptr<call>>> batch;
+  {
+    std::lock_guard<std::mutex> g(m);
+    batch.swap(queue);
+  }
+  for (auto& [what, c] : batch) {
+    const auto nl = what.find('\n');
+    start(what.substr(0, nl), nl == std::string::npos ? std::string() : what.substr(nl + 1), std::move(c));
+  }
+}
+
+http_client::http_client(const std::string& url, std::string model) : impl_(std::make_unique<impl>()) {
+  auto& i = *impl_;
+  std::string rest = url;
+  if (rest.rfind("http://", 0) == 0)
+    rest = rest.substr(7);
+  else
+    throw std::invalid_argument("http client: the URL must start with http:// (got \"" + url + "\")");
+  rest = rest.substr(0, rest.find('/'));
+  const auto colon = rest.rfind(':');
+  i.host = colon == std::string::npos ? rest : rest.substr(0, colon);
+  if (colon != std::string::npos)
+    i.port = std::stoi(rest.substr(colon + 1));
+  static const int threads_ready = evthread_use_pthreads();
+  (void) threads_ready;
+  i.base = event_base_new();
+  i.wake = event_new(i.base, -1, EV_PERSIST, [](evutil_socket_t, short, void* arg) {
+    static_cast<impl*>(arg)->drain_queue();
+  }, &i);
+  event_add(i.wake, nullptr);
+  i.thread = std::thread([&i] { event_base_dispatch(i.base); });
+  i.model = std::move(model);
+  if (i.model.empty()) {
+    auto p = std::make_shared<std::promise<client::result>>();
+    auto fut = p->get_future();
+    auto c = std::make_unique<call>();
+    c->owner = &i;
+    c->raw = true;
+    auto* raw = c.get();
+    raw->cb.on_done = [p, raw](const client::result& r) {
+      client::result out = r;
+      out.text = raw->buf;
+      p->set_value(out);
+    };
+    {
+      std::lock_guard<std::mutex> g(i.m);
+      i.queue.emplace_back("/v1/models", std::move(c));
+    }
+    event_active(i.wake, EV_READ, 0);
+    if (fut.wait_for(std::chrono::seconds(10)) != std::future_status::ready)
+      throw std::runtime_error("no answer from " + url + "/v1/models within 10 s");
+    const auto r = fut.get();
+    const auto j = json::parse(r.text, nullptr, false);
+    if (!r.ok())
+      throw std::runtime_error("GET " + url + "/v1/models: " + r.message);
+    if (j.is_discarded() || !j.contains("data") || !j["data"].is_array() || j["data"].empty())
+      throw std::runtime_error("GET " + url + "/v1/models: no models listed");
+    i.model = j["data"][0].value("id", std::string());
+  }
+}
+
+http_client::~http_client() {
+  auto& i = *impl_;
+  event_base_loopbreak(i.base);
+  i.thread.join();
+  for (auto* c : i.idle)
+    evhttp_connection_free(c);
+  event_free(i.wake);
+  event_base_free(i.base);
+}
+
+const std::string& http_client::model() const { return impl_->model; }
+
+void http_client::submit(const proto::submit_msg& m, client::stream_callbacks cb) {
+  json body{{"model", m.adapter.empty() ? impl_->model : m.adapter},
+            {"max_tokens", m.max_tokens},
+            {"temperature", m.temperature},
+            {"stream", true},
+            {"stream_options", {{"include_usage", true}}}};
+  if (m.top_p != 1.0f)
+    body["top_p"] = m.top_p;
+  if (m.seed)
+    body["seed"] = *m.seed;
+  if (!m.stop.empty())
+    body["stop"] = m.stop;
+  if (m.ignore_eos)
+    body["ignore_eos"] = true;  // lorafleet's extension; vLLM and llama.cpp's server know it too
+  std::string path = "/v1/completions";
+  if (m.is_chat()) {
+    path = "/v1/chat/completions";
+    json msgs = json::array();
+    for (const auto& x : m.messages)
+      msgs.push_back({{"role", std::string(proto::to_string(x.role))}, {"content", x.content}});
+    body["messages"] = msgs;
+  } else {
+    body["prompt"] = m.prompt;
+  }
+  auto c = std::make_unique<call>();
+  c->owner = impl_.get();
+  c->cb = std::move(cb);
+  {
+    std::lock_guard<std::mutex> g(impl_->m);
+    impl_->queue.emplace_back(path + "\n" + body.dump(-1, ' ', false, json::error_handler_t::replace), std::move(c));
+  }
+  event_active(impl_->wake, EV_READ, 0);
+}
+
+} // namespace lf::loadtest
