@@ -259,8 +259,9 @@ int cmd_loadtest(int argc, char** argv) {
     std::ofstream csv(out_prefix + ".csv");
     write_csv(csv, last_samples);
     std::ofstream(out_prefix + ".svg")
-      << (points.size() > 1 ? sweep_svg(summaries, "lorafleet: throughput vs latency")
-                            : latency_svg(last_samples, "lorafleet: latency distribution"));
+      << (points.size() <= 1 ? latency_svg(last_samples, "lorafleet: latency distribution")
+          : !sweep_r.empty() ? rate_sweep_svg(summaries, "lorafleet: goodput and latency vs offered rate")
+                             : sweep_svg(summaries, "lorafleet: throughput vs latency"));
     std::cerr << "loadtest: wrote " << out_prefix << ".json, .csv (last run), .svg\n";
   }
   if (cluster)

@@ -123,4 +123,36 @@ std::string sweep_svg(const std::vector<sweep_point>& points, const std::string&
   return svg_document(title, {a.get(), b.get()});
 }
 
+std::string rate_sweep_svg(const std::vector<sweep_point>& points, const std::string& title) {
+  // Offered rate on x: it only grows, so past saturation the lines go flat or up instead of
+  // doubling back as they do against achieved throughput.
+  double xmax = 0, rmax = 0, ttft_max = 0, tpot_max = 0;
+  for (const auto& pt : points) {
+    xmax = std::max(xmax, pt.x * 1.1);
+    rmax = std::max({rmax, pt.summary.request_throughput * 1.1, pt.summary.goodput * 1.1, pt.x * 1.1});
+    ttft_max = std::max({ttft_max, pt.summary.ttft.p99 * 1.1});
+    tpot_max = std::max({tpot_max, pt.summary.tpot.p99 * 1.1});
+  }
+  auto series = [&](auto pick) {
+    std::vector<std::pair<double, double>> v;
+    for (const auto& pt : points)
+      v.emplace_back(pt.x, pick(pt.summary));
+    return v;
+  };
+  svg_panel rates("requests/s against the offered rate", "offered rate (requests/s)", "requests/s", xmax, rmax);
+  rates.line(series([](const run_summary& s) { return s.request_throughput; }), "#1f77b4", "completed/s");
+  rates.line(series([](const run_summary& s) { return s.goodput; }), "#2ca02c", "goodput/s");
+  auto latency = [&](const std::string& name, double ymax, auto pick) {
+    auto p = std::make_unique<svg_panel>(name + " against the offered rate", "offered rate (requests/s)",
+                                         name + " (ms)", xmax, ymax);
+    p->line(series([&](const run_summary& s) { return pick(s).p50; }), "#1f77b4", name + " p50");
+    p->line(series([&](const run_summary& s) { return pick(s).p90; }), "#ff7f0e", name + " p90");
+    p->line(series([&](const run_summary& s) { return pick(s).p99; }), "#d62728", name + " p99");
+    return p;
+  };
+  auto a = latency("time to first token", ttft_max, [](const run_summary& s) -> const latency_summary& { return s.ttft; });
+  auto b = latency("time per output token", tpot_max, [](const run_summary& s) -> const latency_summary& { return s.tpot; });
+  return svg_document(title, {&rates, a.get(), b.get()});
+}
+
 } // namespace lf::loadtest

@@ -37,4 +37,8 @@ std::string latency_svg(const std::vector<request_sample>& samples, const std::s
 /// SVG of output tokens/s (x) against TPOT p50/p99 and TTFT p50/p99 (y) for a sweep.
 std::string sweep_svg(const std::vector<sweep_point>& points, const std::string& title);
 
+/// A rate sweep against its offered rate (each point's x): completed requests/s and goodput, and
+/// TTFT / TPOT p50, p90, p99.
+std::string rate_sweep_svg(const std::vector<sweep_point>& points, const std::string& title);
+
 } // namespace lf::loadtest

@@ -110,6 +110,10 @@ TEST_CASE("reports: JSON fields, CSV rows and well-formed SVG", "[loadtest]") {
   auto sw = sweep_svg(pts, "sweep");
   CHECK(sw.find("polyline") != std::string::npos);
   CHECK(panels(sw) == 2);  // TPOT and TTFT against throughput
+  auto rs = rate_sweep_svg(pts, "rates");
+  CHECK(panels(rs) == 3);  // rates, TTFT and TPOT against the offered rate
+  CHECK(rs.find("offered rate (requests/s)") != std::string::npos);
+  CHECK(rs.find("goodput/s") != std::string::npos);
   std::ostringstream table;
   print_sweep(table, pts);
   CHECK(table.str().find("c=2") != std::string::npos);
