@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <caf/send.hpp>
@@ -229,6 +230,12 @@ void http_gateway::impl::drain_outbox() {
 }
 
 void http_gateway::impl::start() {
+  // One descriptor per connection: take the hard limit, not the (often 1024) soft one.
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
   static const int threads_ready = evthread_use_pthreads();
   if (threads_ready != 0)
     throw std::runtime_error("http: libevent has no pthreads support");
