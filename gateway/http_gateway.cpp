@@ -138,8 +138,8 @@ void on_completion(http_self self, std::uint64_t hid, api_kind kind, const std::
       g.id = actors::sink_request_id{st.next_gid++};
       g.draft.prompt = tokens;
       g.draft.params = params;
-      if (params.seed)
-        g.draft.params.seed = *params.seed + static_cast<std::uint64_t>(j);
+      if (params.seed && j > 0)  // choice 0 is the n = 1 answer; the others far from neighbours' seeds
+        g.draft.params.seed = *params.seed ^ (0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(j));
       g.draft.adapter = adapter;
       if (m.deadline_ms)
         g.draft.timeout_ms = static_cast<std::uint32_t>(std::min<std::uint64_t>(*m.deadline_ms, UINT32_MAX));

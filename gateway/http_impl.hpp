@@ -56,6 +56,7 @@ struct http_gateway::impl {
   event_base* base = nullptr;
   evhttp* http = nullptr;
   event* wake = nullptr;
+  event* poll = nullptr;  ///< every 20 ms: check_closed()
   std::thread thread;
   std::uint64_t next_id = 1;
   std::unordered_map<std::uint64_t, evhttp_request*> reqs;
@@ -79,6 +80,7 @@ struct http_gateway::impl {
   void on_request(evhttp_request* req);
   void on_close(evhttp_connection* conn);
   void drain_outbox();
+  void check_closed();  ///< drops connections whose client has closed its end
   /// Registers a request the actor will answer; returns its id.
   std::uint64_t track(evhttp_request* req);
   void forget(std::uint64_t id);

@@ -24,12 +24,28 @@ namespace lf::gateway {
 
 namespace {
 
+const char* reason_phrase(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 413: return "Payload Too Large";
+    case 429: return "Too Many Requests";
+    case 499: return "Client Closed Request";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return nullptr;
+  }
+}
+
 void reply_now(evhttp_request* req, int status, const char* content_type, const std::string& body) {
   auto* headers = evhttp_request_get_output_headers(req);
   evhttp_add_header(headers, "Content-Type", content_type);
   auto* buf = evbuffer_new();
   evbuffer_add(buf, body.data(), body.size());
-  evhttp_send_reply(req, status, nullptr, buf);
+  evhttp_send_reply(req, status, reason_phrase(status), buf);
   evbuffer_free(buf);
 }
 
@@ -229,6 +245,25 @@ void http_gateway::impl::drain_outbox() {
   }
 }
 
+void http_gateway::impl::check_closed() {
+  // evhttp reads nothing from a connection whose request waits for its reply, so it would not
+  // notice the client leave until the reply is written: peek at each such socket instead.
+  std::vector<evhttp_connection*> closed;
+  for (auto& [conn, ids] : by_conn) {
+    auto* bev = evhttp_connection_get_bufferevent(conn);
+    const auto fd = bev ? bufferevent_getfd(bev) : -1;
+    if (fd < 0)
+      continue;
+    char byte;
+    if (recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+      closed.push_back(conn);
+  }
+  for (auto* conn : closed) {
+    on_close(conn);
+    evhttp_connection_free(conn);
+  }
+}
+
 void http_gateway::impl::start() {
   // One descriptor per connection: take the hard limit, not the (often 1024) soft one.
   rlimit files{};
@@ -272,6 +307,10 @@ void http_gateway::impl::start() {
   wake = event_new(
     base, -1, EV_PERSIST, [](evutil_socket_t, short, void* arg) { static_cast<impl*>(arg)->drain_outbox(); }, this);
   event_add(wake, nullptr);
+  poll = event_new(
+    base, -1, EV_PERSIST, [](evutil_socket_t, short, void* arg) { static_cast<impl*>(arg)->check_closed(); }, this);
+  const timeval every{0, 20 * 1000};
+  event_add(poll, &every);
   thread = std::thread([this] { event_base_dispatch(base); });
 }
 
@@ -283,6 +322,7 @@ void http_gateway::impl::shutdown() {
   thread.join();
   evhttp_free(http);
   event_free(wake);
+  event_free(poll);
   event_base_free(base);
   http = nullptr;
   wake = nullptr;

@@ -225,6 +225,15 @@ void read_kind_specific(api_kind kind, const json& body, openai_request& r) {
 
 api_error to_api_error(serve_errc code, std::string message) {
   api_error e;
+  // The router's messages start with the field they are about ("temperature must be ...").
+  if (code == serve_errc::invalid_request) {
+    static const std::set<std::string> fields{"temperature", "top_p", "top_k", "repetition_penalty", "max_tokens",
+                                              "stop", "seed", "top_logprobs", "prompt", "adapter"};
+    const auto end = message.find_first_not_of("abcdefghijklmnopqrstuvwxyz_");
+    const auto first = message.substr(0, end);
+    if (fields.count(first))
+      e.param = first == "adapter" ? "model" : first;
+  }
   e.message = std::move(message);
   e.code = std::string(to_string(code));
   switch (code) {
