@@ -15,6 +15,7 @@
 #include <zmq.hpp>
 
 #include "core/log.hpp"
+#include "gateway/edge.hpp"
 #include "gateway/gateway_book.hpp"
 #include "gateway/gateway_stats.hpp"
 #include "worker/engine/tokenizer.hpp"
@@ -204,21 +205,15 @@ void on_submit(gw_self self, const std::string& identity, proto::submit_msg m) {
   }
   const auto gid = std::get<gateway_id>(added);
   // The edge: the chat rendered and the prompt tokenized once; the router validates the draft.
-  const auto text = proto::prompt_text(m);
-  if (text.size() > st.io->opts.max_prompt_bytes) {
+  auto draft = draft_of(m, *st.io->opts.tokenizer, st.io->opts.max_prompt_bytes);
+  if (auto* bad = std::get_if<check_failure>(&draft)) {
     st.book.end(gid);
-    reply_error(serve_errc::prompt_too_long, "prompt is " + std::to_string(text.size())
-                                               + " bytes; the limit is "
-                                               + std::to_string(st.io->opts.max_prompt_bytes));
+    reply_error(bad->code, std::move(bad->message));
     return;
   }
   actors::generate_request req;
   req.id = gid;
-  req.draft.prompt = st.io->opts.tokenizer->encode(text);
-  req.draft.params = proto::to_sampling_params(m);
-  req.draft.adapter = m.adapter;
-  if (m.deadline_ms)
-    req.draft.timeout_ms = static_cast<std::uint32_t>(std::min<std::uint64_t>(*m.deadline_ms, UINT32_MAX));
+  req.draft = std::move(std::get<request_draft>(draft));
   ++st.io->live;
   self->send(st.io->router, std::move(req));
 }

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/log.hpp"
+#include "gateway/edge.hpp"
 #include "gateway/http_impl.hpp"
 #include "gateway/metrics_export.hpp"
 #include "gateway/openai_response.hpp"
@@ -27,8 +28,7 @@ namespace {
 struct http_entry {
   std::unique_ptr<openai_reply> reply;
   std::vector<actors::sink_request_id> choices;
-  std::size_t live_choices = 0;
-  bool stream = false, started = false, failed = false;
+  bool stream = false, started = false;
 };
 
 struct http_state {
@@ -109,40 +109,30 @@ void on_completion(http_self self, std::uint64_t hid, api_kind kind, const std::
   for (std::size_t p = 0; p < prompts; ++p) {
     auto m = req.base;
     m.adapter = adapter;
-    std::vector<std::int32_t> tokens;
-    if (kind == api_kind::completion && req.prompts[p].is_tokens) {
-      tokens = req.prompts[p].tokens;
-      m.prompt = " ";  // for proto::validate's "not empty"; the ids are what the router gets
-    } else if (kind == api_kind::completion) {
-      m.prompt = req.prompts[p].text;
+    const bool ids = kind == api_kind::completion && req.prompts[p].is_tokens;
+    if (kind == api_kind::completion) {
+      // Token ids go to the router as they are; " " only satisfies proto::validate's "not empty".
+      m.prompt = ids ? std::string(" ") : req.prompts[p].text;
       if (m.prompt.empty())
         return reply_error(self, hid, {400, "prompt must not be empty", "invalid_request_error", "prompt", "invalid_request"});
     }
     if (auto why = proto::validate(m))
       return reply_error(self, hid, {400, *why, "invalid_request_error", "", "invalid_request"});
-    if (tokens.empty()) {
-      const auto text = proto::prompt_text(m);
-      if (text.size() > opts.max_prompt_bytes)
-        return reply_error(self, hid, to_api_error(serve_errc::prompt_too_long,
-                                                   "prompt is " + std::to_string(text.size())
-                                                     + " bytes; the limit is " + std::to_string(opts.max_prompt_bytes)));
-      tokens = opts.tokenizer->encode(text);
-    }
-    auto params = proto::to_sampling_params(m);
+    auto drafted = draft_of(m, *opts.tokenizer, opts.max_prompt_bytes, ids ? &req.prompts[p].tokens : nullptr);
+    if (auto* bad = std::get_if<check_failure>(&drafted))
+      return reply_error(self, hid, to_api_error(bad->code, std::move(bad->message)));
+    auto& draft = std::get<request_draft>(drafted);
+    auto& params = draft.params;
     params.logprobs = req.logprobs;
     params.top_logprobs = req.top_logprobs;
-    if (!req.max_tokens_given && kind == api_kind::chat && opts.context_window > tokens.size())
-      params.max_tokens = static_cast<int>(opts.context_window - tokens.size());
+    if (!req.max_tokens_given && kind == api_kind::chat && opts.context_window > draft.prompt.size())
+      params.max_tokens = static_cast<int>(opts.context_window - draft.prompt.size());
     for (int j = 0; j < req.n; ++j) {
       actors::generate_request g;
       g.id = actors::sink_request_id{st.next_gid++};
-      g.draft.prompt = tokens;
-      g.draft.params = params;
+      g.draft = draft;
       if (params.seed && j > 0)  // choice 0 is the n = 1 answer; the others far from neighbours' seeds
         g.draft.params.seed = *params.seed ^ (0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(j));
-      g.draft.adapter = adapter;
-      if (m.deadline_ms)
-        g.draft.timeout_ms = static_cast<std::uint32_t>(std::min<std::uint64_t>(*m.deadline_ms, UINT32_MAX));
       gens.push_back(std::move(g));
     }
   }
@@ -158,7 +148,6 @@ void on_completion(http_self self, std::uint64_t hid, api_kind kind, const std::
     e.choices.push_back(gens[c].id);
     st.by_choice[gens[c].id.value()] = {hid, c};
   }
-  e.live_choices = gens.size();
   st.entries.emplace(hid, std::move(e));
   if (!req.user.empty())
     log::debug("http", "request", {{"user", req.user}, {"choices", gens.size()}});
@@ -204,16 +193,34 @@ void on_stats_request(http_self self, std::uint64_t hid, http_endpoint ep) {
       });
 }
 
-/// The entry and choice of gateway id `g`, or nullptr.
-http_entry* lookup(http_self self, actors::sink_request_id g, std::uint64_t& hid, std::size_t& choice) {
+/// Where a choice's events go: its HTTP request, its index there, and that request's entry.
+struct choice_ref {
+  std::uint64_t hid;
+  std::size_t choice;
+  http_entry* entry;
+};
+
+/// The live choice of gateway id `g`, if any.
+std::optional<choice_ref> lookup(http_self self, actors::sink_request_id g) {
   auto& st = self->state;
   auto it = st.by_choice.find(g.value());
   if (it == st.by_choice.end())
-    return nullptr;
-  hid = it->second.first;
-  choice = it->second.second;
+    return std::nullopt;
+  const auto [hid, choice] = it->second;
   auto e = st.entries.find(hid);
-  return e == st.entries.end() ? nullptr : &e->second;
+  if (e == st.entries.end())
+    return std::nullopt;
+  return choice_ref{hid, choice, &e->second};
+}
+
+/// Ends HTTP request `hid` with `err`: an error event if its stream has started, else an error
+/// reply; its choices still live are cancelled.
+void fail_entry(http_self self, std::uint64_t hid, http_entry& e, const api_error& err, std::uint32_t retry_after_ms = 0) {
+  if (e.stream && e.started)
+    send_stream(self, hid, e, openai_reply::stream_error(err), true);
+  else
+    reply_error(self, hid, err, retry_after_ms);
+  finish_entry(self, hid, true);
 }
 
 caf::behavior http_actor(http_self self, std::shared_ptr<http_gateway::impl> io) {
@@ -227,48 +234,40 @@ caf::behavior http_actor(http_self self, std::shared_ptr<http_gateway::impl> io)
         on_stats_request(self, hid, endpoint);
     },
     [self](const actors::token_event& ev) {
-      std::uint64_t hid;
-      std::size_t c;
-      auto* e = lookup(self, ev.id, hid, c);
-      if (e == nullptr)
+      auto at = lookup(self, ev.id);
+      if (!at)
         return;
-      auto bytes = e->reply->on_token(c, ev.token, ev.text, ev.has_logprobs ? &ev.logprobs : nullptr);
-      if (e->stream && !bytes.empty())
-        send_stream(self, hid, *e, std::move(bytes));
+      auto& e = *at->entry;
+      auto bytes = e.reply->on_token(at->choice, ev.token, ev.text, ev.has_logprobs ? &ev.logprobs : nullptr);
+      if (e.stream && !bytes.empty())
+        send_stream(self, at->hid, e, std::move(bytes));
     },
     [self](const actors::done_event& ev) {
-      std::uint64_t hid;
-      std::size_t c;
-      auto* e = lookup(self, ev.id, hid, c);
-      if (e == nullptr)
+      auto at = lookup(self, ev.id);
+      if (!at)
         return;
+      auto& e = *at->entry;
       self->state.by_choice.erase(ev.id.value());
-      auto bytes = e->reply->on_done(c, ev.finish_reason,
-                                     {ev.usage.prompt_tokens, ev.usage.completion_tokens, ev.usage.cached_tokens});
-      if (!e->reply->all_done()) {
-        if (e->stream && !bytes.empty())
-          send_stream(self, hid, *e, std::move(bytes));
+      auto bytes = e.reply->on_done(at->choice, ev.finish_reason,
+                                    {ev.usage.prompt_tokens, ev.usage.completion_tokens, ev.usage.cached_tokens});
+      if (!e.reply->all_done()) {
+        if (e.stream && !bytes.empty())
+          send_stream(self, at->hid, e, std::move(bytes));
         return;
       }
-      if (e->stream)
-        send_stream(self, hid, *e, bytes + e->reply->stream_end(), true);
+      if (e.stream)
+        send_stream(self, at->hid, e, bytes + e.reply->stream_end(), true);
       else
-        reply(self, hid, 200, e->reply->body());
-      finish_entry(self, hid, false);
+        reply(self, at->hid, 200, e.reply->body());
+      finish_entry(self, at->hid, false);
     },
     [self](const actors::error_event& ev) {
-      std::uint64_t hid;
-      std::size_t c;
-      auto* e = lookup(self, ev.id, hid, c);
-      if (e == nullptr)
+      auto at = lookup(self, ev.id);
+      if (!at)
         return;
       self->state.by_choice.erase(ev.id.value());
-      auto err = to_api_error(ev.code, ev.message);
-      if (e->stream && e->started)
-        send_stream(self, hid, *e, openai_reply::stream_error(err), true);
-      else
-        reply_error(self, hid, err, ev.retry_after_ms);
-      finish_entry(self, hid, true);  // the other choices of a failed request are cancelled
+      // The other choices of a failed request are cancelled.
+      fail_entry(self, at->hid, *at->entry, to_api_error(ev.code, ev.message), ev.retry_after_ms);
     },
     [self](http_gone_atom, std::uint64_t hid) {
       if (!self->state.entries.count(hid))
@@ -283,15 +282,9 @@ caf::behavior http_actor(http_self self, std::shared_ptr<http_gateway::impl> io)
       std::vector<std::uint64_t> all;
       for (auto& [hid, e] : self->state.entries)
         all.push_back(hid);
-      for (auto hid : all) {
-        auto& e = self->state.entries.at(hid);
-        auto err = to_api_error(serve_errc::shutting_down, "the server is shutting down");
-        if (e.stream && e.started)
-          send_stream(self, hid, e, openai_reply::stream_error(err), true);
-        else
-          reply_error(self, hid, err);
-        finish_entry(self, hid, true);
-      }
+      const auto err = to_api_error(serve_errc::shutting_down, "the server is shutting down");
+      for (auto hid : all)
+        fail_entry(self, hid, self->state.entries.at(hid), err);
     },
   };
 }

@@ -62,6 +62,8 @@ struct http_gateway::impl {
   std::unordered_map<std::uint64_t, evhttp_request*> reqs;
   std::unordered_map<evhttp_connection*, std::unordered_set<std::uint64_t>> by_conn;
   std::unordered_map<std::uint64_t, evhttp_connection*> conn_of;
+  /// Requests whose reply has not started: evhttp does not watch their sockets (check_closed).
+  std::unordered_set<std::uint64_t> waiting;
 
   std::mutex out_m;
   std::deque<http_out> outbox;
@@ -80,7 +82,7 @@ struct http_gateway::impl {
   void on_request(evhttp_request* req);
   void on_close(evhttp_connection* conn);
   void drain_outbox();
-  void check_closed();  ///< drops connections whose client has closed its end
+  void check_closed();  ///< drops connections of `waiting` requests whose client has closed its end
   /// Registers a request the actor will answer; returns its id.
   std::uint64_t track(evhttp_request* req);
   void forget(std::uint64_t id);

@@ -57,6 +57,13 @@ void reply_error(evhttp_request* req, int status, const std::string& message, co
   reply_now(req, status, "application/json", error_body(e));
 }
 
+void send_chunk(evhttp_request* req, const std::string& body) {
+  auto* buf = evbuffer_new();
+  evbuffer_add(buf, body.data(), body.size());
+  evhttp_send_reply_chunk(req, buf);
+  evbuffer_free(buf);
+}
+
 std::pair<std::string, int> split_host_port(const std::string& listen) {
   const auto colon = listen.rfind(':');
   if (colon == std::string::npos)
@@ -88,6 +95,7 @@ std::uint64_t http_gateway::impl::track(evhttp_request* req) {
   const auto id = next_id++;
   auto* conn = evhttp_request_get_connection(req);
   reqs[id] = req;
+  waiting.insert(id);
   conn_of[id] = conn;
   auto& ids = by_conn[conn];
   if (ids.empty())
@@ -110,6 +118,7 @@ void http_gateway::impl::forget(std::uint64_t id) {
   }
   conn_of.erase(it);
   reqs.erase(id);
+  waiting.erase(id);
   connections = by_conn.size();
   --live;
 }
@@ -209,26 +218,20 @@ void http_gateway::impl::drain_outbox() {
         evhttp_add_header(headers, "Content-Type", "text/event-stream");
         evhttp_add_header(headers, "Cache-Control", "no-cache");
         evhttp_send_reply_start(req, 200, "OK");
+        waiting.erase(o.id);  // evhttp sees this socket close from now on
         [[fallthrough]];
       case http_out::op::chunk: {
         if (o.body.empty())
           break;
-        auto* buf = evbuffer_new();
-        evbuffer_add(buf, o.body.data(), o.body.size());
-        evhttp_send_reply_chunk(req, buf);
-        evbuffer_free(buf);
+        send_chunk(req, o.body);
         auto* bev = evhttp_connection_get_bufferevent(evhttp_request_get_connection(req));
         if (bev && evbuffer_get_length(bufferevent_get_output(bev)) > opts.max_buffered_bytes)
           overflowed.push_back(o.id);
         break;
       }
       case http_out::op::end:
-        if (!o.body.empty()) {
-          auto* buf = evbuffer_new();
-          evbuffer_add(buf, o.body.data(), o.body.size());
-          evhttp_send_reply_chunk(req, buf);
-          evbuffer_free(buf);
-        }
+        if (!o.body.empty())
+          send_chunk(req, o.body);
         evhttp_send_reply_end(req);
         forget(o.id);
         break;
@@ -248,15 +251,14 @@ void http_gateway::impl::drain_outbox() {
 void http_gateway::impl::check_closed() {
   // evhttp reads nothing from a connection whose request waits for its reply, so it would not
   // notice the client leave until the reply is written: peek at each such socket instead.
-  std::vector<evhttp_connection*> closed;
-  for (auto& [conn, ids] : by_conn) {
+  std::unordered_set<evhttp_connection*> closed;
+  for (auto id : waiting) {
+    auto* conn = conn_of.at(id);
     auto* bev = evhttp_connection_get_bufferevent(conn);
     const auto fd = bev ? bufferevent_getfd(bev) : -1;
-    if (fd < 0)
-      continue;
     char byte;
-    if (recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
-      closed.push_back(conn);
+    if (fd >= 0 && recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+      closed.insert(conn);
   }
   for (auto* conn : closed) {
     on_close(conn);

@@ -58,13 +58,13 @@ private:
   std::string out_;
 };
 
-std::string worker_labels(const actors::worker_metrics& m) {
-  return "worker=\"" + label(m.name) + "\",worker_id=\"" + std::to_string(m.wid.value()) + "\"";
+/// Labels of a worker's series; `x` is a worker_metrics or a worker_load.
+template <class T>
+std::string worker_labels(const T& x) {
+  return "worker=\"" + label(x.name) + "\",worker_id=\"" + std::to_string(x.wid.value()) + "\"";
 }
 
-std::string worker_labels(const actors::worker_load& l) {
-  return "worker=\"" + label(l.name) + "\",worker_id=\"" + std::to_string(l.wid.value()) + "\"";
-}
+std::uint32_t blocks_used(const actors::worker_load& l) { return l.total_blocks - std::min(l.free_blocks, l.total_blocks); }
 
 json hist_json(const histogram& h) {
   return {{"bounds", h.bounds}, {"counts", h.counts}, {"sum", h.sum}, {"count", h.count}};
@@ -149,11 +149,10 @@ std::string render_prometheus(const actors::router_stats& rs, const http_side& h
               [](const wl& l) { return l.running; });
   load_metric("num_requests_waiting", "gauge", "Requests waiting in the worker's scheduler.",
               [](const wl& l) { return l.waiting; });
-  load_metric("kv_blocks_used", "gauge", "K/V cache blocks in use.",
-              [](const wl& l) { return l.total_blocks - std::min(l.free_blocks, l.total_blocks); });
+  load_metric("kv_blocks_used", "gauge", "K/V cache blocks in use.", blocks_used);
   load_metric("kv_blocks_total", "gauge", "K/V cache blocks in the pool.", [](const wl& l) { return l.total_blocks; });
   load_metric("kv_cache_usage_perc", "gauge", "Fraction of K/V blocks in use (0-1).", [](const wl& l) {
-    return l.total_blocks ? double(l.total_blocks - std::min(l.free_blocks, l.total_blocks)) / l.total_blocks : 0.0;
+    return l.total_blocks ? double(blocks_used(l)) / l.total_blocks : 0.0;
   });
   load_metric("num_preemptions_total", "counter", "Sequences preempted for lack of K/V blocks.",
               [](const wl& l) { return l.preemptions; });
@@ -172,7 +171,7 @@ std::string render_stats_json(const actors::router_stats& rs, const http_side& h
               {"cached_tokens", all.cached_tokens}};
   json workers = json::array();
   for (const auto& l : rs.loads) {
-    const auto used = l.total_blocks - std::min(l.free_blocks, l.total_blocks);
+    const auto used = blocks_used(l);
     const auto slash = l.name.find('/');
     const char* state = l.running > 0 ? "serving" : "idle";
     if (l.waiting > 0 && l.total_blocks > 0 && used * 10 >= l.total_blocks * 9)
