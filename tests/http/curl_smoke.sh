@@ -12,7 +12,7 @@
 # Prints one line per check; exits non-zero at the first failure.
 set -euo pipefail
 bin=$1
-py=/usr/bin/python3; [ -x "$py" ] || py=python3
+source "$(dirname "$0")/lib.sh"
 command -v curl > /dev/null || { echo "curl_smoke: curl is not installed (run ./setup.sh test)"; exit 1; }
 
 tmp=$(mktemp -d)
@@ -23,8 +23,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-passed=0
-ok() { passed=$((passed + 1)); echo "ok $passed - $1"; }
 fail() {
   echo "not ok $((passed + 1)) - $1"
   [ -s "$tmp/body" ] && { echo "--- last response body:"; head -c 2000 "$tmp/body"; echo; }
@@ -32,7 +30,6 @@ fail() {
   echo "$passed passed, 1 failed"
   exit 1
 }
-free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 # py_check FILE 'python expression over j (parsed JSON) or t (text)' DESCRIPTION
 py_json() { "$py" -c 'import json, sys; j = json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2"; }
 py_text() { "$py" -c 'import sys; t = open(sys.argv[1], encoding="utf-8").read(); sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2"; }
@@ -64,11 +61,7 @@ start_server() {  # start_server NAME serve-flags...: sets $url to its HTTP base
 }
 wait_ready() {  # wait_ready NAME
   local u; eval "u=\$url_$1"
-  for _ in $(seq 1 120); do
-    [ -s "$tmp/ready_$1" ] && [ "$(curl -s -o /dev/null -w '%{http_code}' "$u/health" || true)" = 200 ] && return 0
-    sleep 0.25
-  done
-  cat "$tmp/serve_$1.log"; echo "server $1 did not start"; exit 1
+  wait_http_ready "$tmp/ready_$1" "$u" "$tmp/serve_$1.log"
 }
 
 "$bin" make-model --out "$tmp/m" --layers 2 --heads 4 --embd 64 --context 256 --seed 1 > /dev/null

@@ -16,7 +16,7 @@ bin=$1; out_png=${2:-}
 load_s=${DASHBOARD_LOAD_S:-12}
 chrome=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 [ -n "$chrome" ] || { echo "dashboard_chromium: chromium is not installed: run ./setup.sh test (apt-get install chromium)"; exit 1; }
-py=/usr/bin/python3; [ -x "$py" ] || py=python3
+source "$(dirname "$0")/lib.sh"
 
 tmp=$(mktemp -d)
 pid=; loaders=(); holder=
@@ -25,8 +25,6 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-passed=0
-ok() { passed=$((passed + 1)); echo "ok $passed - $1"; }
 fail() {
   echo "not ok $((passed + 1)) - $1"
   echo "--- server log (tail)"; tail -20 "$tmp/serve.log" || true
@@ -34,7 +32,6 @@ fail() {
   echo "$passed passed, 1 failed"
   exit 1
 }
-free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 runs=0
 chrome_run() {  # chrome_run ARGS... URL: headless Chromium with a fresh profile; stderr (dbus/GPU noise) to a file
@@ -52,11 +49,7 @@ hport=$(free_port); zport=$(free_port)
   --listen "tcp://127.0.0.1:$zport" --http "127.0.0.1:$hport" --ready-file "$tmp/ready" > "$tmp/serve.log" 2>&1 &
 pid=$!
 H=http://127.0.0.1:$hport
-for _ in $(seq 1 120); do
-  [ -s "$tmp/ready" ] && [ "$(curl -s -o /dev/null -w '%{http_code}' "$H/ready" || true)" = 200 ] && break
-  sleep 0.25
-done
-[ "$(curl -s -o /dev/null -w '%{http_code}' "$H/ready" || true)" = 200 ] || { cat "$tmp/serve.log"; echo "server did not start"; exit 1; }
+wait_http_ready "$tmp/ready" "$H" "$tmp/serve.log"
 echo "# serving on $H; chromium: $("$chrome" --version 2> /dev/null | tail -1)"
 
 # ---- load --------------------------------------------------------------------------------------

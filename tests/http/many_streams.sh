@@ -5,14 +5,14 @@
 # Usage: many_streams.sh LORAFLEET_BINARY
 set -euo pipefail
 bin=$1
+source "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d); trap 'kill $pid 2>/dev/null || true; rm -rf "$tmp"' EXIT
 "$bin" make-model --out "$tmp/model" --layers 2 --heads 4 --embd 64 --context 256 --seed 1 > /dev/null
-zport=$((20000 + RANDOM % 20000)); hport=$((zport + 1))
+zport=$(free_port); hport=$(free_port)
 "$bin" serve --model "$tmp/model" --workers 1 --kv-cache-mb 64 --queue-limit 2048 --log-level warn \
   --listen "tcp://127.0.0.1:$zport" --http "127.0.0.1:$hport" --ready-file "$tmp/ready" > "$tmp/serve.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 120); do [ -s "$tmp/ready" ] && break; sleep 0.5; done
-[ -s "$tmp/ready" ] || { cat "$tmp/serve.log"; echo "server did not start"; exit 1; }
+wait_http_ready "$tmp/ready" "http://127.0.0.1:$hport" "$tmp/serve.log"
 ulimit -n 4096 2>/dev/null || true
 "$bin" loadtest "http://127.0.0.1:$hport" --concurrency 512 --requests 1024 --input 16 --output 32 \
   --quiet --out "$tmp/run" | tee "$tmp/report.txt"

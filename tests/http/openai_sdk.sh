@@ -18,8 +18,7 @@ echo "# node $(node --version), openai $(node -p "require('$here/node_modules/op
 
 tmp=$(mktemp -d); pid=
 trap '[ -n "$pid" ] && kill $pid 2> /dev/null; rm -rf "$tmp"' EXIT
-py=/usr/bin/python3; [ -x "$py" ] || py=python3
-free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+source "$(dirname "$0")/lib.sh"
 
 "$bin" make-model --out "$tmp/tiny-gpt2" --layers 2 --heads 4 --embd 64 --context 256 --seed 1 > /dev/null
 mkdir "$tmp/adapters"
@@ -28,11 +27,7 @@ zport=$(free_port); hport=$(free_port)
 "$bin" serve --model "$tmp/tiny-gpt2" --adapters "$tmp/adapters" --workers 2 --threads 1 --kv-cache-mb 32 \
   --listen "tcp://127.0.0.1:$zport" --http "127.0.0.1:$hport" --ready-file "$tmp/ready" > "$tmp/serve.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 120); do
-  [ -s "$tmp/ready" ] && [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$hport/ready" || true)" = 200 ] && break
-  sleep 0.25
-done
-[ -s "$tmp/ready" ] || { cat "$tmp/serve.log"; echo "server did not start"; exit 1; }
+wait_http_ready "$tmp/ready" "http://127.0.0.1:$hport" "$tmp/serve.log"
 
 export LF_BASE_URL=http://127.0.0.1:$hport LF_MODEL=tiny-gpt2 LF_ADAPTER=tiny LF_CONTEXT=256
 export LF_ZMQ_PROMPT="The quick brown fox" LF_ZMQ_MAX_TOKENS=24
