@@ -6,6 +6,7 @@
 
 #include "cluster/config_detail.hpp"
 #include "cluster/endpoints.hpp"
+#include "gateway/host_port.hpp"
 #include "worker/worker_settings.hpp"
 
 namespace lf::cluster::detail {
@@ -195,6 +196,8 @@ void check_config(cluster_config& c, parse_state& st) {
   std::string why;
   if (!parse_endpoint(c.gateway_listen, &why))
     st.add("gateway.listen", "\"" + c.gateway_listen + "\": " + why);
+  if (!c.http_listen.empty() && !gateway::parse_host_port(c.http_listen, &why))
+    st.add("http.listen", why);
   if (c.heartbeat_interval.count() > 0 && c.heartbeat_timeout.count() > 0
       && c.heartbeat_timeout < 2 * c.heartbeat_interval)
     st.add("heartbeat.timeout_ms", "must be at least twice interval_ms ("

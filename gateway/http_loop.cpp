@@ -17,6 +17,7 @@
 #include <event2/thread.h>
 
 #include "core/log.hpp"
+#include "gateway/host_port.hpp"
 #include "gateway/http_impl.hpp"
 #include "gateway/openai_response.hpp"
 
@@ -62,23 +63,6 @@ void send_chunk(evhttp_request* req, const std::string& body) {
   evbuffer_add(buf, body.data(), body.size());
   evhttp_send_reply_chunk(req, buf);
   evbuffer_free(buf);
-}
-
-std::pair<std::string, int> split_host_port(const std::string& listen) {
-  const auto colon = listen.rfind(':');
-  if (colon == std::string::npos)
-    throw std::runtime_error("http: listen address must be host:port (got \"" + listen + "\")");
-  auto host = listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  int port = -1;
-  try {
-    port = std::stoi(listen.substr(colon + 1));
-  } catch (const std::exception&) {
-  }
-  if (port < 0 || port > 65535)
-    throw std::runtime_error("http: bad port in listen address \"" + listen + "\"");
-  return {host, port};
 }
 
 } // namespace
@@ -286,8 +270,12 @@ void http_gateway::impl::start() {
   evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD);
   evhttp_set_gencb(
     http, [](evhttp_request* r, void* arg) { static_cast<impl*>(arg)->on_request(r); }, this);
-  const auto [host, port] = split_host_port(opts.listen);
-  auto* handle = evhttp_bind_socket_with_handle(http, host.c_str(), static_cast<ev_uint16_t>(port));
+  std::string why;
+  const auto at = parse_host_port(opts.listen, &why);
+  if (!at)
+    throw std::runtime_error("http: listen address: " + why);
+  const int port = at->port;
+  auto* handle = evhttp_bind_socket_with_handle(http, at->host.c_str(), static_cast<ev_uint16_t>(port));
   if (!handle)
     throw std::runtime_error("http: cannot bind " + opts.listen + ": " + std::strerror(errno));
   sockaddr_storage ss{};

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "gateway/host_port.hpp"
 #include "tools/kv_dtype_flag.hpp"
 #include "worker/worker_settings.hpp"
 
@@ -67,6 +68,8 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
   s.gateway.curve_secret_key = a.str("curve-secret-key");
   s.gateway.curve_public_key = a.str("curve-public-key");
   s.http.listen = a.str("http");
+  if (std::string why; a.has("http") && !gateway::parse_host_port(s.http.listen, &why))
+    throw std::invalid_argument("--http: " + why);
   s.http.model_name = a.str("model-name");
   if (auto err = worker::check_settings(s.worker); !err.empty())
     throw std::invalid_argument(err);

@@ -36,7 +36,10 @@ expect 2 "--drain-timeout expects an integer" serve --drain-timeout nan
 expect 2 "unknown option --bogus" serve --bogus 1
 expect 1 "does not exist" serve --model /nonexistent/model
 expect 1 "cannot bind bogus" serve --listen bogus --threads 1
+expect 2 "--http: the port must be a number" serve --http 127.0.0.1:http
+expect 2 "--http: expected HOST:PORT" serve --http 8000
 expect 2 "ENDPOINT" loadtest
+expect 2 "http client: the port must be a number" loadtest http://127.0.0.1:abc
 expect 2 "--arrival must be closed or poisson (got 'bogus')" loadtest $ep --arrival bogus
 expect 2 "--concurrency must be in" loadtest $ep --concurrency 0
 expect 2 "--requests must be in" loadtest $ep --requests 0

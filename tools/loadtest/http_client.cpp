@@ -15,6 +15,8 @@
 #include <event2/thread.h>
 #include <nlohmann/json.hpp>
 
+#include "gateway/host_port.hpp"
+
 namespace lf::loadtest {
 
 using json = nlohmann::json;
@@ -198,10 +200,14 @@ http_client::http_client(const std::string& url, std::string model) : impl_(std:
   else
     throw std::invalid_argument("http client: the URL must start with http:// (got \"" + url + "\")");
   rest = rest.substr(0, rest.find('/'));
-  const auto colon = rest.rfind(':');
-  i.host = colon == std::string::npos ? rest : rest.substr(0, colon);
-  if (colon != std::string::npos)
-    i.port = std::stoi(rest.substr(colon + 1));
+  if (rest.find(':') == std::string::npos || rest.back() == ']')
+    rest += ":80";
+  std::string why;
+  const auto at = gateway::parse_host_port(rest, &why);
+  if (!at)
+    throw std::invalid_argument("http client: " + why);
+  i.host = at->host;
+  i.port = at->port;
   static const int threads_ready = evthread_use_pthreads();
   (void) threads_ready;
   i.base = event_base_new();

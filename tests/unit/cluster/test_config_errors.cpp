@@ -100,6 +100,12 @@ TEST_CASE("values out of range or not in the allowed set", "[cluster][config][er
   i = d.issue(with("\n[gateway]\nlisten = \"127.0.0.1:5555\"\n"));
   CHECK(i.key == "gateway.listen");
   CHECK_THAT(i.reason, Contains("tcp://HOST:PORT"));
+  i = d.issue(with("\n[http]\nlisten = \"tcp://127.0.0.1:8000\"\n"));
+  CHECK(i.key == "http.listen");
+  CHECK_THAT(i.reason, Contains("without a scheme"));
+  CHECK(d.issue(with("\n[http]\nlisten = \"127.0.0.1:http\"\n")).key == "http.listen");
+  CHECK(d.issue(with("\n[http]\nlisten = \"8000\"\n")).key == "http.listen");
+  CHECK(d.issue(with("\n[http]\nlisten = \"127.0.0.1:8000\"\nport = 1\n")).key == "http.port");
   i = d.issue(with("\n[heartbeat]\ninterval_ms = 1000\ntimeout_ms = 1500\n"));
   CHECK(i.key == "heartbeat.timeout_ms");
   CHECK_THAT(i.reason, Contains("twice"));

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "gateway/host_port.hpp"
 #include "gateway/openai_request.hpp"
 #include "gateway/openai_response.hpp"
 
@@ -205,4 +206,26 @@ TEST_CASE("a stream that fails after it started ends with an error event and [DO
   REQUIRE(ev.size() == 2);
   CHECK(ev[0]["error"]["code"] == "worker_lost");
   CHECK(ev[1] == "[DONE]");
+}
+
+TEST_CASE("host:port addresses parse strictly, with the reason when they do not") {
+  auto a = parse_host_port("127.0.0.1:8000");
+  REQUIRE(a);
+  CHECK(a->host == "127.0.0.1");
+  CHECK(a->port == 8000);
+  auto v6 = parse_host_port("[::1]:0");
+  REQUIRE(v6);
+  CHECK(v6->host == "::1");
+  CHECK(v6->port == 0);
+  std::string why;
+  CHECK_FALSE(parse_host_port("8000", &why));
+  CHECK(why.find("HOST:PORT") != std::string::npos);
+  CHECK_FALSE(parse_host_port("h:80x", &why));
+  CHECK(why.find("port must be a number") != std::string::npos);
+  CHECK_FALSE(parse_host_port("h:65536"));
+  CHECK_FALSE(parse_host_port("h:"));
+  CHECK_FALSE(parse_host_port("h:-1"));
+  CHECK_FALSE(parse_host_port("tcp://h:80", &why));
+  CHECK(why.find("without a scheme") != std::string::npos);
+  CHECK_FALSE(parse_host_port("::1:80"));
 }
