@@ -290,15 +290,32 @@ sampler::sampler(const sampling_params& params, std::uint64_t fallback_seed)
     top_k_(params.top_k),
     top_p_(params.top_p),
     repetition_penalty_(params.repetition_penalty),
-    seed_(params.seed.value_or(fallback_seed)),
-    rng_(seed_) {
+    seed_(params.seed.value_or(fallback_seed)) {
   // Only the fields the sampler reads; copying the stop list just to check it would be waste.
   if (auto err = validate(numeric_part(params)))
     throw std::invalid_argument("sampler: " + *err);
 }
 
-double sampler::next_uniform() {
-  return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+namespace {
+
+/// SplitMix64's output function (Steele, Lea and Flood 2014).
+constexpr std::uint64_t mix64(std::uint64_t z) noexcept {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+} // namespace
+
+std::uint64_t sampler::draw(std::uint64_t seed, std::uint64_t index) noexcept {
+  // SplitMix64 advances its state by the golden gamma per output: output i is mix of
+  // state0 + (i + 1) * gamma. Starting from mix64(seed) keeps nearby seeds' streams apart.
+  constexpr std::uint64_t gamma = 0x9e3779b97f4a7c15ULL;
+  return mix64(mix64(seed) + (index + 1) * gamma);
+}
+
+double sampler::uniform_at(std::uint64_t index) const noexcept {
+  return static_cast<double>(draw(seed_, index) >> 11) * 0x1.0p-53;
 }
 
 void sampler::apply_repetition_penalty(float* logits, std::size_t vocab,
@@ -332,7 +349,7 @@ void sampler::apply_repetition_penalty(float* logits, std::size_t vocab,
 }
 
 std::int32_t sampler::sample(float* logits, std::size_t vocab,
-                             const std::vector<std::int32_t>& context) {
+                             const std::vector<std::int32_t>& context, std::uint64_t index) {
   if (vocab == 0 || vocab > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
     throw std::invalid_argument("sampler: vocabulary size " + std::to_string(vocab)
                                 + " out of range");
@@ -344,7 +361,7 @@ std::int32_t sampler::sample(float* logits, std::size_t vocab,
   // Multiplying is cheaper than dividing; clamping keeps 0 * inv_t finite for the best token
   // when the temperature is subnormal.
   const float inv_t = std::min(1.0f / temperature_, std::numeric_limits<float>::max());
-  const double u = next_uniform();
+  const double u = uniform_at(index);
   auto& s = thread_scratch();
   if (s.cands.size() < vocab) {
     s.cands.resize(vocab);

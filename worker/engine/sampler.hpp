@@ -2,18 +2,23 @@
 /// Turns one row of logits into a token id: repetition penalty, temperature, top-k, top-p, then a
 /// draw from the sampler's own RNG. Pure C++17 so it is testable without torch; the generator
 /// copies each row of logits to the host and calls sample() once per running sequence per step.
+///
+/// Randomness is counter-based: the draw for a sequence's token `index` is SplitMix64's
+/// index-th output from the seed, a pure function of (seed, index). A sequence's whole sampler
+/// state is therefore its seed, the index of its next token and its tokens (for the repetition
+/// penalty), which is what lets another worker resume it exactly.
 
 #include <cstddef>
 #include <cstdint>
-#include <random>
 #include <vector>
 
 #include "core/sampling_params.hpp"
 
 namespace lf::engine {
 
-/// Per-sequence sampler. Owns its RNG, so sequences sampled from the same seed and the same logits
-/// produce the same tokens regardless of how requests are batched together. One instance per
+/// Per-sequence sampler. Its draws depend on (seed, index) only, so sequences sampled from the
+/// same seed and the same logits produce the same tokens regardless of how requests are batched
+/// together, and a sequence resumed at index i elsewhere draws what it would have drawn. One instance per
 /// sequence; an instance must not be used by two threads at once, but different instances may.
 /// Calls allocate only while a thread's scratch grows to the vocabulary size.
 ///
@@ -36,11 +41,24 @@ public:
   /// largest is 0 (the shift cannot change the softmax but keeps tiny temperatures from
   /// overflowing), with every token removed by top-k / top-p set to -inf.
   ///
-  /// Each non-greedy call takes exactly one 64-bit draw from the RNG, whatever the filters.
+  /// `index`: the position of the token being sampled among the sequence's generated tokens (0
+  /// for the first). A non-greedy call uses the one 64-bit value draw(seed(), index), whatever the
+  /// filters; calls with the same index draw the same value.
   ///
   /// -inf logits are fine (masked tokens). Throws std::runtime_error when a logit is NaN or +inf
   /// or every logit is -inf, since a token drawn from such a row would be garbage.
-  std::int32_t sample(float* logits, std::size_t vocab, const std::vector<std::int32_t>& context);
+  std::int32_t sample(float* logits, std::size_t vocab, const std::vector<std::int32_t>& context,
+                      std::uint64_t index);
+
+  /// sample() at the index after the previous call of this overload (0 first): for callers that
+  /// sample a sequence's tokens one after another from its start (the static baselines, tests).
+  std::int32_t sample(float* logits, std::size_t vocab, const std::vector<std::int32_t>& context) {
+    return sample(logits, vocab, context, next_index_++);
+  }
+
+  /// The 64-bit value a non-greedy sample() at `index` uses: SplitMix64's output number `index`
+  /// from state mix(seed). Pure.
+  static std::uint64_t draw(std::uint64_t seed, std::uint64_t index) noexcept;
 
   /// The seed actually in use (params.seed or the fallback), for logging and reproduction.
   std::uint64_t seed() const noexcept {
@@ -54,16 +72,16 @@ private:
   static std::int32_t draw_unfiltered(const float* probs, std::size_t vocab, double u);
   /// Top-p without top-k over the scaled logits and their probabilities.
   std::int32_t draw_nucleus(float* logits, const float* probs, std::size_t vocab, double u);
-  /// Uniform double in [0, 1) from the 53 high bits of one 64-bit draw, so the stream does not
+  /// Uniform double in [0, 1) from the 53 high bits of draw(seed, index), so the stream does not
   /// depend on the standard library's distribution implementation.
-  double next_uniform();
+  double uniform_at(std::uint64_t index) const noexcept;
 
   float temperature_;
   int top_k_;
   float top_p_;
   float repetition_penalty_;
   std::uint64_t seed_;
-  std::mt19937_64 rng_;
+  std::uint64_t next_index_ = 0;  ///< the three-argument sample()'s counter
   // Work buffers live in per-thread scratch (sampler.cpp), not here: one sampler per running
   // sequence would otherwise hold about 1 MB of buffers each.
 };
