@@ -43,8 +43,11 @@ using router_actor = caf::typed_actor<
   caf::reacts_to<worker_failed>,
   // Its own deadline timers.
   caf::reacts_to<expire_atom, route_id>,
+  caf::reacts_to<stranded_atom, route_id, std::uint32_t>,
   // Status: now, or once at least n workers are registered (readiness).
   caf::replies_to<caf::get_atom>::with<router_stats>,
-  caf::replies_to<caf::wait_for_atom, std::uint32_t>::with<router_stats>>;
+  caf::replies_to<caf::wait_for_atom, std::uint32_t>::with<router_stats>,
+  // Operators and leaving worker nodes: drain a node (its name, or the name of one worker).
+  caf::replies_to<drain_atom, std::string>::with<std::uint32_t, std::uint32_t>>;
 
 } // namespace lf::actors

@@ -39,6 +39,11 @@ namespace lf::actors {
 /// Worker: time to send a load report. Router: (expire_atom, route_id) a request's deadline.
 using report_atom = caf::atom_constant<caf::atom("lf_report")>;
 using expire_atom = caf::atom_constant<caf::atom("lf_expire")>;
+/// Router: (drain_atom, node) moves the node's requests to other workers (exact resumption) and
+/// places nothing there again; replies (workers drained, requests moved).
+using drain_atom = caf::atom_constant<caf::atom("lf_drain")>;
+/// Router: (stranded_atom, route_id, moves) a moved request's wait for a new worker is over.
+using stranded_atom = caf::atom_constant<caf::atom("lf_strand")>;
 
 // -- client <-> router ----------------------------------------------------------------------------
 
@@ -73,7 +78,9 @@ struct done_event {
   std::vector<std::int32_t> tokens;
   worker::usage_counts usage;
   worker::request_timings timings;  ///< measured by the worker, from its submit
-  worker_id worker;                 ///< who served it
+  worker_id worker;                 ///< who served it (the last worker, if it was resumed)
+  std::uint64_t seed = 0;           ///< the sampling seed used (the client's, or assigned at admission)
+  std::uint32_t resumed = 0;        ///< times it moved to another worker mid-stream
 };
 
 /// Terminal: the request failed, was cancelled or was rejected.
@@ -104,6 +111,10 @@ struct worker_submit {
   sink_request_id id;        ///< the client's id, carried back in the events
   validated_request req;
   std::uint32_t timeout_ms = 0;  ///< time left until the deadline; 0 => none
+  /// Exact resumption: the tokens already streamed to the client by an earlier worker. The
+  /// worker continues after them (serving_loop::submit); the first token it sends has index
+  /// resume.size().
+  std::vector<std::int32_t> resume;
 };
 
 /// Router -> worker: stop serving `rid` and free its blocks.
@@ -166,8 +177,10 @@ struct router_stats {
   std::uint32_t inflight = 0;  ///< placed on a worker, not ended
   std::uint64_t accepted = 0, overloaded = 0, rejected = 0;  ///< rejected: invalid requests
   std::uint64_t completed = 0, failed = 0, cancelled = 0, timed_out = 0;
-  std::uint64_t replaced = 0;     ///< placed again after their worker died
+  std::uint64_t replaced = 0;     ///< placed again after their worker died, before streaming
   std::uint64_t worker_lost = 0;  ///< ended with worker_lost
+  std::uint64_t resumed = 0;      ///< resumptions: mid-stream moves to another worker (lost or drained)
+  std::uint32_t draining = 0;     ///< live workers that take no new requests (drained)
   std::vector<worker_load> loads; ///< last report of each live worker
   std::vector<worker_metrics> metrics;  ///< per worker ever registered, then worker 0
 };
@@ -193,7 +206,7 @@ typename Inspector::result_type inspect(Inspector& f, token_event& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, done_event& x) {
   return f(caf::meta::type_name("lf.done_event"), x.id, x.finish_reason, x.text, x.tokens, x.usage,
-           x.timings, x.worker);
+           x.timings, x.worker, x.seed, x.resumed);
 }
 
 template <class Inspector>
@@ -209,7 +222,7 @@ typename Inspector::result_type inspect(Inspector& f, register_worker& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_submit& x) {
-  return f(caf::meta::type_name("lf.worker_submit"), x.rid, x.id, x.req, x.timeout_ms);
+  return f(caf::meta::type_name("lf.worker_submit"), x.rid, x.id, x.req, x.timeout_ms, x.resume);
 }
 
 template <class Inspector>
@@ -255,7 +268,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, router_stats& x) {
   return f(caf::meta::type_name("lf.router_stats"), x.workers, x.queued, x.inflight, x.accepted,
            x.overloaded, x.rejected, x.completed, x.failed, x.cancelled, x.timed_out, x.replaced,
-           x.worker_lost, x.loads, x.metrics);
+           x.worker_lost, x.resumed, x.draining, x.loads, x.metrics);
 }
 
 } // namespace lf::actors

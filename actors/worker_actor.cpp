@@ -56,7 +56,8 @@ worker_load snapshot(const worker_state& st) {
 }
 
 /// Callbacks that run on the loop thread: they touch no actor state, only send messages.
-worker::request_callbacks make_callbacks(worker_self self, route_id rid, sink_request_id cid) {
+worker::request_callbacks make_callbacks(worker_self self, route_id rid, sink_request_id cid,
+                                         std::uint32_t first_index) {
   auto router = self->state.router;
   auto wid = self->state.wid;
   auto me = caf::actor_cast<worker_actor>(self);
@@ -64,7 +65,7 @@ worker::request_callbacks make_callbacks(worker_self self, route_id rid, sink_re
   // on_logprobs (when asked for) runs just before on_token of the same token, on the same thread.
   auto lp = std::make_shared<std::optional<token_logprobs>>();
   cb.on_logprobs = [lp](token_logprobs x) { *lp = std::move(x); };
-  cb.on_token = [router, wid, rid, cid, lp, index = std::uint32_t{0}](std::int32_t token,
+  cb.on_token = [router, wid, rid, cid, lp, index = first_index](std::int32_t token,
                                                                      std::string_view text) mutable {
     token_event ev{cid, token, std::string(text), index++};
     if (*lp) {
@@ -100,7 +101,9 @@ void on_submit(worker_self self, worker_submit& msg) {
     if (msg.timeout_ms > 0)
       deadline = worker::time_point::clock::now() + std::chrono::milliseconds(msg.timeout_ms);
     // The request was validated at the edge against limits this worker registered with.
-    auto id = st.backend.loop->submit(std::move(msg.req), deadline, make_callbacks(self, msg.rid, msg.id));
+    const auto first = static_cast<std::uint32_t>(msg.resume.size());
+    auto id = st.backend.loop->submit(std::move(msg.req), deadline, make_callbacks(self, msg.rid, msg.id, first),
+                                      std::move(msg.resume));
     st.live.emplace(msg.rid, id);
   } catch (const std::exception& e) {
     log::error("worker", "submit failed", {{"worker", st.opts.name}, {"reason", e.what()}});

@@ -143,6 +143,7 @@ struct client::impl {
           r.finish_reason = msg.finish_reason;
           r.usage = msg.usage;
           r.timings = msg.timings;
+          r.seed = msg.seed;
           finish(msg.id.value(), std::move(r));
         } else if constexpr (std::is_same_v<T, proto::error_msg>) {
           if (!msg.id)

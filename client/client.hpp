@@ -45,8 +45,9 @@ struct result {
   std::string text;
   std::string finish_reason;
   std::vector<std::int32_t> tokens;           ///< streamed token ids (streaming requests)
-  proto::usage_info usage;
+  proto::usage_info usage;                    ///< usage.resumed: mid-stream moves between workers
   proto::timing_info timings;
+  std::uint64_t seed = 0;                     ///< the seed used (the request's or the router's)
   bool ok() const noexcept { return error == serve_errc::none; }
 };
 

@@ -289,7 +289,8 @@ caf::behavior gateway_actor(gw_self self, std::shared_ptr<zmq_gateway::impl> io)
       proto::done_msg d;
       d.id = e->client_id;
       d.finish_reason = ev.finish_reason;
-      d.usage = {ev.usage.prompt_tokens, ev.usage.completion_tokens, ev.usage.cached_tokens};
+      d.usage = {ev.usage.prompt_tokens, ev.usage.completion_tokens, ev.usage.cached_tokens, ev.resumed};
+      d.seed = ev.seed;
       d.timings = {ev.timings.queue_ms, ev.timings.ttft_ms, ev.timings.total_ms};
       if (!e->stream)
         d.text = ev.text;

@@ -20,6 +20,8 @@ proto::stats_reply flatten_stats(const actors::router_stats& rs, std::size_t gat
   v["router.timed_out"] = static_cast<double>(rs.timed_out);
   v["router.replaced"] = static_cast<double>(rs.replaced);
   v["router.worker_lost"] = static_cast<double>(rs.worker_lost);
+  v["router.resumed"] = static_cast<double>(rs.resumed);
+  v["router.draining"] = rs.draining;
   for (const auto& l : rs.loads) {
     const auto p = "worker." + std::to_string(l.wid.value()) + ".";
     v[p + "waiting"] = l.waiting;

@@ -94,6 +94,9 @@ std::string render_prometheus(const actors::router_stats& rs, const http_side& h
                  rs.overloaded);
   router_counter("requests_rejected_total", "Invalid requests refused by the router.", rs.rejected);
   router_counter("requests_replaced_total", "Requests placed again after their worker was lost.", rs.replaced);
+  router_counter("requests_resumed_total",
+                 "Resumptions: requests moved mid-stream to another worker (lost or drained), continuing exactly.",
+                 rs.resumed);
   auto gauge = [&](const char* name, const char* help, double v) {
     w.head(p + name, "gauge", help);
     w.sample(p + name, "", v);
@@ -167,6 +170,7 @@ std::string render_stats_json(const actors::router_stats& rs, const http_side& h
               {"accepted", rs.accepted},     {"completed", rs.completed},     {"failed", rs.failed},
               {"cancelled", rs.cancelled},   {"timed_out", rs.timed_out},     {"overloaded", rs.overloaded},
               {"rejected", rs.rejected},     {"replaced", rs.replaced},       {"worker_lost", rs.worker_lost},
+              {"resumed", rs.resumed},       {"draining", rs.draining},
               {"prompt_tokens", all.prompt_tokens}, {"generation_tokens", all.generation_tokens},
               {"cached_tokens", all.cached_tokens}};
   json workers = json::array();

@@ -130,15 +130,15 @@ bool operator==(const token_msg& a, const token_msg& b) {
   return std::tie(a.id, a.text, a.token, a.index) == std::tie(b.id, b.text, b.token, b.index);
 }
 bool operator==(const usage_info& a, const usage_info& b) {
-  return std::tie(a.prompt_tokens, a.completion_tokens, a.cached_tokens)
-         == std::tie(b.prompt_tokens, b.completion_tokens, b.cached_tokens);
+  return std::tie(a.prompt_tokens, a.completion_tokens, a.cached_tokens, a.resumed)
+         == std::tie(b.prompt_tokens, b.completion_tokens, b.cached_tokens, b.resumed);
 }
 bool operator==(const timing_info& a, const timing_info& b) {
   return std::tie(a.queue_ms, a.ttft_ms, a.total_ms) == std::tie(b.queue_ms, b.ttft_ms, b.total_ms);
 }
 bool operator==(const done_msg& a, const done_msg& b) {
-  return std::tie(a.id, a.finish_reason, a.usage, a.timings, a.text)
-         == std::tie(b.id, b.finish_reason, b.usage, b.timings, b.text);
+  return std::tie(a.id, a.finish_reason, a.usage, a.timings, a.text, a.seed)
+         == std::tie(b.id, b.finish_reason, b.usage, b.timings, b.text, b.seed);
 }
 bool operator==(const error_msg& a, const error_msg& b) {
   return std::tie(a.id, a.code, a.message, a.retry_after_ms)

@@ -114,6 +114,7 @@ struct usage_info {
   std::uint32_t prompt_tokens = 0;
   std::uint32_t completion_tokens = 0;
   std::uint32_t cached_tokens = 0;  ///< prompt tokens served by the prefix cache
+  std::uint32_t resumed = 0;        ///< times it moved to another worker mid-stream (optional on the wire)
 };
 
 /// Where a finished request's time went, in milliseconds from arrival at the gateway.
@@ -130,6 +131,9 @@ struct done_msg {
   usage_info usage;
   timing_info timings;
   std::optional<std::string> text;  ///< the whole completion; present exactly when stream=false
+  /// The sampling seed used: the request's, or the one the router assigned (optional on the
+  /// wire; 0 when absent). Submitting again with it reproduces the text.
+  std::uint64_t seed = 0;
 };
 
 /// Terminal for the request `id`; without an id, about a frame whose id could not be read.

@@ -190,6 +190,7 @@ void read_done(field_reader& r, done_msg& m) {
     m.usage.prompt_tokens = count("prompt_tokens");
     m.usage.completion_tokens = count("completion_tokens");
     m.usage.cached_tokens = count("cached_tokens");
+    m.usage.resumed = static_cast<std::uint32_t>(ur.get_uint("resumed", presence::optional, u32_max).value_or(0));
     ur.finish();
     if (!ur.ok())
       r.fail(ur.error());
@@ -210,6 +211,7 @@ void read_done(field_reader& r, done_msg& m) {
       r.fail(tr.error());
   }
   m.text = r.get_str("text", presence::optional, max_text_bytes);
+  m.seed = r.get_uint("seed", presence::optional, std::numeric_limits<std::uint64_t>::max()).value_or(0);
 }
 
 void read_error(field_reader& r, error_msg& m) {

@@ -170,17 +170,19 @@ std::string encode(const token_msg& m) {
 }
 
 std::string encode(const done_msg& m) {
-  frame_writer w("done", 4 + count({m.text.has_value()}));
+  frame_writer w("done", 5 + count({m.text.has_value()}));
   w.field("id", m.id);
   w.field("finish_reason", m.finish_reason);
-  w.key("usage").pack_map(3);
+  w.key("usage").pack_map(4);
   w.field_u64("prompt_tokens", m.usage.prompt_tokens);
   w.field_u64("completion_tokens", m.usage.completion_tokens);
   w.field_u64("cached_tokens", m.usage.cached_tokens);
+  w.field_u64("resumed", m.usage.resumed);
   w.key("timings").pack_map(3);
   w.field_f64("queue_ms", m.timings.queue_ms);
   w.field_f64("ttft_ms", m.timings.ttft_ms);
   w.field_f64("total_ms", m.timings.total_ms);
+  w.field_u64("seed", m.seed);
   if (m.text)
     w.field("text", *m.text);
   return w.take();

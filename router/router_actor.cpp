@@ -28,6 +28,8 @@ void router_state::init(self_ptr self, router_config cfg) {
   cfg_ = std::move(cfg);
   placer_ = placer(cfg_.placement);
   queue_ = admission_queue<actors::route_id>(cfg_.max_queue);
+  std::random_device rd;
+  seeds_.seed((static_cast<std::uint64_t>(rd()) << 32) ^ rd());
 }
 
 router_state::~router_state() {
@@ -101,8 +103,9 @@ void router_state::on_token(actors::worker_token& msg) {
   if (!e)
     return;
   e->state = route_state::streaming;
-  if (e->streamed++ == 0 && !e->first_token)
+  if (!e->first_token)
     e->first_token = router_clock::now();
+  e->sent.push_back(msg.ev.token);
   msg.ev.id = e->client_id;
   self_->send(e->sink, std::move(msg.ev));
 }
@@ -137,16 +140,13 @@ void router_state::worker_lost(worker_entry& dead, const caf::error& reason) {
   std::sort(mine.rbegin(), mine.rend());
   for (auto rid : mine) {
     auto& e = routes_.at(rid);
-    if (e.streamed == 0) {
-      e.state = route_state::queued;
-      e.worker = actors::worker_id{};
-      queue_.push_front(rid);
-      ++counters_.replaced;
-    } else {
+    if (!move_again(e))
       end(e, actors::error_event{{}, serve_errc::worker_lost,
-                         "the worker died after streaming " + std::to_string(e.streamed) + " tokens", 0},
+                                 "the worker died after streaming " + std::to_string(e.sent.size())
+                                   + " tokens, and the request has moved " + std::to_string(e.resumed)
+                                   + " times already",
+                                 0},
           false);
-    }
   }
   // A worker that stopped cleanly with nothing in flight (a drained shutdown) is news, not trouble.
   const bool clean = mine.empty() && (!reason || reason == caf::exit_reason::user_shutdown);
@@ -156,8 +156,41 @@ void router_state::worker_lost(worker_entry& dead, const caf::error& reason) {
   dispatch();
 }
 
+std::pair<std::uint32_t, std::uint32_t> router_state::drain(const std::string& node) {
+  std::uint32_t drained = 0;
+  for (auto& [id, w] : workers_) {
+    const auto& n = w.info.name;
+    const bool match = n == node || (n.size() > node.size() && n.compare(0, node.size(), node) == 0
+                                     && n[node.size()] == '/');
+    if (match && !w.draining) {
+      w.draining = true;
+      ++drained;
+    }
+  }
+  std::vector<actors::route_id> moving;
+  for (auto& [rid, e] : routes_)
+    if (e.state != route_state::queued && workers_.count(e.worker) && workers_.at(e.worker).draining)
+      moving.push_back(rid);
+  std::sort(moving.rbegin(), moving.rend());  // newest first into the front: oldest ends up first
+  std::uint32_t moved = 0;
+  for (auto rid : moving) {
+    auto& e = routes_.at(rid);
+    const auto from = e.worker;
+    if (!move_again(e))
+      continue;  // out of resumptions: it stays where it is and finishes there
+    self_->send(workers_.at(from).handle, actors::worker_cancel{rid});
+    ++moved;
+  }
+  if (drained > 0 || moved > 0)
+    log::info("router", "drained", {{"node", node}, {"workers", drained}, {"moved", moved}});
+  dispatch();
+  return {drained, moved};
+}
+
 actors::router_stats router_state::stats() const {
   auto s = counters_;
+  for (auto& [id, w] : workers_)
+    s.draining += w.draining ? 1 : 0;
   s.workers = static_cast<std::uint32_t>(workers_.size());
   s.queued = static_cast<std::uint32_t>(queue_.size());
   s.inflight = static_cast<std::uint32_t>(routes_.size() - queue_.size());
@@ -197,7 +230,12 @@ actors::router_actor::behavior_type router_impl(router_state::self_ptr self, rou
     [self](actors::worker_done& msg) { self->state.on_done(msg); },
     [self](actors::worker_failed& msg) { self->state.on_failed(msg); },
     [self](actors::expire_atom, actors::route_id rid) { self->state.expire(rid); },
+    [self](actors::stranded_atom, actors::route_id rid, std::uint32_t moves) { self->state.stranded(rid, moves); },
     [self](caf::get_atom) -> actors::router_stats { return self->state.stats(); },
+    [self](actors::drain_atom, const std::string& node) -> caf::result<std::uint32_t, std::uint32_t> {
+      auto [workers, moved] = self->state.drain(node);
+      return {workers, moved};
+    },
     [self](caf::wait_for_atom, std::uint32_t n) -> caf::result<actors::router_stats> {
       auto rp = self->make_response_promise<actors::router_stats>();
       self->state.await_workers(n, rp);

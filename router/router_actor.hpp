@@ -9,17 +9,23 @@
 ///        ├─ a worker has room ─────────────────> placed ──token──> streaming ──done──> (ended)
 ///        ├─ queue has room ──> queued ─dispatch─>   │                  │
 ///        └─ queue full: error_event{overloaded, retry_after_ms}       │
-///   placed, worker dies ──────────> queued again (front)              │
-///   streaming, worker dies ─────────────────────────────> error_event{worker_lost}
+///   placed, worker dies or is drained ──> queued again (front)       │
+///   streaming, worker dies or is drained ──> queued again (front) with the tokens sent so far:
+///       the next worker resumes exactly (worker_submit::resume); after max_resumptions moves
+///       the request ends with error_event{worker_lost} instead
 ///   deadline (any state) ──> error_event{timeout};  cancel_request ──> error_event{cancelled}
 ///   sink (client) dies ──> cancelled silently
 ///   router stops ──> error_event{shutting_down} for everything still live
+///
+/// A request without a seed gets one at admission (reported in done_event::seed), so a resumed
+/// request draws what the undisturbed one would have drawn.
 ///
 /// Every accepted request gets exactly one terminal event (done_event or error_event); events
 /// from a worker that no longer owns a request (it died, or the request was re-placed or ended)
 /// are dropped. Workers register with a register_worker message (works for remote workers too)
 /// and are monitored from then on.
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -37,6 +43,13 @@ struct router_config {
   std::size_t max_queue = 256;                   ///< admission queue bound
   std::uint32_t max_inflight_per_worker = 64;    ///< placed-not-ended requests per worker
   std::uint32_t retry_after_ms = 200;            ///< hint sent with `overloaded`
+  /// Mid-stream moves (lost or drained workers) one request may take; the next loss ends it
+  /// with worker_lost.
+  std::uint32_t max_resumptions = 3;
+  /// How long a request moved off a lost or drained worker waits for another one (its deadline
+  /// may end it sooner); then it ends with worker_lost rather than wait for a worker that may
+  /// never come.
+  std::chrono::milliseconds move_wait{30000};
   /// What requests are validated against (core/request.hpp). context_window and vocab_size 0 =>
   /// those of the registered workers (the smallest); set from the model, they also refuse the
   /// registration of a worker whose model is smaller, so a validated request fits every worker.

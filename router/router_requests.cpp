@@ -54,6 +54,8 @@ void router_state::submit(actors::generate_request& req) {
       return reject(sink, req.id, serve_errc::invalid_request,
                     "request id " + std::to_string(req.id.value()) + " is already in use");
     }
+    if (!req.draft.params.seed)
+      req.draft.params.seed = seeds_();  // resumption needs a seed; `done` reports it
     auto checked = validate_request(std::move(req.draft), limits());
     if (auto* bad = std::get_if<check_failure>(&checked)) {
       ++(bad->code == serve_errc::overloaded ? counters_.overloaded : counters_.rejected);
@@ -103,6 +105,8 @@ std::vector<worker_view> router_state::views(const std::string& adapter) const {
   std::vector<worker_view> out;
   out.reserve(workers_.size());
   for (auto& [id, w] : workers_) {
+    if (w.draining)
+      continue;
     bool has = false;
     if (!adapter.empty())
       has = w.placed_adapters.count(adapter)
@@ -117,7 +121,6 @@ void router_state::place(route_entry& e, worker_entry& w) {
   e.worker = w.id;
   if (!e.placed)
     e.placed = router_clock::now();
-  e.streamed = 0;
   ++w.inflight;
   w.load_tokens += e.cost;
   if (!e.req.adapter().empty())
@@ -127,7 +130,52 @@ void router_state::place(route_entry& e, worker_entry& w) {
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*e.deadline - router_clock::now());
     left = static_cast<std::uint32_t>(std::max<std::int64_t>(ms.count(), 1));
   }
-  self_->send(w.handle, actors::worker_submit{e.rid, e.client_id, e.req, left});
+  self_->send(w.handle, actors::worker_submit{e.rid, e.client_id, e.req, left, e.sent});
+}
+
+void router_state::unplace(route_entry& e) {
+  auto it = workers_.find(e.worker);
+  if (it == workers_.end())
+    return;
+  auto& w = it->second;
+  --w.inflight;
+  w.load_tokens -= std::min(w.load_tokens, e.cost);
+  if (!e.req.adapter().empty()) {
+    auto a = w.placed_adapters.find(e.req.adapter());
+    if (a != w.placed_adapters.end() && --a->second == 0)
+      w.placed_adapters.erase(a);
+  }
+}
+
+bool router_state::move_again(route_entry& e) {
+  if (!e.sent.empty() && e.resumed >= cfg_.max_resumptions)
+    return false;
+  unplace(e);
+  if (e.sent.empty()) {
+    ++counters_.replaced;
+  } else {
+    ++e.resumed;
+    ++counters_.resumed;
+  }
+  e.state = route_state::queued;
+  e.worker = actors::worker_id{};
+  queue_.push_front(e.rid);
+  ++e.moves;
+  self_->delayed_send(caf::actor_cast<actors::router_actor>(self_), cfg_.move_wait, actors::stranded_atom::value,
+                      e.rid, e.moves);
+  return true;
+}
+
+void router_state::stranded(actors::route_id rid, std::uint32_t moves) {
+  auto it = routes_.find(rid);
+  if (it == routes_.end() || it->second.state != route_state::queued || it->second.moves != moves)
+    return;
+  end(it->second,
+      actors::error_event{{}, serve_errc::worker_lost,
+                          "its worker was lost and no other worker took it within "
+                            + std::to_string(cfg_.move_wait.count()) + " ms",
+                          0},
+      false);
 }
 
 void router_state::dispatch() {
@@ -143,16 +191,7 @@ void router_state::dispatch() {
 
 void router_state::forget(route_entry& e) {
   if (e.state != route_state::queued) {
-    if (auto it = workers_.find(e.worker); it != workers_.end()) {
-      auto& w = it->second;
-      --w.inflight;
-      w.load_tokens -= std::min(w.load_tokens, e.cost);
-      if (!e.req.adapter().empty()) {
-        auto a = w.placed_adapters.find(e.req.adapter());
-        if (a != w.placed_adapters.end() && --a->second == 0)
-          w.placed_adapters.erase(a);
-      }
-    }
+    unplace(e);
   } else {
     queue_.remove(e.rid);
   }
@@ -203,7 +242,8 @@ void router_state::log_end(const route_entry& e, std::string_view outcome, const
                 {"adapter", e.req.adapter().empty() ? std::string("-") : e.req.adapter()},
                 {"finish", outcome}, {"queue_ms", ms(e.placed)}, {"ttft_ms", ms(e.first_token)},
                 {"total_ms", total_ms}, {"tokens_in", e.req.prompt().size()},
-                {"tokens_out", done->tokens.size()}, {"cached", done->usage.cached_tokens}});
+                {"tokens_out", done->tokens.size()}, {"cached", done->usage.cached_tokens},
+                {"resumed", e.resumed}});
     return;
   }
   log::write(lvl, "router", "request ended",
@@ -215,12 +255,14 @@ void router_state::log_end(const route_entry& e, std::string_view outcome, const
               {"ttft_ms", ms(e.first_token)},
               {"total_ms", total_ms},
               {"tokens_in", e.req.prompt().size()},
-              {"tokens_out", e.streamed},
+              {"tokens_out", e.sent.size()},
               {"message", message}});
 }
 
 void router_state::end(route_entry& e, actors::done_event ev) {
   ++counters_.completed;
+  ev.seed = e.req.params().seed.value_or(0);
+  ev.resumed = e.resumed;
   count_done(e, ev);
   log_end(e, ev.finish_reason, {}, &ev);
   ev.id = e.client_id;

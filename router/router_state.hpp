@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <map>
+#include <random>
 #include <optional>
 #include <unordered_map>
 #include <utility>
@@ -24,12 +25,14 @@ using router_clock = std::chrono::steady_clock;
 struct route_entry {
   actors::route_id rid;
   actors::sink_request_id client_id;   ///< the sink's id, put on every event to the sink
-  validated_request req;   ///< kept to place it again if its worker dies before streaming
+  validated_request req;   ///< kept to place it again if its worker dies or is drained
   actors::event_sink sink;
   caf::actor_addr sink_addr;
   route_state state = route_state::queued;
   actors::worker_id worker;                      ///< valid unless queued
-  std::uint32_t streamed = 0;            ///< tokens sent to the sink
+  std::vector<std::int32_t> sent;        ///< tokens sent to the sink: what a resumption continues after
+  std::uint32_t resumed = 0;             ///< mid-stream moves so far
+  std::uint32_t moves = 0;               ///< moves of any kind (resumed or placed again)
   std::uint64_t cost = 0;                ///< estimated tokens (placement load)
   std::optional<router_clock::time_point> deadline;
   router_clock::time_point accepted{};               ///< for the request's log line
@@ -46,6 +49,7 @@ struct worker_entry {
   std::uint32_t inflight = 0;
   std::uint64_t load_tokens = 0;
   std::map<std::string, std::uint32_t> placed_adapters;  ///< adapter -> requests placed there
+  bool draining = false;  ///< drained: nothing is placed here any more
 };
 
 /// Everything the router knows: requests by route id and by (sink, client id), workers, the
@@ -69,6 +73,8 @@ public:
   void submit(actors::generate_request& req);
   void cancel(const actors::cancel_request& msg);
   void expire(actors::route_id rid);
+  /// A moved request still waiting for a worker `move_wait` after its move `moves` ends.
+  void stranded(actors::route_id rid, std::uint32_t moves);
 
   // -- workers (router_actor.cpp) --
   /// Registers a worker (same id when it registers twice); an error when its model cannot serve
@@ -80,12 +86,21 @@ public:
   void on_failed(actors::worker_failed& msg);
   void on_down(const caf::down_msg& dm);
   actors::router_stats stats() const;
+  /// Drains the workers of `node` (a node name: its workers are "node/N"; or one worker's name):
+  /// nothing is placed there again and their requests move to other workers (resumed exactly).
+  /// Returns (workers drained, requests moved).
+  std::pair<std::uint32_t, std::uint32_t> drain(const std::string& node);
   void await_workers(std::uint32_t n, caf::typed_response_promise<actors::router_stats> rp);
 
 private:
   /// The entry `rid` if `wid` owns it (events of a stale owner are dropped).
   route_entry* owned(actors::route_id rid, actors::worker_id wid);
   void place(route_entry& e, worker_entry& w);
+  /// Takes `e` off its worker's books (counts, adapters); the entry keeps its worker id.
+  void unplace(route_entry& e);
+  /// `e`'s worker is lost or drained: `e` goes back to the front of the queue, to be resumed
+  /// after the tokens it has sent; false (and nothing changed) when it has used its resumptions.
+  bool move_again(route_entry& e);
   void dispatch();
   std::vector<worker_view> views(const std::string& adapter) const;
   /// Sends the terminal event and forgets the request; cancels it on its worker if `cancel_worker`.
@@ -113,6 +128,7 @@ private:
   placer placer_;
   admission_queue<actors::route_id> queue_;
   std::uint64_t next_rid_ = 1;
+  std::mt19937_64 seeds_;  ///< seeds for requests that bring none
   std::uint32_t next_wid_ = 1;
   std::unordered_map<actors::route_id, route_entry> routes_;
   std::map<std::pair<caf::actor_addr, std::uint64_t>, actors::route_id> by_client_;

@@ -54,13 +54,13 @@ serving_loop::~serving_loop() {
 }
 
 request_id serving_loop::submit(validated_request req, std::optional<time_point> deadline,
-                                request_callbacks cb) {
+                                request_callbacks cb, std::vector<std::int32_t> resume) {
   request_id id;
   {
     std::lock_guard<std::mutex> g(mtx_);
     id = request_id{next_id_++};
     if (!stopping_) {
-      inbox_.push_back({id, std::move(req), deadline, std::move(cb), clock_type::now()});
+      inbox_.push_back({id, std::move(req), deadline, std::move(cb), clock_type::now(), std::move(resume)});
       cv_.notify_one();
       return id;
     }
@@ -126,9 +126,18 @@ void serving_loop::take_inbox(time_point now) {
       r.adapter = got.id;
       r.holds_adapter = true;
     }
+    if (!it.resume.empty() && cfg_.mode != batching_mode::continuous) {
+      end(it.id, failure(serve_errc::worker_lost, "this worker's batching mode (static) cannot resume a request"));
+      continue;
+    }
+    if (!replay(it.id, r, it.resume))
+      continue;  // the resumed tokens already ended it
     if (cfg_.mode == batching_mode::continuous) {
-      seq_spec spec{cache::seq_id{it.id.value()}, r.req.prompt(), r.adapter,
-                    static_cast<std::uint32_t>(r.req.params().max_tokens), r.deadline};
+      auto tokens = r.req.prompt();
+      tokens.insert(tokens.end(), r.generated.begin(), r.generated.end());
+      const auto left = r.req.params().max_tokens - static_cast<int>(r.generated.size());
+      seq_spec spec{cache::seq_id{it.id.value()}, std::move(tokens), r.adapter,
+                    static_cast<std::uint32_t>(left), r.deadline};
       if (auto err = sched_.add(std::move(spec), now))
         end(it.id, failure(serve_errc::prompt_too_long, *err));
     } else {
@@ -142,6 +151,17 @@ void serving_loop::take_inbox(time_point now) {
     static_queue_.erase(std::remove(static_queue_.begin(), static_queue_.end(), id), static_queue_.end());
     end(id, failure(serve_errc::cancelled, "cancelled"));
   }
+}
+
+bool serving_loop::replay(request_id id, live_request& lr, const std::vector<std::int32_t>& tokens) {
+  for (auto t : tokens) {
+    auto reason = advance(lr, t).second;
+    if (!reason.empty()) {
+      end(id, finished(std::move(reason)));
+      return false;
+    }
+  }
+  return true;
 }
 
 void serving_loop::end(request_id id, request_result res) {
@@ -161,7 +181,7 @@ void serving_loop::end(request_id id, request_result res) {
   res.timings.total_ms = ms_between(lr->submitted, now);
   if (lr->started)
     res.timings.queue_ms = ms_between(lr->submitted, lr->scheduled);
-  if (!res.tokens.empty())
+  if (lr->has_first_token)
     res.timings.ttft_ms = ms_between(lr->submitted, lr->first_token);
   {
     std::lock_guard<std::mutex> g(mtx_);

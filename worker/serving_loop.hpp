@@ -100,7 +100,17 @@ public:
   /// one is never served by the base model (an unknown, refused or broken adapter ends it with
   /// unknown_adapter or invalid_request). After stop() requests end at once with
   /// on_done(shutting_down) on the caller's thread. Returns the request's id either way.
-  request_id submit(validated_request req, std::optional<time_point> deadline, request_callbacks cb);
+  ///
+  /// `resume`: the tokens this request already generated elsewhere (and streamed to its client),
+  /// for exact resumption after a worker was lost or drained. The loop replays them through the
+  /// request's text stream without calling back, prefills prompt + resume (the prefix cache may
+  /// hold much of it) and samples from index resume.size() on, so tokens, text and the terminal
+  /// result are those of the undisturbed run (sampling is a function of seed and index; the
+  /// engine's rows do not depend on the batch). If the resumed tokens already end the request
+  /// (end of text, a stop string, max_tokens), it finishes at once. Continuous batching only: the
+  /// static modes end a resumed request with worker_lost.
+  request_id submit(validated_request req, std::optional<time_point> deadline, request_callbacks cb,
+                    std::vector<std::int32_t> resume = {});
 
   /// Cancels a request in any state; its blocks are freed and on_done(cancelled) follows.
   /// Returns false if the request is unknown or already ended.
@@ -123,6 +133,11 @@ private:
   void take_inbox(time_point now);
   void end(request_id id, request_result res);
   void on_sampled(request_id id, std::int32_t token, std::optional<token_logprobs> lp = std::nullopt);
+  /// Moves `lr` past one sampled token: generated tokens, text stream, finish rules. Returns the
+  /// text that became final and the finish reason (empty while the request goes on).
+  std::pair<std::string, std::string> advance(live_request& lr, std::int32_t token) const;
+  /// Replays a resumed request's earlier tokens (see submit); false if they ended it.
+  bool replay(request_id id, live_request& lr, const std::vector<std::int32_t>& tokens);
   void publish_load();
   /// Whether a waiting request of adapter `a` may start now (readiness, single-adapter turn).
   bool adapter_usable(cache::adapter_id a) const;

@@ -112,6 +112,7 @@ void serving_loop::run_continuous_step() {
     std::size_t chunk, row;
     engine::sampler* pick;
     const std::vector<std::int32_t>* context;
+    std::uint64_t index;  ///< the token's index in the sequence's output (the draw's counter)
     int logprobs = -1;  ///< -1: none; else the alternatives wanted
     bool failed = false;
   };
@@ -122,7 +123,8 @@ void serving_loop::run_continuous_step() {
       continue;
     auto& lr = *live_.at(request_id{c.id.value()});
     const auto& p = lr.req.params();
-    jobs.push_back({i, jobs.size(), &lr.pick, &sched_.tokens(c.id), p.logprobs ? p.top_logprobs : -1});
+    jobs.push_back({i, jobs.size(), &lr.pick, &sched_.tokens(c.id), lr.generated.size(),
+                    p.logprobs ? p.top_logprobs : -1});
   }
   std::vector<std::optional<token_logprobs>> logprobs(plan.chunks.size());
   const auto vocab = engine_.vocab_size();
@@ -136,12 +138,12 @@ void serving_loop::run_continuous_step() {
           // sample() rewrites the row: keep the model's logits for the log-probabilities.
           thread_local std::vector<float> raw;
           raw.assign(row, row + vocab);
-          const auto tok = job.pick->sample(row, vocab, *job.context);
+          const auto tok = job.pick->sample(row, vocab, *job.context, job.index);
           logprobs[job.chunk] = engine::compute_logprobs(raw.data(), vocab, tok, job.logprobs);
           sampled[job.chunk] = tok;
           continue;
         }
-        sampled[job.chunk] = job.pick->sample(row, vocab, *job.context);
+        sampled[job.chunk] = job.pick->sample(row, vocab, *job.context, job.index);
       } catch (const std::exception&) {
         job.failed = true;
         sampled[job.chunk] = 0;  // placeholder: the sequence is finished right after complete()
@@ -170,11 +172,8 @@ void serving_loop::run_continuous_step() {
   ++load_.working_steps;
 }
 
-void serving_loop::on_sampled(request_id id, std::int32_t token, std::optional<token_logprobs> lp) {
-  auto& lr = *live_.at(id);
+std::pair<std::string, std::string> serving_loop::advance(live_request& lr, std::int32_t token) const {
   const auto& p = lr.req.params();
-  if (lr.generated.empty())
-    lr.first_token = clock_type::now();
   std::string delta;
   std::string reason;
   if (token == cfg_.eos_id && !p.ignore_eos) {
@@ -191,6 +190,17 @@ void serving_loop::on_sampled(request_id id, std::int32_t token, std::optional<t
       reason = lr.stream.stopped() ? "stop" : "length";
     }
   }
+  return {std::move(delta), std::move(reason)};
+}
+
+void serving_loop::on_sampled(request_id id, std::int32_t token, std::optional<token_logprobs> lp) {
+  auto& lr = *live_.at(id);
+  const auto& p = lr.req.params();
+  if (!lr.has_first_token) {
+    lr.has_first_token = true;
+    lr.first_token = clock_type::now();
+  }
+  auto [delta, reason] = advance(lr, token);
   if (lr.cb.on_token && (!delta.empty() || token != cfg_.eos_id || p.ignore_eos)) {
     if (lp && lr.cb.on_logprobs)
       lr.cb.on_logprobs(std::move(*lp));
@@ -243,8 +253,10 @@ void serving_loop::run_static_batch() {
   opts.seed = cfg_.seed;
   opts.on_token = [&](std::size_t row, std::int32_t tok, std::string_view delta) {
     auto& lr = *live_.at(ids[row]);
-    if (lr.generated.empty())
+    if (!lr.has_first_token) {
+      lr.has_first_token = true;
       lr.first_token = clock_type::now();
+    }
     if (tok != cfg_.eos_id || lr.req.params().ignore_eos)
       lr.generated.push_back(tok);
     if (lr.cb.on_token)

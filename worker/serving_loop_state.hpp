@@ -41,6 +41,7 @@ struct serving_loop::live_request {
   time_point scheduled{}, first_token{};
   std::uint32_t cached_tokens = 0;
   bool started = false;
+  bool has_first_token = false;  ///< first_token is set (a token was sampled here)
   cache::adapter_id adapter = cache::base_model;  ///< the registry's id for req.adapter
   bool holds_adapter = false;  ///< acquired from the adapter manager; released by end()
 };
@@ -51,6 +52,7 @@ struct serving_loop::inbox_item {
   std::optional<time_point> deadline;
   request_callbacks cb;
   time_point submitted;
+  std::vector<std::int32_t> resume;
 };
 
 } // namespace lf::worker

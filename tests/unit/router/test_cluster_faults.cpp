@@ -86,10 +86,12 @@ TEST_CASE("a request past its deadline ends with timeout", "[cluster]") {
   CHECK(cl.log[2].done);
 }
 
-TEST_CASE("killing a worker mid-batch: unstarted requests move, started ones end worker_lost",
+TEST_CASE("without resumptions, killing a worker mid-batch: unstarted requests move, started ones "
+          "end worker_lost",
           "[cluster]") {
   router_config rc;
   rc.placement.policy = placement_policy::round_robin;
+  rc.max_resumptions = 0;
   // Worker 1 runs 2 sequences at a time, so most of its share waits inside it, not started.
   cluster c(rc, {test::fake_worker(2), test::fake_worker(8)});
   const int max_tokens = 40;

@@ -18,11 +18,18 @@ struct node_config : caf::actor_system_config {
   }
 };
 
+/// A router whose moved requests wait 500 ms for another worker.
+router_config short_move_wait() {
+  router_config rc;
+  rc.move_wait = std::chrono::milliseconds(500);
+  return rc;
+}
+
 /// Router node + worker node, each its own actor system with a middleman.
 struct two_nodes {
   node_config router_cfg;
   caf::actor_system router_sys{router_cfg};
-  router_actor router = spawn_router(router_sys);
+  router_actor router = spawn_router(router_sys, short_move_wait());
   std::uint16_t port = 0;
 
   node_config worker_cfg;
@@ -67,12 +74,17 @@ TEST_CASE("a remote worker registers and serves, and its death is seen across no
   CHECK(l.streamed == l.done->text);
   CHECK(l.done->worker == worker_id{1});
 
-  // A long request streams, then the remote worker is killed: worker_lost, not a hang.
+  // A long request streams, then the remote worker is killed: with no other worker to resume
+  // it, worker_lost once move_wait has passed, not a hang.
   cl.submit(test::greedy(2, "Call me Ishmael.", 240));
   REQUIRE(cl.run_until([](const client& k) { return k.log.count(2) && !k.log.at(2).tokens.empty(); }));
   caf::anon_send_exit(n.worker, caf::exit_reason::kill);
   REQUIRE(cl.run_until_terminals(2, std::chrono::seconds(60)));
   REQUIRE(cl.log[2].error);
   CHECK(cl.log[2].error->code == serve_errc::worker_lost);
-  CHECK(cl.stats().workers == 0);
+  CHECK_THAT(cl.log[2].error->message, Catch::Contains("no other worker took it within 500 ms"));
+  const auto s = cl.stats();
+  CHECK(s.workers == 0);
+  CHECK(s.resumed == 1);
+  CHECK(s.worker_lost == 1);
 }

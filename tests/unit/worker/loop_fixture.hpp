@@ -71,9 +71,10 @@ class collector {
 public:
   worker::request_callbacks make(int key) {
     worker::request_callbacks cb;
-    cb.on_token = [this, key](std::int32_t, std::string_view text) {
+    cb.on_token = [this, key](std::int32_t token, std::string_view text) {
       std::lock_guard<std::mutex> g(m_);
       streamed_[key] += text;
+      events_[key].emplace_back(token, std::string(text));
       ++tokens_[key];
       cv_.notify_all();
     };
@@ -106,6 +107,11 @@ public:
     std::lock_guard<std::mutex> g(m_);
     return streamed_[key];
   }
+  /// Every on_token of request `key`, in order: (token, text).
+  std::vector<std::pair<std::int32_t, std::string>> events(int key) {
+    std::lock_guard<std::mutex> g(m_);
+    return events_[key];
+  }
   int terminals(int key) {
     std::lock_guard<std::mutex> g(m_);
     return terminals_[key];
@@ -124,6 +130,7 @@ private:
   std::condition_variable cv_;
   std::map<int, worker::request_result> results_;
   std::map<int, std::string> streamed_;
+  std::map<int, std::vector<std::pair<std::int32_t, std::string>>> events_;
   std::map<int, int> terminals_, tokens_;
 };
 
