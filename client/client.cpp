@@ -53,6 +53,7 @@ struct client::impl {
   std::map<std::uint64_t, live_entry> live;  // node-based: entries stay put while others insert
   std::vector<std::promise<bool>> pongs;
   std::vector<std::promise<std::map<std::string, double>>> stats_waiters;
+  std::vector<std::promise<proto::drained_msg>> drain_waiters;
   std::uint64_t next_id = 1;
   std::atomic<bool> stopping{false};
   std::thread io;
@@ -111,6 +112,12 @@ struct client::impl {
           for (auto& p : pongs)
             p.set_value(true);
           pongs.clear();
+        } else if constexpr (std::is_same_v<T, proto::drained_msg>) {
+          std::lock_guard<std::mutex> g(m);
+          if (!drain_waiters.empty()) {  // answers come in the order asked
+            drain_waiters.front().set_value(msg);
+            drain_waiters.erase(drain_waiters.begin());
+          }
         } else if constexpr (std::is_same_v<T, proto::stats_reply>) {
           std::lock_guard<std::mutex> g(m);
           for (auto& p : stats_waiters)
@@ -249,6 +256,8 @@ client::~client() {
     p.set_value(false);
   for (auto& p : impl_->stats_waiters)
     p.set_value({});
+  for (auto& p : impl_->drain_waiters)
+    p.set_value({});
 }
 
 proto::client_request_id client::submit(proto::submit_msg m, stream_callbacks cb) {
@@ -308,6 +317,19 @@ std::optional<std::map<std::string, double>> client::stats(std::chrono::millisec
     impl_->stats_waiters.push_back(std::move(p));
   }
   impl_->post(proto::encode(proto::stats_msg{}));
+  if (f.wait_for(timeout) != std::future_status::ready)
+    return std::nullopt;
+  return f.get();
+}
+
+std::optional<proto::drained_msg> client::drain(const std::string& node, std::chrono::milliseconds timeout) {
+  std::promise<proto::drained_msg> p;
+  auto f = p.get_future();
+  {
+    std::lock_guard<std::mutex> g(impl_->m);
+    impl_->drain_waiters.push_back(std::move(p));
+  }
+  impl_->post(proto::encode(proto::drain_msg{node}));
   if (f.wait_for(timeout) != std::future_status::ready)
     return std::nullopt;
   return f.get();

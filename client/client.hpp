@@ -76,6 +76,11 @@ public:
   std::optional<std::chrono::microseconds> ping(std::chrono::milliseconds timeout);
   /// The cluster's counters; std::nullopt on timeout.
   std::optional<std::map<std::string, double>> stats(std::chrono::milliseconds timeout);
+
+  /// Drains a worker node (or one worker, "node/N"): the router places nothing there again and
+  /// moves its running requests to other workers, which continue them exactly. nullopt when no
+  /// answer came within `timeout`; drained_msg::workers == 0 when no live worker has that name.
+  std::optional<proto::drained_msg> drain(const std::string& node, std::chrono::milliseconds timeout);
   /// Requests sent and not yet ended.
   std::size_t in_flight() const;
 

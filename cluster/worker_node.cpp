@@ -90,6 +90,17 @@ bool worker_node::impl::serve(const actors::router_actor& router, backoff& retry
       },
       caf::after(std::chrono::milliseconds(100)) >> [] {});
   }
+  if (!lost) {
+    // Leaving on purpose: ask the router to move this node's running requests to other workers
+    // (they continue exactly there) before the workers go, so no client sees this node leave.
+    me->request(router, std::chrono::seconds(5), actors::drain_atom::value, self.name)
+      .receive(
+        [&](std::uint32_t drained, std::uint32_t moved) {
+          log("drained: " + std::to_string(drained) + " worker(s), " + std::to_string(moved)
+              + " request(s) moved to other workers");
+        },
+        [&](caf::error& err) { log("the router did not answer the drain (" + sys.render(err) + "); leaving anyway"); });
+  }
   for (auto& w : workers)
     if (w)
       caf::anon_send_exit(w, caf::exit_reason::user_shutdown);  // cancels what they hold

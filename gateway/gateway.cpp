@@ -264,6 +264,20 @@ caf::behavior gateway_actor(gw_self self, std::shared_ptr<zmq_gateway::impl> io)
               e.message = "stats: the router did not answer: " + io->sys.render(err);
               io->send_out(identity, proto::encode(e));
             });
+      } else if (auto* d = std::get_if<proto::drain_msg>(&decoded)) {
+        auto io = st.io;
+        log::info("gateway", "drain asked for", {{"node", d->node}});
+        self->request(io->router, std::chrono::seconds(10), actors::drain_atom::value, d->node)
+          .then(
+            [io, identity, node = d->node](std::uint32_t workers, std::uint32_t moved) {
+              io->send_out(identity, proto::encode(proto::drained_msg{node, workers, moved}));
+            },
+            [io, identity](const caf::error& err) {
+              proto::error_msg e;
+              e.code = serve_errc::internal;
+              e.message = "drain: the router did not answer: " + io->sys.render(err);
+              io->send_out(identity, proto::encode(e));
+            });
       }
     },
     [self](const actors::token_event& ev) {

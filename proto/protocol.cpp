@@ -104,7 +104,8 @@ std::optional<client_request_id> request_of(const server_message& m) noexcept {
   return std::visit(
     [](const auto& x) -> std::optional<client_request_id> {
       using T = std::decay_t<decltype(x)>;
-      if constexpr (std::is_same_v<T, stats_reply> || std::is_same_v<T, pong_msg>)
+      if constexpr (std::is_same_v<T, stats_reply> || std::is_same_v<T, pong_msg>
+                    || std::is_same_v<T, drained_msg>)
         return std::nullopt;
       else
         return x.id;
@@ -147,6 +148,10 @@ bool operator==(const error_msg& a, const error_msg& b) {
 bool operator==(const cancelled_msg& a, const cancelled_msg& b) { return a.id == b.id; }
 bool operator==(const stats_reply& a, const stats_reply& b) { return a.values == b.values; }
 bool operator==(const pong_msg&, const pong_msg&) { return true; }
+bool operator==(const drain_msg& a, const drain_msg& b) { return a.node == b.node; }
+bool operator==(const drained_msg& a, const drained_msg& b) {
+  return std::tie(a.node, a.workers, a.moved) == std::tie(b.node, b.workers, b.moved);
+}
 bool operator==(const decode_error& a, const decode_error& b) {
   return std::tie(a.code, a.message, a.id) == std::tie(b.code, b.message, b.id);
 }
@@ -164,6 +169,8 @@ bool operator!=(const error_msg& a, const error_msg& b) { return !(a == b); }
 bool operator!=(const cancelled_msg& a, const cancelled_msg& b) { return !(a == b); }
 bool operator!=(const stats_reply& a, const stats_reply& b) { return !(a == b); }
 bool operator!=(const pong_msg& a, const pong_msg& b) { return !(a == b); }
+bool operator!=(const drain_msg& a, const drain_msg& b) { return !(a == b); }
+bool operator!=(const drained_msg& a, const drained_msg& b) { return !(a == b); }
 bool operator!=(const decode_error& a, const decode_error& b) { return !(a == b); }
 
 } // namespace lf::proto

@@ -94,6 +94,12 @@ struct stats_msg {};
 /// Ask for a pong_msg.
 struct ping_msg {};
 
+/// Operator: drain a worker node (or one worker, "node/N"): no new requests are placed there and
+/// its running ones move to other workers, continuing exactly. Answered by drained_msg.
+struct drain_msg {
+  std::string node;  ///< non-empty, at most max_name_bytes
+};
+
 // --- server -> client ---
 
 /// The request passed validation and admission; not terminal.
@@ -158,11 +164,18 @@ struct stats_reply {
 /// Answer to ping_msg.
 struct pong_msg {};
 
+/// Answer to drain_msg.
+struct drained_msg {
+  std::string node;
+  std::uint32_t workers = 0;  ///< workers newly drained (0: no live worker has that name)
+  std::uint32_t moved = 0;    ///< running or queued-on-worker requests moved off them
+};
+
 /// Anything a client sends.
-using client_message = std::variant<submit_msg, cancel_msg, stats_msg, ping_msg>;
+using client_message = std::variant<submit_msg, cancel_msg, stats_msg, ping_msg, drain_msg>;
 /// Anything the server sends.
 using server_message = std::variant<accepted_msg, token_msg, done_msg, error_msg, cancelled_msg,
-                                    stats_reply, pong_msg>;
+                                    stats_reply, pong_msg, drained_msg>;
 
 /// Why a frame was rejected.
 struct decode_error {
@@ -172,10 +185,10 @@ struct decode_error {
 };
 
 /// decode_client's result: a client message or a decode_error.
-using client_decode_result = std::variant<submit_msg, cancel_msg, stats_msg, ping_msg, decode_error>;
+using client_decode_result = std::variant<submit_msg, cancel_msg, stats_msg, ping_msg, drain_msg, decode_error>;
 /// decode_server's result: a server message or a decode_error.
 using server_decode_result = std::variant<accepted_msg, token_msg, done_msg, error_msg,
-                                          cancelled_msg, stats_reply, pong_msg, decode_error>;
+                                          cancelled_msg, stats_reply, pong_msg, drained_msg, decode_error>;
 
 // --- codec ---
 
@@ -192,6 +205,8 @@ std::string encode(const error_msg& m);
 std::string encode(const cancelled_msg& m);
 std::string encode(const stats_reply& m);
 std::string encode(const pong_msg& m);
+std::string encode(const drain_msg& m);
+std::string encode(const drained_msg& m);
 /// Encodes whichever message `m` holds.
 std::string encode(const client_message& m);
 /// Encodes whichever message `m` holds.
@@ -240,6 +255,8 @@ bool operator==(const error_msg& a, const error_msg& b);
 bool operator==(const cancelled_msg& a, const cancelled_msg& b);
 bool operator==(const stats_reply& a, const stats_reply& b);
 bool operator==(const pong_msg& a, const pong_msg& b);
+bool operator==(const drain_msg& a, const drain_msg& b);
+bool operator==(const drained_msg& a, const drained_msg& b);
 bool operator==(const decode_error& a, const decode_error& b);
 
 /// !(a == b), for each type above.
@@ -256,6 +273,8 @@ bool operator!=(const error_msg& a, const error_msg& b);
 bool operator!=(const cancelled_msg& a, const cancelled_msg& b);
 bool operator!=(const stats_reply& a, const stats_reply& b);
 bool operator!=(const pong_msg& a, const pong_msg& b);
+bool operator!=(const drain_msg& a, const drain_msg& b);
+bool operator!=(const drained_msg& a, const drained_msg& b);
 bool operator!=(const decode_error& a, const decode_error& b);
 
 } // namespace lf::proto

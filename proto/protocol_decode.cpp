@@ -230,6 +230,18 @@ void read_error(field_reader& r, error_msg& m) {
     m.retry_after_ms = static_cast<std::uint32_t>(*retry);
 }
 
+void read_drain(field_reader& r, drain_msg& m) {
+  m.node = r.get_str("node", presence::required, max_name_bytes).value_or("");
+  if (r.ok() && m.node.empty())
+    r.fail("node must not be empty");
+}
+
+void read_drained(field_reader& r, drained_msg& m) {
+  m.node = r.get_str("node", presence::required, max_name_bytes).value_or("");
+  m.workers = static_cast<std::uint32_t>(r.get_uint("workers", presence::required, u32_max).value_or(0));
+  m.moved = static_cast<std::uint32_t>(r.get_uint("moved", presence::required, u32_max).value_or(0));
+}
+
 void read_stats(field_reader& r, stats_reply& m) {
   const auto* values = r.get_map("values", presence::required);
   if (values == nullptr)
@@ -309,8 +321,10 @@ client_decode_result decode_client(std::string_view bytes) {
       return finish_message<stats_msg, result>(f, read_nothing<stats_msg>);
     if (f.type == "ping")
       return finish_message<ping_msg, result>(f, read_nothing<ping_msg>);
+    if (f.type == "drain")
+      return finish_message<drain_msg, result>(f, read_drain);
     return error("unknown message type " + detail::quote(f.type)
-                   + " (a client sends submit, cancel, stats or ping)",
+                   + " (a client sends submit, cancel, stats, ping or drain)",
                  f.id);
   });
 }
@@ -335,8 +349,10 @@ server_decode_result decode_server(std::string_view bytes) {
       return finish_message<stats_reply, result>(f, read_stats);
     if (f.type == "pong")
       return finish_message<pong_msg, result>(f, read_nothing<pong_msg>);
+    if (f.type == "drained")
+      return finish_message<drained_msg, result>(f, read_drained);
     return error("unknown message type " + detail::quote(f.type)
-                   + " (a server sends accepted, token, done, error, cancelled, stats or pong)",
+                   + " (a server sends accepted, token, done, error, cancelled, stats, pong or drained)",
                  f.id);
   });
 }

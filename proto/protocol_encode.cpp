@@ -160,6 +160,20 @@ std::string encode(const accepted_msg& m) { return encode_id_only("accepted", m)
 std::string encode(const cancelled_msg& m) { return encode_id_only("cancelled", m); }
 std::string encode(const pong_msg&) { return frame_writer("pong", 0).take(); }
 
+std::string encode(const drain_msg& m) {
+  frame_writer w("drain", 1);
+  w.field("node", m.node);
+  return w.take();
+}
+
+std::string encode(const drained_msg& m) {
+  frame_writer w("drained", 3);
+  w.field("node", m.node);
+  w.field_u64("workers", m.workers);
+  w.field_u64("moved", m.moved);
+  return w.take();
+}
+
 std::string encode(const token_msg& m) {
   frame_writer w("token", 4);
   w.field("id", m.id);

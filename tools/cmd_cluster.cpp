@@ -157,4 +157,31 @@ int cmd_status(int argc, char** argv) {
   return 0;
 }
 
+int cmd_drain(int argc, char** argv) {
+  args a(argc, argv, 2);
+  client::client_options co;
+  co.endpoint = a.str("endpoint", "tcp://127.0.0.1:5555");
+  apply_curve_flags(a, co);
+  const auto pos = a.positional();
+  a.finish();
+  if (pos.size() != 1 || pos[0].empty()) {
+    std::cerr << "lorafleet drain: name one node (or one worker, NODE/N)\n";
+    return 2;
+  }
+  client::client c(co);
+  auto r = c.drain(pos[0], std::chrono::seconds(15));
+  if (!r) {
+    std::cerr << "lorafleet drain: no answer from " << co.endpoint << " within 15 s\n";
+    return 1;
+  }
+  if (r->workers == 0) {
+    std::cerr << "lorafleet drain: no live worker is named " << pos[0] << " or " << pos[0]
+              << "/N (or it is drained already); `lorafleet status` lists them\n";
+    return 1;
+  }
+  std::cout << "drained " << r->workers << " worker(s) of " << r->node << "; moved " << r->moved
+            << " request(s) to other workers\n";
+  return 0;
+}
+
 } // namespace lf::tools

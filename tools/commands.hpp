@@ -21,6 +21,7 @@ int cmd_make_model(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
 int cmd_client(int argc, char** argv);
 int cmd_status(int argc, char** argv);
+int cmd_drain(int argc, char** argv);
 int cmd_node(int argc, char** argv);
 int cmd_launch(int argc, char** argv);
 int cmd_keygen(int argc, char** argv);

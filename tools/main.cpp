@@ -31,6 +31,9 @@ commands:
               send one request and stream the answer
   status      [ENDPOINT] [--server-key KEY|FILE] [--client-key DIR/NAME]
               the cluster's workers, load and counters
+  drain       NODE [--endpoint EP] [--server-key KEY|FILE] [--client-key DIR/NAME]
+              place nothing more on NODE's workers (or on worker NODE/N) and move their running
+              requests to other workers, which continue them exactly; the node may then leave
   node        CONFIG --name NODE [--drain-timeout S] [--ready-file PATH] [--log-level L]
               [--log-format text|json]
               run one node of a cluster config (docs/cluster.md): the router node (router +
@@ -128,6 +131,8 @@ int main(int argc, char** argv) {
       return lf::tools::cmd_client(argc, argv);
     if (cmd == "status")
       return lf::tools::cmd_status(argc, argv);
+    if (cmd == "drain")
+      return lf::tools::cmd_drain(argc, argv);
     if (cmd == "node")
       return lf::tools::cmd_node(argc, argv);
     if (cmd == "launch")

@@ -62,6 +62,8 @@ TEST_CASE("client messages round trip", "[protocol]") {
   check_client_round_trip(cancel_msg{client_request_id{12345678901234ull}});
   check_client_round_trip(stats_msg{});
   check_client_round_trip(ping_msg{});
+  check_client_round_trip(drain_msg{"w1"});
+  check_client_round_trip(drain_msg{"w1/2"});
 }
 
 TEST_CASE("server messages round trip", "[protocol]") {
@@ -73,6 +75,9 @@ TEST_CASE("server messages round trip", "[protocol]") {
   check_server_round_trip(done);
   done.text = "the whole completion";
   check_server_round_trip(done);
+  done.usage.resumed = 2;
+  done.seed = 18446744073709551615ull;
+  check_server_round_trip(done);
   check_server_round_trip(
     error_msg{client_request_id{3}, lf::serve_errc::overloaded, "queue full", 250u});
   check_server_round_trip(error_msg{std::nullopt, lf::serve_errc::invalid_request, "bad", {}});
@@ -80,6 +85,27 @@ TEST_CASE("server messages round trip", "[protocol]") {
   check_server_round_trip(stats_reply{});
   check_server_round_trip(stats_reply{{{"router.queued", 4}, {"worker.0.kv_used", 0.5}}});
   check_server_round_trip(pong_msg{});
+  check_server_round_trip(drained_msg{"w1", 2, 17});
+}
+
+TEST_CASE("a drain names its node; done's seed and usage.resumed may be absent (older servers)", "[protocol]") {
+  auto bad = decode_client(encode(drain_msg{""}));
+  REQUIRE(std::holds_alternative<decode_error>(bad));
+  CHECK_THAT(std::get<decode_error>(bad).message, Catch::Contains("node must not be empty"));
+  // A done frame of the previous protocol revision (no seed, usage without resumed) still reads.
+  msgpack::sbuffer buf;
+  msgpack::packer<msgpack::sbuffer> pk(buf);
+  pk.pack_map(6);
+  pk.pack("v"), pk.pack(1), pk.pack("type"), pk.pack("done"), pk.pack("id"), pk.pack(4);
+  pk.pack("finish_reason"), pk.pack("eos");
+  pk.pack("usage"), pk.pack_map(3), pk.pack("prompt_tokens"), pk.pack(1), pk.pack("completion_tokens"), pk.pack(2),
+    pk.pack("cached_tokens"), pk.pack(0);
+  pk.pack("timings"), pk.pack_map(3), pk.pack("queue_ms"), pk.pack(0.0), pk.pack("ttft_ms"), pk.pack(1.0),
+    pk.pack("total_ms"), pk.pack(2.0);
+  const auto d = expect_message<done_msg>(decode_server(std::string_view(buf.data(), buf.size())));
+  CHECK(d.seed == 0);
+  CHECK(d.usage.resumed == 0);
+  CHECK(d.usage.completion_tokens == 2);
 }
 
 TEST_CASE("every error code round trips under its serve_errc spelling", "[protocol]") {
