@@ -79,9 +79,9 @@ std::vector<std::string> check_request(const planned_request& r, const request_l
     bad("was never sent");
     return v;
   }
-  int accepted = 0, terminals = 0, after = 0;
+  int accepted = 0, terminals = 0, after = 0, misplaced = 0;
   std::uint32_t tokens = 0;
-  std::string first_after;
+  std::string first_after, first_misplaced;
   for (const auto& e : log.events) {
     if (terminals > 0) {
       if (after++ == 0)
@@ -96,14 +96,16 @@ std::vector<std::string> check_request(const planned_request& r, const request_l
           bad("accepted after its first token");
         break;
       case event_kind::token:
-        if (e.index != tokens)
-          bad("token index " + std::to_string(e.index) + " where " + std::to_string(tokens) + " was due"
-              + (e.index < tokens ? " (a duplicate)" : " (a gap)"));
+        if (e.index != tokens && misplaced++ == 0)
+          first_misplaced = "token index " + std::to_string(e.index) + " where " + std::to_string(tokens) + " was due"
+                            + (e.index < tokens ? " (a duplicate)" : " (a gap)");
         ++tokens;
         break;
       default: ++terminals; break;
     }
   }
+  if (misplaced > 0)
+    bad(first_misplaced + (misplaced > 1 ? "; " + std::to_string(misplaced - 1) + " more tokens out of place" : ""));
   if (terminals == 0) {
     bad("no terminal reply (" + std::to_string(tokens) + " tokens streamed)");
     return v;
@@ -166,8 +168,14 @@ std::vector<std::string> compare_replay(const planned_request& r, const request_
                 + std::to_string(i) + ": " + at(ta, i) + " vs " + at(tb, i) + " (" + std::to_string(ta.size()) + " vs "
                 + std::to_string(tb.size()) + " tokens)");
   }
-  if (first.text() != replay.text())
-    v.push_back(who + ": its text differs from the replay's (\"" + first.text() + "\" vs \"" + replay.text() + "\")");
+  if (const auto x = first.text(), y = replay.text(); x != y) {
+    std::size_t i = 0;
+    while (i < x.size() && i < y.size() && x[i] == y[i])
+      ++i;
+    auto around = [i](const std::string& s) { return "\"" + s.substr(i, 40) + (s.size() > i + 40 ? "...\"" : "\""); };
+    v.push_back(who + ": its text differs from the replay's from byte " + std::to_string(i) + ": " + around(x) + " vs "
+                + around(y));
+  }
   if (a && a->finish_reason != b->finish_reason)
     v.push_back(who + ": finished for " + a->finish_reason + ", its replay for " + b->finish_reason);
   return v;

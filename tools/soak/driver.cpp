@@ -81,12 +81,20 @@ std::string describe_frame(const proto::server_decode_result& d) {
 } // namespace
 
 driver::driver(driver_options o, const std::vector<planned_request>& plans)
-    : opts_(std::move(o)), plans_(plans), logs_(plans.size()) {
+    : opts_(std::move(o)), plans_(plans), logs_(plans.size()), gate_(plans.size()) {
   for (std::size_t i = 0; i < plans_.size(); ++i)
     if (!index_of_.emplace(plans_[i].id, i).second)
       throw std::invalid_argument("soak driver: request id " + std::to_string(plans_[i].id) + " twice");
   opts_.clients = std::max<std::uint32_t>(1, opts_.clients);
   opts_.threads = std::clamp<std::uint32_t>(opts_.threads, 1, opts_.clients);
+}
+
+std::optional<std::size_t> driver::claim() {
+  auto i = next_.load();
+  while (i < gate_.load())
+    if (next_.compare_exchange_weak(i, i + 1))
+      return i;
+  return std::nullopt;
 }
 
 void driver::stray(std::string what) {
@@ -140,9 +148,9 @@ void driver::run_thread(std::uint32_t t, clock::time_point start) {
     auto now = clock::now();
     bool any_live = false;
     for (auto& s : slots) {
-      if (!s.live && next_.load() < plans_.size()) {
-        const auto i = next_.fetch_add(1);
-        if (i < plans_.size()) {
+      if (!s.live) {
+        if (const auto claimed = claim()) {
+          const auto i = *claimed;
           const auto& p = plans_[i];
           s.live = i;
           s.sent_at = now;
@@ -160,7 +168,7 @@ void driver::run_thread(std::uint32_t t, clock::time_point start) {
       }
       any_live |= s.live.has_value();
     }
-    if (!any_live) {
+    if (!any_live && next_.load() >= plans_.size()) {
       if (!quiet_since)
         quiet_since = now;
       if (now - *quiet_since >= opts_.settle)

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -50,6 +51,14 @@ public:
   /// True when every request ended.
   bool run();
 
+  /// Only the first `n` requests may be sent until release() (call before run()): the soak keeps
+  /// the tail of its run for after the faults, so a fast machine cannot finish before them.
+  void hold_back_after(std::size_t n) { gate_ = std::min(n, plans_.size()); }
+  /// Every request may be sent.
+  void release() { gate_ = plans_.size(); }
+  /// Requests sent so far may not exceed the gate, and it has been reached: the clients wait.
+  bool held() const { return next_.load() >= gate_.load() && gate_.load() < plans_.size(); }
+
   /// Live counters.
   const driver_progress& progress() const { return progress_; }
   /// What each request saw, in plan order (after run()).
@@ -62,12 +71,15 @@ public:
 private:
   void run_thread(std::uint32_t t, std::chrono::steady_clock::time_point start);
   void stray(std::string what);
+  /// The next request index below the gate, if any.
+  std::optional<std::size_t> claim();
 
   driver_options opts_;
   const std::vector<planned_request>& plans_;
   std::vector<request_log> logs_;
   std::unordered_map<std::uint64_t, std::size_t> index_of_;
   std::atomic<std::size_t> next_{0};
+  std::atomic<std::size_t> gate_;  ///< requests with an index below this may be sent
   driver_progress progress_;
   std::atomic<std::int64_t> last_end_us_{0};
   double duration_s_ = 0;

@@ -17,7 +17,8 @@ std::optional<std::string> fault_sequence::stopped_node() const {
   return std::nullopt;
 }
 
-std::optional<fault_step> fault_sequence::next(double now_s, std::size_t ended, std::optional<std::uint32_t> workers) {
+std::optional<fault_step> fault_sequence::next(double now_s, std::size_t ended, std::size_t live,
+                                               std::optional<std::uint32_t> workers) {
   if (finished())
     return std::nullopt;
   auto& r = records_[current_];
@@ -28,6 +29,7 @@ std::optional<fault_step> fault_sequence::next(double now_s, std::size_t ended, 
         return std::nullopt;
       r.fired_s = now_s;
       r.ended_at_fire = ended;
+      r.live_at_fire = live;
       phase_ = r.f.kind == fault_kind::stop ? phase::holding : phase::recovering;
       return fault_step{fault_step::action::fire, &r.f};
     }

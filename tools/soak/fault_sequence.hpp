@@ -33,6 +33,7 @@ struct fault_record {
   fault f;
   double fired_s = -1, resumed_s = -1, recovered_s = -1;
   std::size_t ended_at_fire = 0;  ///< requests ended when it fired
+  std::size_t live_at_fire = 0;   ///< requests in flight when it fired (what it could disturb)
   bool saw_drop = false;          ///< the router's worker count fell after it
 };
 
@@ -42,9 +43,11 @@ public:
   fault_sequence(std::vector<fault> faults, std::size_t total_requests, std::uint32_t total_workers,
                  double recovery_limit_s = 120);
 
-  /// `now_s`: seconds since the start; `workers`: router.workers (nullopt when the gateway did
-  /// not answer). Returns the step to take, if any; the caller takes it before calling again.
-  std::optional<fault_step> next(double now_s, std::size_t ended, std::optional<std::uint32_t> workers);
+  /// `now_s`: seconds since the start; `ended` / `live`: requests ended / in flight;
+  /// `workers`: router.workers (nullopt when the gateway did not answer). Returns the step to
+  /// take, if any; the caller takes it before calling again.
+  std::optional<fault_step> next(double now_s, std::size_t ended, std::size_t live,
+                                 std::optional<std::uint32_t> workers);
 
   /// Every fault fired and recovered (or one failed to recover).
   bool finished() const { return current_ >= records_.size() || failed_; }

@@ -82,7 +82,7 @@ void print_report(const soak_report& r, std::ostream& out, std::size_t max_liste
       out << ": never fired\n";
       continue;
     }
-    out << " at " << f.fired_s << " s (" << f.ended_at_fire << " requests ended)";
+    out << " at " << f.fired_s << " s (" << f.ended_at_fire << " requests ended, " << f.live_at_fire << " in flight)";
     if (f.resumed_s >= 0)
       out << ", SIGCONT at " << f.resumed_s << " s";
     if (f.recovered_s >= 0)
@@ -91,6 +91,8 @@ void print_report(const soak_report& r, std::ostream& out, std::size_t max_liste
       out << ", not recovered";
     out << "\n";
   }
+  if (r.held_for_faults)
+    out << "  (the requests ran out before the faults ended: the last ones waited for them)\n";
   out << "replays on the calm cluster: " << r.replays << " (" << r.replays_resumed << " resumed, "
       << r.replays - r.replays_resumed << " controls), " << r.replay_mismatches << " differ\n";
   out << "KV blocks after the run: " << (r.kv_free ? "all free" : "NOT all free") << " (" << r.kv_detail << ")\n";

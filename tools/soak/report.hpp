@@ -36,6 +36,7 @@ struct soak_report {
   double duration_s = 0;                   ///< first submit to last terminal reply
   std::map<std::string, double> router;    ///< router.* stats at the end
   std::vector<fault_record> faults;
+  bool held_for_faults = false;            ///< the run's tail had to wait for the faults to end
   std::size_t replays = 0, replays_resumed = 0, replay_mismatches = 0;
   std::vector<node_memory> memory;
   rss_bound bound;

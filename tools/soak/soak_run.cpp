@@ -207,6 +207,10 @@ int run_soak(const soak_options& o, std::ostream& out) {
   dopt.threads = o.threads;
   dopt.limit = o.limit;
   driver drv(dopt, plans);
+  // The last share of the run waits for the faults to be over, so that a fast machine cannot run
+  // out of requests before them (the summary says when it had to wait).
+  if (!faults.empty())
+    drv.hold_back_after(plans.size() - static_cast<std::size_t>(o.tail_share * static_cast<double>(plans.size())));
   std::atomic<bool> finished{false};
   std::thread runner([&] {
     drv.run();
@@ -242,8 +246,15 @@ int run_soak(const soak_options& o, std::ostream& out) {
           m.peak_kib = std::max(m.peak_kib, *kib);
     }
     if (warm)
-      if (auto st = seq.next(now_s, ended, workers_in(s)))
+      if (auto st = seq.next(now_s, ended, p.sent.load() - ended, workers_in(s)))
         take_step(f, *st, now_s, out, violations);
+    if (seq.finished()) {
+      drv.release();
+    } else if (drv.held() && !rep.held_for_faults) {
+      rep.held_for_faults = true;
+      out << "[soak] " << now_s << " s: the last " << o.tail_share * 100 << "% of the requests wait for the faults to end"
+          << std::endl;
+    }
     if (now >= next_progress) {
       next_progress = now + o.progress_every;
       out << "[soak] " << now_s << " s: " << ended << "/" << plans.size() << " ended (done " << p.done << ", cancelled "
@@ -257,7 +268,7 @@ int run_soak(const soak_options& o, std::ostream& out) {
   // that had not fired stays unfired.
   while (seq.busy()) {
     const double now_s = std::chrono::duration<double>(clock::now() - start).count();
-    if (auto st = seq.next(now_s, plans.size(), workers_in(f.stats(1s))))
+    if (auto st = seq.next(now_s, plans.size(), 0, workers_in(f.stats(1s))))
       take_step(f, *st, now_s, out, violations);
     std::this_thread::sleep_for(250ms);
   }

@@ -32,6 +32,7 @@ struct soak_options {
   std::size_t controls = 32;   ///< non-resumed requests replayed as a control
   rss_bound rss;
   double warmup_share = 0.10;  ///< RSS is sampled for "before" when this share has ended
+  double tail_share = 0.15;    ///< this share of the requests is not sent before the faults are over
   std::string log_level = "warn";  ///< the cluster's
   std::chrono::seconds limit{1800};  ///< the request phase gives up after this
   std::chrono::seconds progress_every{5};

@@ -90,6 +90,11 @@ TEST_CASE("a duplicated token, a gap and a second accepted are caught", "[soak]"
   CHECK(mentions(v, "token index 1 where 2 was due (a duplicate)"));
   CHECK(mentions(v, "done says 4 completion tokens, 5 were streamed"));
 
+  auto restarted = clean(4);  // a resumption that starts over: 0, 1, 0, 1, 2, 3
+  restarted.events.insert(restarted.events.begin() + 3, {tok(0, 100), tok(1, 101)});
+  v = check_request(greedy(6), restarted);
+  CHECK(mentions(v, "token index 0 where 2 was due (a duplicate); 3 more tokens out of place"));
+
   auto gap = clean(4);
   gap.events.erase(gap.events.begin() + 2);  // index 1 missing
   CHECK(mentions(check_request(r, gap), "(a gap)"));
@@ -164,7 +169,7 @@ TEST_CASE("replays: equal streams agree, a different token or text is named with
   CHECK(mentions(compare_replay(r, clean(4, 1), shorter), "at index 3: 103 vs (end)"));
   auto text = clean(4);
   text.events[1].text = "y";
-  CHECK(mentions(compare_replay(r, clean(4, 1), text), "its text differs"));
+  CHECK(mentions(compare_replay(r, clean(4, 1), text), "its text differs from the replay's from byte 0: \"xxxx\" vs \"yxxx\""));
   auto failed = request_log{true, false, 0, {error(serve_errc::internal)}};
   CHECK(mentions(compare_replay(r, clean(4, 1), failed), "its replay ended with error internal"));
 }

@@ -146,40 +146,41 @@ TEST_CASE("faults: one at a time, each on a whole cluster; a stopped node is res
   CHECK(plan_faults({"w1", "w2"}, 500ms, 3000ms, false).size() == 2);
 
   fault_sequence seq(faults, 1000, 4);
-  CHECK_FALSE(seq.next(1, 149, 4u));           // 15% not reached
-  auto st = seq.next(2, 150, 4u);
+  CHECK_FALSE(seq.next(1, 149, 64, 4u));           // 15% not reached
+  auto st = seq.next(2, 150, 64, 4u);
   REQUIRE(st);
   CHECK(st->f->kind == fault_kind::kill);
   CHECK(seq.busy());
-  CHECK_FALSE(seq.next(2.5, 300, 4u));         // not noticed yet: not recovered
-  CHECK_FALSE(seq.next(3, 460, 2u));           // dropped
-  CHECK_FALSE(seq.next(5, 470, 4u));           // back: recovered
+  CHECK_FALSE(seq.next(2.5, 300, 64, 4u));         // not noticed yet: not recovered
+  CHECK_FALSE(seq.next(3, 460, 64, 2u));           // dropped
+  CHECK_FALSE(seq.next(5, 470, 64, 4u));           // back: recovered
   CHECK(seq.records()[0].recovered_s == 5);
+  CHECK(seq.records()[0].live_at_fire == 64);
   CHECK_FALSE(seq.busy());
-  st = seq.next(6, 480, 4u);
+  st = seq.next(6, 480, 64, 4u);
   REQUIRE(st);
   CHECK(st->f->kind == fault_kind::stop);
   CHECK(seq.stopped_node() == std::optional<std::string>("w2"));
-  CHECK_FALSE(seq.next(9, 500, 2u));           // held for 5 s
-  st = seq.next(11, 520, 2u);
+  CHECK_FALSE(seq.next(9, 500, 64, 2u));           // held for 5 s
+  st = seq.next(11, 520, 64, 2u);
   REQUIRE(st);
   CHECK(st->what == fault_step::action::resume);
   CHECK_FALSE(seq.stopped_node());
-  CHECK_FALSE(seq.next(12, 800, 3u));          // the drain waits for the whole cluster
-  CHECK_FALSE(seq.next(13, 800, 4u));          // recovered from the stop
-  st = seq.next(14, 800, std::nullopt);        // the gateway did not answer: wait
+  CHECK_FALSE(seq.next(12, 800, 64, 3u));          // the drain waits for the whole cluster
+  CHECK_FALSE(seq.next(13, 800, 64, 4u));          // recovered from the stop
+  st = seq.next(14, 800, 64, std::nullopt);        // the gateway did not answer: wait
   CHECK_FALSE(st);
-  st = seq.next(15, 800, 4u);
+  st = seq.next(15, 800, 64, 4u);
   REQUIRE(st);
   CHECK(st->f->kind == fault_kind::drain);
-  CHECK_FALSE(seq.next(15.5, 810, 4u));
+  CHECK_FALSE(seq.next(15.5, 810, 64, 4u));
   CHECK(seq.finished());
   CHECK_FALSE(seq.failed());
 
   fault_sequence stuck(plan_faults({"w1", "w2"}, 500ms, 3000ms, false), 10, 4, 60);
-  REQUIRE(stuck.next(0, 5, 4u));
-  CHECK_FALSE(stuck.next(30, 6, 2u));
-  CHECK_FALSE(stuck.next(61, 7, 2u));
+  REQUIRE(stuck.next(0, 5, 64, 4u));
+  CHECK_FALSE(stuck.next(30, 6, 64, 2u));
+  CHECK_FALSE(stuck.next(61, 7, 64, 2u));
   CHECK(stuck.failed());
   CHECK(stuck.finished());
 }
