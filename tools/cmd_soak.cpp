@@ -30,6 +30,7 @@ int cmd_soak(int argc, char** argv) {
   o.rss.mib = a.real_above("rss-growth-mib", 64, 0, true, 1 << 20);
   o.log_level = a.str("log-level", "warn");
   o.limit = std::chrono::seconds(a.integer_in("timeout", 1800, 1, 86400));
+  o.stall = std::chrono::seconds(a.integer_in("stall-timeout", 120, 1, 86400));
   o.work_dir = a.str("work-dir");
   a.finish();
   if (o.work_dir.empty()) {

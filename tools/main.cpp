@@ -45,7 +45,7 @@ commands:
               [--clients N (128)] [--long (20000 requests, 256 clients)] [--seed S]
               [--threads N (client threads)] [--no-faults] [--no-drain] [--controls N]
               [--rss-growth-pct P (25)] [--rss-growth-mib M (64)] [--work-dir DIR]
-              [--log-level L (the cluster's; warn)] [--timeout S]
+              [--log-level L (the cluster's; warn)] [--timeout S] [--stall-timeout S (120)]
               launch the config, run mixed requests (adapters, greedy / seeded / unseeded,
               cancels, invalid ones) while a worker node is killed, another stopped past the
               heartbeat timeout and one drained; check every reply, replay resumed requests on

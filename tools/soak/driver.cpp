@@ -174,7 +174,7 @@ void driver::run_thread(std::uint32_t t, clock::time_point start) {
       if (now - *quiet_since >= opts_.settle)
         return;
     }
-    if (now > give_up + opts_.settle)
+    if (now > give_up + opts_.settle || aborted_)
       return;
     auto wait = std::chrono::milliseconds(20);
     for (auto& s : slots)

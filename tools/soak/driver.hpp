@@ -56,6 +56,9 @@ public:
   void hold_back_after(std::size_t n) { gate_ = std::min(n, plans_.size()); }
   /// Every request may be sent.
   void release() { gate_ = plans_.size(); }
+  /// Stops the clients now (requests still live stay without a terminal reply): the soak's way
+  /// out when the cluster has stopped answering.
+  void abort() { aborted_ = true; }
   /// Requests sent so far may not exceed the gate, and it has been reached: the clients wait.
   bool held() const { return next_.load() >= gate_.load() && gate_.load() < plans_.size(); }
 
@@ -80,6 +83,7 @@ private:
   std::unordered_map<std::uint64_t, std::size_t> index_of_;
   std::atomic<std::size_t> next_{0};
   std::atomic<std::size_t> gate_;  ///< requests with an index below this may be sent
+  std::atomic<bool> aborted_{false};
   driver_progress progress_;
   std::atomic<std::int64_t> last_end_us_{0};
   double duration_s_ = 0;

@@ -229,6 +229,9 @@ int run_soak(const soak_options& o, std::ostream& out) {
   bool warm = false;
   const auto start = clock::now();
   auto next_progress = start + o.progress_every;
+  std::size_t last_ended = 0;
+  auto last_change = start;
+  bool stalled = false;
   while (!finished) {
     std::this_thread::sleep_for(250ms);
     const auto now = clock::now();
@@ -255,6 +258,23 @@ int run_soak(const soak_options& o, std::ostream& out) {
       out << "[soak] " << now_s << " s: the last " << o.tail_share * 100 << "% of the requests wait for the faults to end"
           << std::endl;
     }
+    if (ended != last_ended || p.sent.load() == ended) {
+      last_ended = ended;
+      last_change = now;
+    } else if (now - last_change > o.stall) {
+      out << "[soak] " << now_s << " s: no request has ended for " << o.stall.count() << " s with "
+          << p.sent.load() - ended << " in flight; giving up" << std::endl;
+      std::string why = "the cluster stopped answering: " + std::to_string(p.sent.load() - ended)
+                        + " requests in flight and none ended for " + std::to_string(o.stall.count()) + " s; stats then:";
+      for (const auto& [k, v] : s)
+        if (k.rfind("router.", 0) == 0 || k.rfind("gateway.", 0) == 0 || k.find(".running") != std::string::npos
+            || k.find(".waiting") != std::string::npos)
+          why += " " + k + "=" + std::to_string(static_cast<long long>(v));
+      violations.push_back(why);
+      drv.abort();
+      stalled = true;
+      break;
+    }
     if (now >= next_progress) {
       next_progress = now + o.progress_every;
       out << "[soak] " << now_s << " s: " << ended << "/" << plans.size() << " ended (done " << p.done << ", cancelled "
@@ -279,16 +299,26 @@ int run_soak(const soak_options& o, std::ostream& out) {
   for (const auto& r : rep.faults)
     if (r.fired_s < 0)
       violations.push_back("fault: " + std::string(to_string(r.f.kind)) + " " + r.f.node + " never fired (the run ended first)");
-  for (std::size_t i = 0; i < plans.size(); ++i)
+  std::size_t unsent = 0;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    if (!drv.logs()[i].submitted && stalled) {
+      ++unsent;  // one line for all of them, below
+      continue;
+    }
     for (auto& v : check_request(plans[i], drv.logs()[i]))
       violations.push_back(std::move(v));
+  }
+  if (unsent > 0)
+    violations.push_back(std::to_string(unsent) + " requests were never sent (the soak gave up first)");
   for (auto& s : drv.strays())
     violations.push_back("stray message: " + s);
   rep.counts = count_run(plans, drv.logs());
-  out << "[soak] requests ended after " << rep.duration_s << " s; replaying on the calm cluster" << std::endl;
+  out << "[soak] " << (stalled ? "gave up" : "requests ended") << " after " << rep.duration_s << " s"
+      << (stalled ? "; no replays" : "; replaying on the calm cluster") << std::endl;
 
-  // Replays: the resumed requests (and a control sample) again, undisturbed, with their seeds.
-  const auto picked = pick_replays(plans, drv.logs(), o.controls);
+  // Replays: the resumed requests (and a control sample) again, undisturbed, with their seeds;
+  // not after a stall (the cluster would not answer them either).
+  const auto picked = stalled ? std::vector<std::size_t>{} : pick_replays(plans, drv.logs(), o.controls);
   std::vector<planned_request> replays;
   for (std::size_t k = 0; k < picked.size(); ++k) {
     const auto i = picked[k];
@@ -299,6 +329,7 @@ int run_soak(const soak_options& o, std::ostream& out) {
   rep.replays = replays.size();
   driver_options ropt = dopt;
   ropt.clients = std::min<std::uint32_t>(o.clients, 32);
+  ropt.limit = std::min<std::chrono::milliseconds>(dopt.limit, std::chrono::minutes(5));
   driver rdrv(ropt, replays);
   rdrv.run();
   for (std::size_t k = 0; k < picked.size(); ++k) {

@@ -35,6 +35,8 @@ struct soak_options {
   double tail_share = 0.15;    ///< this share of the requests is not sent before the faults are over
   std::string log_level = "warn";  ///< the cluster's
   std::chrono::seconds limit{1800};  ///< the request phase gives up after this
+  /// ... or when requests are in flight and none has ended for this long (a hung cluster).
+  std::chrono::seconds stall{120};
   std::chrono::seconds progress_every{5};
 };
 
