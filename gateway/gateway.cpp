@@ -241,15 +241,12 @@ caf::behavior gateway_actor(gw_self self, std::shared_ptr<zmq_gateway::impl> io)
       if (auto* s = std::get_if<proto::submit_msg>(&decoded)) {
         on_submit(self, identity, std::move(*s));
       } else if (auto* c = std::get_if<proto::cancel_msg>(&decoded)) {
-        if (auto g = st.book.lookup(identity, c->id)) {
+        // A cancel for an id that is not live (finished a moment ago, never sent, or not sent
+        // yet) is ignored: nothing may follow a request's terminal reply (docs/protocol.md).
+        if (auto g = st.book.lookup(identity, c->id))
           self->send(st.io->router, actors::cancel_request{*g});
-        } else {
-          proto::error_msg e;
-          e.id = c->id;
-          e.code = serve_errc::invalid_request;
-          e.message = "cancel: no live request with id " + std::to_string(c->id.value());
-          st.io->send_out(identity, proto::encode(e));
-        }
+        else
+          log::debug("gateway", "cancel for an id that is not live: ignored", {{"id", c->id.value()}});
       } else if (std::holds_alternative<proto::stats_msg>(decoded)) {
         auto io = st.io;
         const auto live = st.book.live();
