@@ -66,6 +66,40 @@ TEST_CASE("frames refused by msgpack's limits are answered at once with their id
   CHECK(raw.wait_for_type<proto::done_msg>(30s));
 }
 
+TEST_CASE("a refused frame naming a live request's id gets an error without the id, and the request goes on",
+          "[gateway][model]") {
+  gateway_cluster gc({}, 1);
+  raw_client raw(gc.endpoint());
+  constexpr std::uint64_t live = 300;
+  // The submit, then (in the same burst, so the request is surely still live) a frame over
+  // msgpack's limits and one with a bad field, both carrying its id: an error with that id would
+  // read as the live request's terminal reply, and its tokens would follow it.
+  raw.send(proto::encode(greedy("Once upon a time", 200, proto::client_request_id{live})));
+  const auto depth5 = array({array({array({array({str("x")})})})});
+  raw.send(submit_fields().set("id", u64(live)).set("stop", depth5).bytes());
+  raw.send(fields{{"v", u64(1)}, {"type", str("cancel")}, {"id", u64(live)}, {"why", str("x")}}.bytes());
+  int refusals = 0, terminals = 0;
+  while (terminals == 0) {
+    auto r = raw.recv_decoded(30s);
+    REQUIRE(r.has_value());
+    if (const auto* e = std::get_if<proto::error_msg>(&*r); e != nullptr && !e->id) {
+      CHECK_THAT(e->message, Catch::Contains("request id 300 is live"));
+      ++refusals;
+    } else if (proto::is_terminal(*r)) {
+      CHECK(std::holds_alternative<proto::done_msg>(*r));
+      ++terminals;
+    } else {
+      CHECK(proto::request_of(*r) == proto::client_request_id{live});
+    }
+  }
+  CHECK(refusals == 2);
+  // Nothing more for the request: the stats reply (after every frame above) comes next.
+  raw.send(proto::encode(proto::stats_msg{}));
+  auto next = raw.recv_decoded(10s);
+  REQUIRE(next.has_value());
+  CHECK(std::holds_alternative<proto::stats_reply>(*next));
+}
+
 TEST_CASE("the C++ client fails a request whose frame the gateway refuses at once, not at its timeout",
           "[gateway][model]") {
   gateway_cluster gc({}, 1);
