@@ -6,7 +6,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <memory>
 #include <random>
 
 #include "proto/id_scan.hpp"
@@ -38,8 +40,12 @@ std::string cancel_with_id(const std::string& id_bytes) {
   return map_head(3) + key("v") + "\x01" + key("type") + key("cancel") + key("id") + id_bytes;
 }
 
+/// The scan over a heap copy of exactly `bytes.size()` bytes, so that under ASan a read past the
+/// end is a finding (a std::string's spare capacity or inline buffer would hide it).
 std::optional<std::uint64_t> scan(std::string_view bytes) {
-  const auto id = scan_request_id(bytes);
+  const auto exact = std::make_unique<char[]>(bytes.size());
+  std::copy(bytes.begin(), bytes.end(), exact.get());
+  const auto id = scan_request_id(std::string_view(exact.get(), bytes.size()));
   return id ? std::optional<std::uint64_t>(id->value()) : std::nullopt;
 }
 
