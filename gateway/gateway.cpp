@@ -27,6 +27,7 @@ namespace {
 using zmq_in_atom = caf::atom_constant<caf::atom("lf_zmq_in")>;
 using gone_atom = caf::atom_constant<caf::atom("lf_gone")>;
 using drain_atom = caf::atom_constant<caf::atom("lf_gwdrain")>;
+using refused_atom = caf::atom_constant<caf::atom("lf_refused")>;
 
 std::string as_string(const zmq::message_t& m) { return std::string(static_cast<const char*>(m.data()), m.size()); }
 
@@ -114,7 +115,12 @@ struct zmq_gateway::impl {
     auto decoded = proto::decode_client(payload);
     if (auto* err = std::get_if<proto::decode_error>(&decoded)) {
       log::debug("gateway", "frame refused", {{"reason", err->message}});
-      reply_now(identity, proto::encode(proto::to_error_msg(*err)), gone);
+      // An error with an id ends that request for the client, so only the actor, which knows
+      // the live requests, may send one (after every frame this connection sent before).
+      if (err->id)
+        caf::anon_send(actor, refused_atom::value, identity, err->id->value(), err->message);
+      else
+        reply_now(identity, proto::encode(proto::to_error_msg(*err)), gone);
       return;
     }
     if (std::holds_alternative<proto::ping_msg>(decoded)) {
@@ -179,6 +185,22 @@ struct gw_state {
 
 using gw_self = caf::stateful_actor<gw_state>*;
 
+/// Refuses a frame that carried client id `id`. When `id` names one of the connection's live
+/// requests the error goes without it, or the client would take it for that request's terminal
+/// reply while the request goes on.
+void refuse_frame(gw_self self, const std::string& identity, proto::client_request_id id,
+                  serve_errc code, std::string why) {
+  proto::error_msg e;
+  e.code = code;
+  e.message = std::move(why);
+  if (self->state.book.lookup(identity, id))
+    e.message = "request id " + std::to_string(id.value())
+                + " is live; this frame was refused and the request goes on: " + e.message;
+  else
+    e.id = id;
+  self->state.io->send_out(identity, proto::encode(e));
+}
+
 void on_submit(gw_self self, const std::string& identity, proto::submit_msg m) {
   auto& st = self->state;
   auto reply_error = [&](serve_errc code, std::string why, std::uint32_t retry = 0) {
@@ -191,14 +213,15 @@ void on_submit(gw_self self, const std::string& identity, proto::submit_msg m) {
     st.io->send_out(identity, proto::encode(e));
   };
   if (!st.accepting) {
-    reply_error(serve_errc::shutting_down, "the server is shutting down; not accepting requests");
+    refuse_frame(self, identity, m.id, serve_errc::shutting_down,
+                 "the server is shutting down; not accepting requests");
     return;
   }
   auto added = st.book.add(identity, m.id, m.stream);
   if (auto* refusal = std::get_if<add_refusal>(&added)) {
     if (*refusal == add_refusal::duplicate_id)
-      reply_error(serve_errc::invalid_request,
-                  "duplicate request id " + std::to_string(m.id.value()) + ": one with this id is still live");
+      refuse_frame(self, identity, m.id, serve_errc::invalid_request,
+                   "duplicate submit (ids must be unique among the connection's live requests)");
     else
       reply_error(serve_errc::overloaded, "too many live requests on this connection", 200);
     return;
@@ -241,15 +264,12 @@ caf::behavior gateway_actor(gw_self self, std::shared_ptr<zmq_gateway::impl> io)
       if (auto* s = std::get_if<proto::submit_msg>(&decoded)) {
         on_submit(self, identity, std::move(*s));
       } else if (auto* c = std::get_if<proto::cancel_msg>(&decoded)) {
-        if (auto g = st.book.lookup(identity, c->id)) {
+        // A cancel for an id that is not live (finished a moment ago, never sent, or not sent
+        // yet) is ignored: nothing may follow a request's terminal reply (docs/protocol.md).
+        if (auto g = st.book.lookup(identity, c->id))
           self->send(st.io->router, actors::cancel_request{*g});
-        } else {
-          proto::error_msg e;
-          e.id = c->id;
-          e.code = serve_errc::invalid_request;
-          e.message = "cancel: no live request with id " + std::to_string(c->id.value());
-          st.io->send_out(identity, proto::encode(e));
-        }
+        else
+          log::debug("gateway", "cancel for an id that is not live: ignored", {{"id", c->id.value()}});
       } else if (std::holds_alternative<proto::stats_msg>(decoded)) {
         auto io = st.io;
         const auto live = st.book.live();
@@ -279,6 +299,9 @@ caf::behavior gateway_actor(gw_self self, std::shared_ptr<zmq_gateway::impl> io)
               io->send_out(identity, proto::encode(e));
             });
       }
+    },
+    [self](refused_atom, const std::string& identity, std::uint64_t id, std::string why) {
+      refuse_frame(self, identity, proto::client_request_id{id}, serve_errc::invalid_request, std::move(why));
     },
     [self](const actors::token_event& ev) {
       auto* e = self->state.book.find(ev.id);
