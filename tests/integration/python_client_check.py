@@ -49,6 +49,14 @@ async def main(endpoint):
                 assert e.code == code, (kw, e.code, e.message)
         stats = await c.stats()
         assert stats["router.workers"] >= 1, stats
+        # A sampled request without a seed reports the one it got; asking again with it gives
+        # the same text.
+        first = await c.generate(prompt="Once upon a time", max_tokens=12, temperature=1.0)
+        assert first.seed != 0 and first.usage.get("resumed") == 0, (first.seed, first.usage)
+        again = await c.generate(prompt="Once upon a time", max_tokens=12, temperature=1.0, seed=first.seed)
+        assert again.text == first.text and again.seed == first.seed, (first, again)
+        # Draining a name no worker has drains nothing.
+        assert await c.drain("no-such-node") == {"workers": 0, "moved": 0}
     await refused_frames_fail_at_once(endpoint)
     print("python client: ok")
 
