@@ -29,5 +29,6 @@ int cmd_loadtest(int argc, char** argv);
 int cmd_train(int argc, char** argv);
 int cmd_train_lora(int argc, char** argv);
 int cmd_eval_loss(int argc, char** argv);
+int cmd_soak(int argc, char** argv);
 
 } // namespace lf::tools

@@ -41,6 +41,15 @@ commands:
   launch      CONFIG [--dry-run] [--ready-file PATH] [--log-level L] [--log-format text|json]
               start the config's local nodes as processes (passing the log flags on),
               wait for every worker, print the client endpoint; Ctrl-C stops them all
+  soak        [CONFIG (default cluster-configs/three-nodes.toml)] [--requests N (2000)]
+              [--clients N (128)] [--long (20000 requests, 256 clients)] [--seed S]
+              [--threads N (client threads)] [--no-faults] [--no-drain] [--controls N]
+              [--rss-growth-pct P (25)] [--rss-growth-mib M (64)] [--work-dir DIR]
+              [--log-level L (the cluster's; warn)] [--timeout S]
+              launch the config, run mixed requests (adapters, greedy / seeded / unseeded,
+              cancels, invalid ones) while a worker node is killed, another stopped past the
+              heartbeat timeout and one drained; check every reply, replay resumed requests on
+              the calm cluster, KV blocks and RSS; print a summary; exit 1 on any violation
   keygen      --out DIR [--name NAME] [--force]   write a CURVE key pair NAME.public / NAME.secret
   loadtest    ENDPOINT | http://HOST:PORT [--model-name NAME] | --self-host [serve flags;
               --adapter-dir DIR for the server's adapters;
@@ -137,6 +146,8 @@ int main(int argc, char** argv) {
       return lf::tools::cmd_node(argc, argv);
     if (cmd == "launch")
       return lf::tools::cmd_launch(argc, argv);
+    if (cmd == "soak")
+      return lf::tools::cmd_soak(argc, argv);
     if (cmd == "keygen")
       return lf::tools::cmd_keygen(argc, argv);
     if (cmd == "loadtest")

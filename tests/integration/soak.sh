@@ -1,0 +1,53 @@
+#!/bin/bash
+# The fault soak (`lorafleet soak`) on cluster-configs/three-nodes.toml with the tiny test model
+# and three random adapters of its shape: 2,000 requests from 128 clients while w1 is SIGKILLed
+# (launch restarts it), w2 is SIGSTOPped past the heartbeat timeout, and w1 is drained. Passes
+# when the soak reports no violation (exit 0) and its summary shows the faults did something.
+# Usage: soak.sh LORAFLEET_BINARY SOURCE_DIR [more soak flags]
+set -euo pipefail
+bin=$1
+src=$2
+shift 2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+py=/usr/bin/python3; [ -x "$py" ] || py=python3
+
+"$bin" make-model --out "$tmp/model" --layers 2 --heads 4 --embd 64 --context 256 --seed 1 > /dev/null
+seed=1
+for a in shakespeare bible fortunes; do
+  "$bin" make-adapter --base "$tmp/model" --out "$tmp/adapters/$a" --rank 4 --seed $seed --init-std 0.2 > /dev/null
+  seed=$((seed + 1))
+done
+# three-nodes.toml with the tiny model, its adapters, and a free port for the gateway and each node.
+"$py" - "$src/cluster-configs/three-nodes.toml" "$tmp" > "$tmp/cluster.toml" <<'PY'
+import re, socket, sys
+def free_port():
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
+text = open(sys.argv[1]).read()
+tmp = sys.argv[2]
+text = text.replace('"../models/default"', '"%s/model"' % tmp).replace('"../models/adapters"', '"%s/adapters"' % tmp)
+text = text.replace("tcp://127.0.0.1:5555", "tcp://127.0.0.1:%d" % free_port())
+text = re.sub(r"port = [0-9]+", lambda m: "port = %d" % free_port(), text)
+sys.stdout.write(text)
+PY
+
+status=0
+"$bin" soak "$tmp/cluster.toml" --work-dir "$tmp/soak" --requests 2000 --clients 128 "$@" | tee "$tmp/out.txt" || status=$?
+if [ $status -ne 0 ]; then
+  echo "---- last 80 lines of the cluster's log ----"
+  tail -n 80 "$tmp/soak/launch.log" || true
+  echo "soak.sh: lorafleet soak exited with status $status"
+  exit 1
+fi
+# The faults must have found requests in flight and moved some: otherwise nothing was checked.
+grep -q "soak: PASS" "$tmp/out.txt"
+resumed=$(sed -n 's/.*router: resumed \([0-9]*\).*/\1/p' "$tmp/out.txt")
+if [ -z "$resumed" ] || [ "$resumed" -lt 1 ]; then
+  echo "soak.sh: no request was resumed; the faults found nothing in flight"
+  exit 1
+fi
+if grep -q " 0 in flight)" "$tmp/out.txt"; then
+  echo "soak.sh: a fault fired with no request in flight"
+  exit 1
+fi
+echo "soak.sh: passed ($resumed resumed)"
