@@ -120,7 +120,7 @@ TEST_CASE("a second terminal or anything after the terminal is caught", "[soak]"
   CHECK(mentions(check_request(r, unsent), "never sent"));
 }
 
-TEST_CASE("valid requests must end done; worker_lost and any other error are violations", "[soak]") {
+TEST_CASE("valid requests must end done, worker_lost and any other error are violations", "[soak]") {
   const auto r = greedy(4);
   auto lost = clean(2);
   lost.events.back() = error(serve_errc::worker_lost);
@@ -134,7 +134,7 @@ TEST_CASE("valid requests must end done; worker_lost and any other error are vio
   CHECK(mentions(check_request(r, eos), "end-of-text"));
 }
 
-TEST_CASE("cancels: cancelled or done when racing the end; before acceptance only cancelled", "[soak]") {
+TEST_CASE("cancels: cancelled or done when racing the end, before acceptance only cancelled", "[soak]") {
   auto r = greedy(8);
   r.cancel = cancel_mode::near_end;
   auto won_race = clean(8);

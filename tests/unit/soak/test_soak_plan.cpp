@@ -98,7 +98,7 @@ TEST_CASE("invalid requests are invalid in the way they say", "[soak]") {
   CHECK_THROWS_WITH(plan_requests(tiny, words), Catch::Contains("context window of 64"));
 }
 
-TEST_CASE("frames: a plan's submit decodes back; a bad field type is refused with its id", "[soak]") {
+TEST_CASE("frames: a plan's submit decodes back, a bad field type is refused with its id", "[soak]") {
   planned_request r;
   r.id = 42;
   r.prompt = "Hello";
@@ -138,7 +138,7 @@ TEST_CASE("replays keep the request, take the served seed, drop the cancel", "[s
   CHECK_FALSE(replay_of(g, 77, 1).seed.has_value());  // greedy stays seedless
 }
 
-TEST_CASE("faults: one at a time, each on a whole cluster; a stopped node is resumed after its hold", "[soak]") {
+TEST_CASE("faults: one at a time, each on a whole cluster, a stopped node is resumed after its hold", "[soak]") {
   auto faults = plan_faults({"w1", "w2"}, 500ms, 3000ms, true);
   REQUIRE(faults.size() == 3);
   CHECK(faults[1].hold == 5000ms);
@@ -185,7 +185,7 @@ TEST_CASE("faults: one at a time, each on a whole cluster; a stopped node is res
   CHECK(stuck.finished());
 }
 
-TEST_CASE("RSS: VmRSS is read from /proc status text; growth past the bound is reported", "[soak]") {
+TEST_CASE("RSS: VmRSS is read from /proc status text, growth past the bound is reported", "[soak]") {
   CHECK(parse_vm_rss_kib("Name:\tlorafleet\nVmPeak:\t  900 kB\nVmRSS:\t   51234 kB\nThreads: 9\n")
         == std::optional<std::uint64_t>(51234));
   CHECK_FALSE(parse_vm_rss_kib("Name:\tkthreadd\nThreads: 1\n"));
