@@ -130,8 +130,11 @@ worker_actor::behavior_type worker_impl(worker_self self, worker_backend backend
                       st.backend.max_seqs, {}};
   if (st.backend.loaded_adapters)
     reg.adapters = st.backend.loaded_adapters();
+  // await, not then: the router places queued requests on a worker as it registers it, so
+  // worker_submits may arrive before the answer; they wait in the mailbox until the worker knows
+  // its id (events sent with id 0 would be dropped by the router as a stale worker's).
   self->request(router, caf::infinite, std::move(reg))
-    .then(
+    .await(
       [self](worker_id id) {
         self->state.wid = id;
         log::info("worker", "registered with the router", {{"worker", self->state.opts.name}, {"wid", id.value()}});

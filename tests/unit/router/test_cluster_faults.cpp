@@ -174,3 +174,36 @@ TEST_CASE("a stopping router ends what is live with shutting_down", "[cluster]")
   // The worker saw its router go, cancelled its requests and quit.
   CHECK(eventually([&] { return c.loops[0]->load().cancelled == 1; }));
 }
+
+TEST_CASE("requests waiting in the queue when a worker registers are served by it", "[cluster]") {
+  // The router places queued requests on a worker the moment it registers, before its answer to
+  // the registration; the worker must not run them before it knows its id (their events would
+  // carry id 0, which the router drops as a stale worker's: the clients would never hear back).
+  // Found by lorafleet soak: a worker node restarted while 256 clients kept the queue full.
+  router_config rc;
+  rc.max_inflight_per_worker = 1;
+  cluster c(rc, {test::fake_worker()});
+  client cl(c.sys, c.router);
+  for (std::uint64_t id = 1; id <= 4; ++id)
+    cl.submit(test::greedy(id, "Once upon a time", 40));
+  REQUIRE(cl.run_until([](const client& k) { return k.log.count(1) && !k.log.at(1).tokens.empty(); }));
+  CHECK(cl.stats().queued == 3);
+  // A second worker registers: the router hands it the head of the queue at once.
+  auto b = test::fake_worker()();
+  c.loops.push_back(b.loop);
+  c.owners.push_back(b.owner);
+  actors::worker_options o;
+  o.name = "w2";
+  o.report_interval = std::chrono::milliseconds(20);
+  c.workers.push_back(actors::spawn_worker(c.sys, std::move(b), c.router, o));
+  REQUIRE(cl.run_until_terminals(4, std::chrono::seconds(30)));
+  for (std::uint64_t id = 1; id <= 4; ++id) {
+    INFO("request " << id);
+    CHECK(cl.log[id].terminals == 1);
+    REQUIRE(cl.log[id].done);
+    CHECK(cl.log[id].tokens.size() == 40);
+  }
+  const auto s = cl.stats();
+  CHECK(s.inflight == 0);
+  CHECK(s.completed == 4);
+}
