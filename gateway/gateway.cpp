@@ -1,6 +1,7 @@
-// The gateway: the ZeroMQ thread (socket I/O, frame checks, pings, ZAP) and the gateway actor
-// (request bookkeeping, router traffic, encoding). See gateway.hpp.
+// The gateway actor (request bookkeeping, router traffic, encoding) and zmq_gateway, which owns it
+// and the ZeroMQ thread (gateway/zmq_io.*). See gateway.hpp.
 #include "gateway/gateway.hpp"
+#include "gateway/zmq_io.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -24,149 +25,10 @@ namespace lf::gateway {
 
 namespace {
 
-using zmq_in_atom = caf::atom_constant<caf::atom("lf_zmq_in")>;
-using gone_atom = caf::atom_constant<caf::atom("lf_gone")>;
 using drain_atom = caf::atom_constant<caf::atom("lf_gwdrain")>;
-
-std::string as_string(const zmq::message_t& m) { return std::string(static_cast<const char*>(m.data()), m.size()); }
 
 } // namespace
 
-struct zmq_gateway::impl {
-  caf::actor_system& sys;
-  actors::router_actor router;
-  gateway_options opts;
-  zmq::context_t ctx{1};
-  zmq::socket_t sock{ctx, zmq::socket_type::router};
-  zmq::socket_t out_pull{ctx, zmq::socket_type::pull};
-  zmq::socket_t out_push{ctx, zmq::socket_type::push};
-  std::unique_ptr<zmq::socket_t> zap;
-  std::mutex push_m;
-  std::atomic<bool> accepting{true}, running{true};
-  std::atomic<std::size_t> live{0};
-  caf::actor actor;
-  std::thread thread;
-  std::string bound;
-
-  impl(caf::actor_system& s, actors::router_actor r, gateway_options o)
-    : sys(s), router(std::move(r)), opts(std::move(o)) {}
-
-  /// Queues (identity, frame) for the ZeroMQ thread (any thread).
-  void send_out(const std::string& identity, const std::string& frame) {
-    std::lock_guard<std::mutex> g(push_m);
-    out_push.send(zmq::buffer(identity), zmq::send_flags::sndmore);
-    out_push.send(zmq::buffer(frame), zmq::send_flags::none);
-  }
-
-  void reply_now(const std::string& identity, const std::string& frame, std::set<std::string>& gone) {
-    try {
-      // Both frames or neither: a refused routing frame (EAGAIN at the peer's high-water mark)
-      // must not be followed by the payload, which would then be read as a routing id.
-      if (sock.send(zmq::buffer(identity), zmq::send_flags::sndmore | zmq::send_flags::dontwait)
-          && sock.send(zmq::buffer(frame), zmq::send_flags::dontwait))
-        return;
-    } catch (const zmq::error_t&) {
-      // EHOSTUNREACH: the peer is gone (ROUTER_MANDATORY)
-    }
-    if (gone.insert(identity).second)
-      caf::anon_send(actor, gone_atom::value, identity);
-  }
-
-  void handle_zap() {
-    std::vector<zmq::message_t> parts;
-    zmq::message_t m;
-    do {
-      if (!zap->recv(m))
-        return;
-      parts.push_back(std::move(m));
-    } while (parts.back().more());
-    if (parts.size() < 6)
-      return;
-    bool ok = opts.allowed_client_keys.empty();
-    if (!ok && as_string(parts[5]) == "CURVE" && parts.size() >= 7 && parts[6].size() == 32) {
-      char z85[41] = {};
-      zmq_z85_encode(z85, static_cast<const std::uint8_t*>(parts[6].data()), 32);
-      ok = std::find(opts.allowed_client_keys.begin(), opts.allowed_client_keys.end(), z85)
-           != opts.allowed_client_keys.end();
-    }
-    auto send = [&](const std::string& s, bool more) {
-      zap->send(zmq::buffer(s), more ? zmq::send_flags::sndmore : zmq::send_flags::none);
-    };
-    send("1.0", true);
-    send(as_string(parts[1]), true);
-    send(ok ? "200" : "400", true);
-    send(ok ? "OK" : "client key not allowed", true);
-    send("", true);
-    send("", false);
-  }
-
-  void on_client_frames(std::vector<zmq::message_t>& parts, std::set<std::string>& gone) {
-    const auto identity = as_string(parts[0]);
-    gone.erase(identity);  // it spoke: it is connected
-    if (parts.size() != 2) {
-      proto::error_msg e;
-      e.code = serve_errc::invalid_request;
-      e.message = "expected exactly one msgpack frame per message, got " + std::to_string(parts.size() - 1);
-      reply_now(identity, proto::encode(e), gone);
-      return;
-    }
-    const std::string_view payload(static_cast<const char*>(parts[1].data()), parts[1].size());
-    auto decoded = proto::decode_client(payload);
-    if (auto* err = std::get_if<proto::decode_error>(&decoded)) {
-      log::debug("gateway", "frame refused", {{"reason", err->message}});
-      reply_now(identity, proto::encode(proto::to_error_msg(*err)), gone);
-      return;
-    }
-    if (std::holds_alternative<proto::ping_msg>(decoded)) {
-      reply_now(identity, proto::encode(proto::pong_msg{}), gone);
-      return;
-    }
-    caf::anon_send(actor, zmq_in_atom::value, identity, std::string(payload));
-  }
-
-  void run() {
-    std::set<std::string> gone;  // identities reported gone, until they speak again
-    while (running) {
-      std::vector<zmq::pollitem_t> items{{static_cast<void*>(sock), 0, ZMQ_POLLIN, 0},
-                                         {static_cast<void*>(out_pull), 0, ZMQ_POLLIN, 0}};
-      if (zap)
-        items.push_back({static_cast<void*>(*zap), 0, ZMQ_POLLIN, 0});
-      try {
-        zmq::poll(items.data(), items.size(), std::chrono::milliseconds(100));
-        if (items[0].revents & ZMQ_POLLIN) {
-          for (int burst = 0; burst < 256; ++burst) {
-            std::vector<zmq::message_t> parts;
-            zmq::message_t m;
-            if (!sock.recv(m, zmq::recv_flags::dontwait))
-              break;
-            parts.push_back(std::move(m));
-            while (parts.back().more()) {
-              zmq::message_t next;
-              (void) sock.recv(next);
-              parts.push_back(std::move(next));
-            }
-            on_client_frames(parts, gone);
-          }
-        }
-        if (items[1].revents & ZMQ_POLLIN) {
-          zmq::message_t id, frame;
-          while (out_pull.recv(id, zmq::recv_flags::dontwait)) {
-            (void) out_pull.recv(frame);
-            const auto identity = as_string(id);
-            if (!identity.empty() && !gone.count(identity))
-              reply_now(identity, as_string(frame), gone);
-          }
-        }
-        if (zap && (items[2].revents & ZMQ_POLLIN))
-          handle_zap();
-      } catch (const zmq::error_t& e) {
-        if (e.num() == ETERM)
-          return;
-        // Anything else is about one frame; keep serving.
-      }
-    }
-  }
-};
 
 namespace {
 
@@ -178,6 +40,22 @@ struct gw_state {
 };
 
 using gw_self = caf::stateful_actor<gw_state>*;
+
+/// Refuses a frame that carried client id `id`. When `id` names one of the connection's live
+/// requests the error goes without it, or the client would take it for that request's terminal
+/// reply while the request goes on.
+void refuse_frame(gw_self self, const std::string& identity, proto::client_request_id id,
+                  serve_errc code, std::string why) {
+  proto::error_msg e;
+  e.code = code;
+  e.message = std::move(why);
+  if (self->state.book.lookup(identity, id))
+    e.message = "request id " + std::to_string(id.value())
+                + " is live; this frame was refused and the request goes on: " + e.message;
+  else
+    e.id = id;
+  self->state.io->send_out(identity, proto::encode(e));
+}
 
 void on_submit(gw_self self, const std::string& identity, proto::submit_msg m) {
   auto& st = self->state;
@@ -191,14 +69,15 @@ void on_submit(gw_self self, const std::string& identity, proto::submit_msg m) {
     st.io->send_out(identity, proto::encode(e));
   };
   if (!st.accepting) {
-    reply_error(serve_errc::shutting_down, "the server is shutting down; not accepting requests");
+    refuse_frame(self, identity, m.id, serve_errc::shutting_down,
+                 "the server is shutting down; not accepting requests");
     return;
   }
   auto added = st.book.add(identity, m.id, m.stream);
   if (auto* refusal = std::get_if<add_refusal>(&added)) {
     if (*refusal == add_refusal::duplicate_id)
-      reply_error(serve_errc::invalid_request,
-                  "duplicate request id " + std::to_string(m.id.value()) + ": one with this id is still live");
+      refuse_frame(self, identity, m.id, serve_errc::invalid_request,
+                   "duplicate submit (ids must be unique among the connection's live requests)");
     else
       reply_error(serve_errc::overloaded, "too many live requests on this connection", 200);
     return;
@@ -241,12 +120,12 @@ caf::behavior gateway_actor(gw_self self, std::shared_ptr<zmq_gateway::impl> io)
       if (auto* s = std::get_if<proto::submit_msg>(&decoded)) {
         on_submit(self, identity, std::move(*s));
       } else if (auto* c = std::get_if<proto::cancel_msg>(&decoded)) {
-        // A cancel for an unknown or finished id is ignored (docs/protocol.md): one that crossed
-        // its request's terminal reply must not be answered with a second message for that id.
+        // A cancel for an id that is not live (finished a moment ago, never sent, or not sent
+        // yet) is ignored: nothing may follow a request's terminal reply (docs/protocol.md).
         if (auto g = st.book.lookup(identity, c->id))
           self->send(st.io->router, actors::cancel_request{*g});
         else
-          log::debug("gateway", "cancel for no live request ignored", {{"id", c->id.value()}});
+          log::debug("gateway", "cancel for an id that is not live: ignored", {{"id", c->id.value()}});
       } else if (std::holds_alternative<proto::stats_msg>(decoded)) {
         auto io = st.io;
         const auto live = st.book.live();
@@ -276,6 +155,9 @@ caf::behavior gateway_actor(gw_self self, std::shared_ptr<zmq_gateway::impl> io)
               io->send_out(identity, proto::encode(e));
             });
       }
+    },
+    [self](refused_atom, const std::string& identity, std::uint64_t id, std::string why) {
+      refuse_frame(self, identity, proto::client_request_id{id}, serve_errc::invalid_request, std::move(why));
     },
     [self](const actors::token_event& ev) {
       auto* e = self->state.book.find(ev.id);

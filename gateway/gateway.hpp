@@ -1,10 +1,11 @@
 #pragma once
 /// The client gateway: a ZeroMQ ROUTER socket on its own thread, bridged to the router actor.
 ///
-///   client DEALER ──frame──> [zmq thread] ROUTER ── decode error / ping: answered right here
-///                                  │ (identity, frame)
+///   client DEALER ──frame──> [zmq thread] ROUTER ── id-less decode error / ping: answered here
+///                                  │ (identity, frame), or a decode error with an id
 ///                                  v
-///                          [gateway actor] render chat, tokenize (the edge: request_draft)
+///                          [gateway actor] render chat, tokenize (the edge: request_draft);
+///                                  │ errors naming a live request's id go without it
 ///                                  │ gateway_book ──generate_request / cancel──> router
 ///                                  ^                                                     │
 ///                                  └──────────── token / done / error events ────────────┘

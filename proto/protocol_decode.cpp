@@ -5,13 +5,16 @@
 ///      after the map are an error;
 ///   3. field_reader: the envelope ("v", "type"), then each message's fields with their types and
 ///      ranges, unknown fields rejected; a submit then passes validate().
-/// Every exception (msgpack's unpack_error family, std::bad_alloc) becomes a decode_error.
+/// Every exception (msgpack's unpack_error family, std::bad_alloc) becomes a decode_error. An
+/// error without an id gets the one scan_request_id finds in the raw bytes (a frame refused in
+/// step 1 or 2 never reaches the field reader).
 
 #include <cmath>
 #include <limits>
 #include <new>
 
 #include "proto/field_reader.hpp"
+#include "proto/id_scan.hpp"
 #include "proto/protocol.hpp"
 
 namespace lf::proto {
@@ -293,7 +296,7 @@ void read_id_only(field_reader& r, T& m) {
 
 /// Runs `decode` and turns anything it throws into a decode_error.
 template <class Result, class Decode>
-Result guarded(Decode decode) {
+Result guarded_decode(Decode decode) {
   try {
     return decode();
   } catch (const std::bad_alloc&) {
@@ -305,11 +308,21 @@ Result guarded(Decode decode) {
   }
 }
 
+/// guarded_decode, then the id from the raw bytes for an error that has none, so the peer can
+/// tell which request a frame refused by msgpack's limits was about.
+template <class Result, class Decode>
+Result guarded(std::string_view bytes, Decode decode) {
+  auto r = guarded_decode<Result>(decode);
+  if (auto* e = std::get_if<decode_error>(&r); e != nullptr && !e->id)
+    e->id = scan_request_id(bytes);
+  return r;
+}
+
 } // namespace
 
 client_decode_result decode_client(std::string_view bytes) {
   using result = client_decode_result;
-  return guarded<result>([&]() -> result {
+  return guarded<result>(bytes, [&]() -> result {
     frame f;
     if (auto err = open_frame(bytes, f))
       return *err;
@@ -331,7 +344,7 @@ client_decode_result decode_client(std::string_view bytes) {
 
 server_decode_result decode_server(std::string_view bytes) {
   using result = server_decode_result;
-  return guarded<result>([&]() -> result {
+  return guarded<result>(bytes, [&]() -> result {
     frame f;
     if (auto err = open_frame(bytes, f))
       return *err;

@@ -50,6 +50,7 @@ class Result:
     usage: Dict[str, int] = field(default_factory=dict)
     timings: Dict[str, float] = field(default_factory=dict)
     tokens: List[int] = field(default_factory=list)
+    seed: int = 0  # the seed it was sampled with (its own or the router's); usage["resumed"]: moves
 
 
 class Request:
@@ -75,7 +76,7 @@ class Request:
         elif t == "done":
             text = msg.get("text") if msg.get("text") is not None else "".join(self._text)
             self._done.set_result(Result(text, msg.get("finish_reason", ""), msg.get("usage", {}),
-                                         msg.get("timings", {}), self._tokens))
+                                         msg.get("timings", {}), self._tokens, msg.get("seed", 0)))
             self._queue.put_nowait(None)
         elif t == "error":
             self._fail(LorafleetError(msg.get("code", "internal"), msg.get("message", ""),
@@ -132,7 +133,7 @@ class Client:
         self._sock.connect(endpoint)
         self._ids = itertools.count(1)
         self._live: Dict[int, Request] = {}
-        self._waiters: Dict[str, List[asyncio.Future]] = {"pong": [], "stats": []}
+        self._waiters: Dict[str, List[asyncio.Future]] = {"pong": [], "stats": [], "drained": []}
         self._reader: Optional[asyncio.Task] = None
         self._closed = False
 
@@ -163,14 +164,19 @@ class Client:
             if not isinstance(msg, dict):
                 continue
             t = msg.get("type")
+            if not isinstance(t, str):
+                continue
             if t in self._waiters:
-                waiters, self._waiters[t] = self._waiters[t], []
+                if t == "drained":  # one answer per drain, in the order asked
+                    waiters, self._waiters[t] = self._waiters[t][:1], self._waiters[t][1:]
+                else:
+                    waiters, self._waiters[t] = self._waiters[t], []
                 for w in waiters:
                     if not w.done():
                         w.set_result(msg)
                 continue
             rid = msg.get("id")
-            req = self._live.get(rid) if rid is not None else None
+            req = self._live.get(rid) if isinstance(rid, int) else None
             if req is None:
                 continue
             req._on_message(msg)
@@ -223,11 +229,11 @@ class Client:
         req = await self.submit(prompt, **kw)
         return await req.result()
 
-    async def _ask(self, kind: str, timeout: float) -> dict:
+    async def _ask(self, kind: str, timeout: float, **fields) -> dict:
         self._ensure_reader()
         fut = asyncio.get_running_loop().create_future()
-        self._waiters["pong" if kind == "ping" else "stats"].append(fut)
-        await self._send({"type": kind})
+        self._waiters[{"ping": "pong", "drain": "drained"}.get(kind, kind)].append(fut)
+        await self._send({"type": kind, **fields})
         return await asyncio.wait_for(fut, timeout)
 
     async def ping(self, timeout: float = 5.0) -> float:
@@ -239,6 +245,13 @@ class Client:
     async def stats(self, timeout: float = 5.0) -> Dict[str, float]:
         """The cluster's counters: flat dotted names to numbers."""
         return (await self._ask("stats", timeout)).get("values", {})
+
+    async def drain(self, node: str, timeout: float = 15.0) -> Dict[str, int]:
+        """Drains a worker node (or one worker, "node/N"): nothing more is placed there and its
+        running requests move to other workers, which continue them exactly. Returns
+        {"workers": drained, "moved": requests moved}; workers == 0 when no live worker matched."""
+        reply = await self._ask("drain", timeout, node=node)
+        return {"workers": reply.get("workers", 0), "moved": reply.get("moved", 0)}
 
     async def close(self) -> None:
         """Fails what is still in flight locally and closes the socket."""

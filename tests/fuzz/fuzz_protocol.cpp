@@ -3,16 +3,21 @@
 ///   - decoding returns (an exception escaping decode_* ends the process: a finding);
 ///   - a decode_error has a non-empty, valid UTF-8 message with code invalid_request (it is sent
 ///     back to the client as is);
-///   - a decoded message survives a round trip: decode(encode(m)) == m.
+///   - a decoded message survives a round trip: decode(encode(m)) == m;
+///   - the raw-bytes id scan (proto/id_scan.hpp) never contradicts the decoder: a decoded
+///     message's id is the scan's, and an error's id is the scan's unless the scan gave up.
 /// A failed property prints what it saw and aborts, which both drivers report as a crash.
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 
+#include "proto/id_scan.hpp"
 #include "proto/protocol.hpp"
 #include "worker/engine/text_stream.hpp"
 
@@ -62,11 +67,46 @@ void check_round_trip(const Result& decoded, Decode decode) {
     decoded);
 }
 
+template <class T, class = void>
+struct has_id : std::false_type {};
+template <class T>
+struct has_id<T, std::void_t<decltype(std::declval<T>().id)>> : std::true_type {};
+
+/// The id the decoder found, as an optional (error_msg and decode_error hold one already).
+template <class T>
+std::optional<client_request_id> id_of(const T& m) {
+  if constexpr (has_id<T>::value)
+    return m.id;
+  else
+    return std::nullopt;
+}
+
+template <class Result>
+void check_id_scan(std::string_view bytes, const Result& decoded) {
+  const auto scanned = scan_request_id(bytes);
+  std::visit(
+    [&](const auto& m) {
+      const auto id = id_of(m);
+      if (!id)
+        return;
+      const bool is_error = std::is_same_v<std::decay_t<decltype(m)>, decode_error>;
+      if (scanned ? *scanned != *id : !is_error)
+        finding("scan_request_id disagrees with the decoder",
+                std::to_string(id->value()) + " vs "
+                  + (scanned ? std::to_string(scanned->value()) : std::string("none")));
+    },
+    decoded);
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  check_round_trip(decode_client(bytes), [](std::string_view b) { return decode_client(b); });
-  check_round_trip(decode_server(bytes), [](std::string_view b) { return decode_server(b); });
+  const auto as_client = decode_client(bytes);
+  check_round_trip(as_client, [](std::string_view b) { return decode_client(b); });
+  check_id_scan(bytes, as_client);
+  const auto as_server = decode_server(bytes);
+  check_round_trip(as_server, [](std::string_view b) { return decode_server(b); });
+  check_id_scan(bytes, as_server);
   return 0;
 }

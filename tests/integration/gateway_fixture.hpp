@@ -97,7 +97,8 @@ public:
         if constexpr (std::is_same_v<std::decay_t<decltype(x)>, proto::decode_error>)
           return std::nullopt;
         else
-          return proto::server_message{x};
+          // Built in place: from a temporary variant, GCC 12 warns -Wfree-nonheap-object (falsely).
+          return std::optional<proto::server_message>(std::in_place, std::move(x));
       },
       d);
   }

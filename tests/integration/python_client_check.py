@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Checks the Python asyncio client against a running cluster: concurrent streams, one terminal
-each, cancellation, error replies, stats. Usage: python_client_check.py ENDPOINT"""
+each, cancellation, error replies, frames the gateway's decoder refuses, stats.
+Usage: python_client_check.py ENDPOINT"""
 import asyncio
 import os
 import sys
@@ -48,7 +49,41 @@ async def main(endpoint):
                 assert e.code == code, (kw, e.code, e.message)
         stats = await c.stats()
         assert stats["router.workers"] >= 1, stats
+        # A sampled request without a seed reports the one it got; asking again with it gives
+        # the same text.
+        first = await c.generate(prompt="Once upon a time", max_tokens=12, temperature=1.0)
+        assert first.seed != 0 and first.usage.get("resumed") == 0, (first.seed, first.usage)
+        again = await c.generate(prompt="Once upon a time", max_tokens=12, temperature=1.0, seed=first.seed)
+        assert again.text == first.text and again.seed == first.seed, (first, again)
+        # Draining a name no worker has drains nothing.
+        assert await c.drain("no-such-node") == {"workers": 0, "moved": 0}
+    await refused_frames_fail_at_once(endpoint)
     print("python client: ok")
+
+
+async def refused_frames_fail_at_once(endpoint):
+    """A frame refused by the decoder's msgpack limits (too deep, an array too long) fails its own
+    request at once: the gateway's error carries the frame's id. The client's timeout is 60 s."""
+    loop = asyncio.get_running_loop()
+    async with Client(endpoint, timeout=60) as c:
+        good = [await c.submit(prompt=f"Story number {i}:", max_tokens=16, temperature=0,
+                               ignore_eos=True) for i in range(4)]
+        for kw, why in [(dict(messages=[{"role": "user", "content": "hi"}] * 2000),
+                         "an array has more than 1024 elements"),
+                        (dict(messages=[{"role": "user", "content": {"a": {"b": "deep"}}}]),
+                         "nested deeper than 3 levels"),
+                        (dict(prompt="x", stop=[[["deep"]]]), "nested deeper than 3 levels")]:
+            t0 = loop.time()
+            req = await c.submit(**kw)
+            try:
+                await req.result(timeout=20)  # asyncio.TimeoutError here: the id was not used
+                raise AssertionError(f"expected invalid_request ({why})")
+            except LorafleetError as e:
+                assert e.code == "invalid_request" and why in e.message, (why, e.code, e.message)
+            assert loop.time() - t0 < 20, (why, loop.time() - t0)
+        for r in good:
+            res = await r.result()
+            assert res.usage["completion_tokens"] == 16, res.usage
 
 
 asyncio.run(main(sys.argv[1]))

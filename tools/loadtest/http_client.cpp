@@ -60,7 +60,11 @@ struct http_client::impl {
   std::mutex m;
   std::deque<std::pair<std::string, std::unique_ptr<call>>> queue;  ///< (path + body) waiting for the loop
   std::vector<evhttp_connection*> idle;
+  bool stopping = false;  ///< under m: the loop breaks at its next wake-up
 
+  /// Stops the loop thread from inside the loop (a loopbreak from outside is lost if it comes
+  /// before the loop starts) and joins it; frees the connections, the wake event and the base.
+  void shutdown();
   void drain_queue();
   void start(const std::string& path, std::string body, std::unique_ptr<call> c);
   void on_chunk(call& c, evhttp_request* req);
@@ -180,10 +184,29 @@ void http_client::impl::start(const std::string& path, std::string body, std::un
     finish(raw, nullptr);
 }
 
+void http_client::impl::shutdown() {
+  {
+    std::lock_guard<std::mutex> g(m);
+    stopping = true;
+  }
+  event_active(wake, EV_READ, 0);
+  if (thread.joinable())
+    thread.join();
+  for (auto* c : idle)
+    evhttp_connection_free(c);
+  idle.clear();
+  event_free(wake);
+  event_base_free(base);
+}
+
 void http_client::impl::drain_queue() {
   std::deque<std::pair<std::string, std::unique_ptr<call>>> batch;
   {
     std::lock_guard<std::mutex> g(m);
+    if (stopping) {
+      event_base_loopbreak(base);
+      return;
+    }
     batch.swap(queue);
   }
   for (auto& [what, c] : batch) {
@@ -217,7 +240,9 @@ http_client::http_client(const std::string& url, std::string model) : impl_(std:
   event_add(i.wake, nullptr);
   i.thread = std::thread([&i] { event_base_dispatch(i.base); });
   i.model = std::move(model);
-  if (i.model.empty()) {
+  if (!i.model.empty())
+    return;
+  try {
     auto p = std::make_shared<std::promise<client::result>>();
     auto fut = p->get_future();
     auto c = std::make_unique<call>();
@@ -243,18 +268,13 @@ http_client::http_client(const std::string& url, std::string model) : impl_(std:
     if (j.is_discarded() || !j.contains("data") || !j["data"].is_array() || j["data"].empty())
       throw std::runtime_error("GET " + url + "/v1/models: no models listed");
     i.model = j["data"][0].value("id", std::string());
+  } catch (...) {
+    i.shutdown();  // a joinable thread must not outlive a failed constructor
+    throw;
   }
 }
 
-http_client::~http_client() {
-  auto& i = *impl_;
-  event_base_loopbreak(i.base);
-  i.thread.join();
-  for (auto* c : i.idle)
-    evhttp_connection_free(c);
-  event_free(i.wake);
-  event_base_free(i.base);
-}
+http_client::~http_client() { impl_->shutdown(); }
 
 const std::string& http_client::model() const { return impl_->model; }
 

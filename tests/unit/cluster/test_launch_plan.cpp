@@ -25,7 +25,7 @@ TEST_CASE("gateway endpoints parse as tcp://HOST:PORT or ipc://PATH", "[cluster]
   CHECK_THAT(why, Catch::Matchers::Contains("tcp://HOST:PORT"));
 }
 
-TEST_CASE("loopback names are one machine; this host's names are local", "[cluster][endpoints]") {
+TEST_CASE("loopback names are one machine, this host's names are local", "[cluster][endpoints]") {
   CHECK(host_key("localhost") == host_key("127.0.0.1"));
   CHECK(host_key("127.0.1.1") == host_key("::1"));
   CHECK(host_key("Node-A") == "node-a");

@@ -32,7 +32,7 @@ TEST_CASE("json lines: one object per line, strings escaped, numbers bare", "[lo
                 "\"ctl\":\"\\u0001\"}\n");
 }
 
-TEST_CASE("levels and formats parse; lines below the level are not written", "[log]") {
+TEST_CASE("levels and formats parse, lines below the level are not written", "[log]") {
   CHECK(log::parse_level("debug") == log::level::debug);
   CHECK(log::parse_level("off") == log::level::off);
   CHECK_FALSE(log::parse_level("verbose"));

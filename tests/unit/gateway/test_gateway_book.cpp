@@ -27,7 +27,7 @@ add_refusal refused(gateway_book& b, const std::string& conn, std::uint64_t id) 
 
 } // namespace
 
-TEST_CASE("clients choose ids per connection; the book gives each request its own", "[gateway_book]") {
+TEST_CASE("clients choose ids per connection, the book gives each request its own", "[gateway_book]") {
   gateway_book b;
   auto a1 = added(b, "conn-a", 1);
   auto b1 = added(b, "conn-b", 1, false);  // the same client id on another connection
@@ -46,7 +46,7 @@ TEST_CASE("clients choose ids per connection; the book gives each request its ow
   CHECK(b.live_for("conn-a") == 1);
 }
 
-TEST_CASE("a live duplicate is refused; an ended id can be used again", "[gateway_book]") {
+TEST_CASE("a live duplicate is refused, an ended id can be used again", "[gateway_book]") {
   gateway_book b;
   auto g = added(b, "c", 7);
   CHECK(refused(b, "c", 7) == add_refusal::duplicate_id);

@@ -79,7 +79,7 @@ TEST_CASE("prompts may be strings, arrays of strings, token ids or arrays of tok
   CHECK(refused(api_kind::completion, R"({"model":"m"})").param == "prompt");
 }
 
-TEST_CASE("chat messages keep their roles; developer is a system message; text parts concatenate") {
+TEST_CASE("chat messages keep their roles, developer is a system message, text parts concatenate") {
   auto r = ok(api_kind::chat, R"({"model":"m","messages":[{"role":"developer","content":"Be brief."},
     {"role":"user","content":[{"type":"text","text":"Hel"},{"type":"text","text":"lo"}]},
     {"role":"assistant","content":null}],"max_completion_tokens":9,"logprobs":true,"top_logprobs":3})");

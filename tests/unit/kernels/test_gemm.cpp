@@ -123,7 +123,7 @@ TEST_CASE("products match the reference on odd shapes in every kernel family", "
   }
 }
 
-TEST_CASE("accumulate adds to y; a row's result does not depend on M, its neighbours or threads", "[kernels][gemm]") {
+TEST_CASE("accumulate adds to y, a row's result does not depend on M, its neighbours or threads", "[kernels][gemm]") {
   problem p(37, 150, 200, 77);
   thread_pool one(1), two(2), three(3);
   for (auto isa : lf::test::runnable_isas()) {

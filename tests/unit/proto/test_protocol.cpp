@@ -88,7 +88,7 @@ TEST_CASE("server messages round trip", "[protocol]") {
   check_server_round_trip(drained_msg{"w1", 2, 17});
 }
 
-TEST_CASE("a drain names its node; done's seed and usage.resumed may be absent (older servers)", "[protocol]") {
+TEST_CASE("a drain names its node, done's seed and usage.resumed may be absent (older servers)", "[protocol]") {
   auto bad = decode_client(encode(drain_msg{""}));
   REQUIRE(std::holds_alternative<decode_error>(bad));
   CHECK_THAT(std::get<decode_error>(bad).message, Catch::Contains("node must not be empty"));

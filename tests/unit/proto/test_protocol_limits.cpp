@@ -44,7 +44,7 @@ TEST_CASE("prompt and messages: exactly one, non-empty", "[protocol][limits]") {
   CHECK(accepted(chat({msg("system", ""), msg("user", "x")})));
 }
 
-TEST_CASE("max_tokens must fit a 32-bit integer; its range is the router's", "[protocol][limits]") {
+TEST_CASE("max_tokens must fit a 32-bit integer, its range is the router's", "[protocol][limits]") {
   const auto with = [](value v) { return submit_fields().set("max_tokens", std::move(v)); };
   CHECK_THAT(client_error(with(u64(1ull << 31))), Contains("max_tokens must be an integer in [-2147483648, 2147483647] (got 2147483648)"));
   CHECK_THAT(client_error(with(u64(~0ull))), Contains("(got 18446744073709551615)"));
@@ -55,7 +55,7 @@ TEST_CASE("max_tokens must fit a 32-bit integer; its range is the router's", "[p
   CHECK(accepted(with(u64(1 << 20))));
 }
 
-TEST_CASE("sampling values must fit their wire types; their ranges are the router's", "[protocol][limits]") {
+TEST_CASE("sampling values must fit their wire types, their ranges are the router's", "[protocol][limits]") {
   const auto with = [](const char* key, value v) { return submit_fields().set(key, std::move(v)); };
   const double inf = std::numeric_limits<double>::infinity();
   CHECK_THAT(client_error(with("temperature", f64(1e300))), Contains("temperature is out of range for a 32-bit float (got 1e+300)"));

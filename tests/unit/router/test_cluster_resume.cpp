@@ -76,23 +76,36 @@ bool worker_one_streaming(const client& k) {
   return streaming >= 4;
 }
 
+/// Two workers under round robin, the undisturbed run of batch(1000) done (`ref`), and
+/// batch(0, unseeded) streaming on both (`cl`), worker 1's share a few tokens in.
+struct mid_stream {
+  explicit mid_stream(bool unseeded) : reqs(batch(0, unseeded)) {
+    for (auto& r : batch(1000, false))
+      ref.submit(r);
+    REQUIRE(ref.run_until_terminals(16));
+    for (auto& r : reqs)
+      cl.submit(r);
+    REQUIRE(cl.run_until(worker_one_streaming));
+  }
+  static router_config round_robin() {
+    router_config rc;
+    rc.placement.policy = placement_policy::round_robin;
+    return rc;
+  }
+  cluster c{round_robin(), {test::fake_worker(8), test::fake_worker(8)}};
+  client ref{c.sys, c.router};
+  client cl{c.sys, c.router};
+  std::vector<generate_request> reqs;
+};
+
 } // namespace
 
 TEST_CASE("a worker killed mid-stream: its requests resume exactly on another worker", "[cluster][resume]") {
-  router_config rc;
-  rc.placement.policy = placement_policy::round_robin;
-  cluster c(rc, {test::fake_worker(8), test::fake_worker(8)});
-  // The undisturbed run of the same requests.
-  client ref(c.sys, c.router);
-  for (auto& r : batch(1000, false))
-    ref.submit(r);
-  REQUIRE(ref.run_until_terminals(16));
-
-  client cl(c.sys, c.router);
-  const auto reqs = batch(0, true);
-  for (auto& r : reqs)
-    cl.submit(r);
-  REQUIRE(cl.run_until(worker_one_streaming));
+  mid_stream m(true);
+  auto& c = m.c;
+  auto& ref = m.ref;
+  auto& cl = m.cl;
+  const auto& reqs = m.reqs;
   caf::anon_send_exit(c.workers[0], caf::exit_reason::kill);
   REQUIRE(cl.run_until_terminals(reqs.size()));
   auto stats = cl.stats();
@@ -125,19 +138,11 @@ TEST_CASE("a worker killed mid-stream: its requests resume exactly on another wo
 
 TEST_CASE("draining a worker moves its running requests and places nothing there again",
           "[cluster][resume]") {
-  router_config rc;
-  rc.placement.policy = placement_policy::round_robin;
-  cluster c(rc, {test::fake_worker(8), test::fake_worker(8)});
-  client ref(c.sys, c.router);
-  for (auto& r : batch(1000, false))
-    ref.submit(r);
-  REQUIRE(ref.run_until_terminals(16));
-
-  client cl(c.sys, c.router);
-  const auto reqs = batch(0, false);
-  for (auto& r : reqs)
-    cl.submit(r);
-  REQUIRE(cl.run_until(worker_one_streaming));
+  mid_stream m(false);
+  auto& c = m.c;
+  auto& ref = m.ref;
+  auto& cl = m.cl;
+  const auto& reqs = m.reqs;
   std::uint32_t drained = 0, moved = 0;
   cl.self->request(c.router, std::chrono::seconds(10), drain_atom::value, std::string("w1"))
     .receive([&](std::uint32_t w, std::uint32_t m) { drained = w, moved = m; },
