@@ -1,5 +1,6 @@
 // The HTTP gateway's event loop: evhttp routing, size limits, replies from the outbox, closed
 // connections. Every evhttp call happens on the loop thread. See http_gateway.hpp.
+#include <csignal>
 #include <cstring>
 #include <stdexcept>
 
@@ -260,6 +261,11 @@ void http_gateway::impl::start() {
   static const int threads_ready = evthread_use_pthreads();
   if (threads_ready != 0)
     throw std::runtime_error("http: libevent has no pthreads support");
+  // evhttp writes with writev, which raises SIGPIPE when the client has already closed its end
+  // (a curl --max-time mid-stream): the default action would kill the whole server. Ignored, the
+  // write fails with EPIPE and evhttp closes that connection. (ZeroMQ and CAF send with
+  // MSG_NOSIGNAL themselves.)
+  std::signal(SIGPIPE, SIG_IGN);
   base = event_base_new();
   http = evhttp_new(base);
   if (!base || !http)

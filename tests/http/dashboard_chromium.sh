@@ -173,7 +173,7 @@ for p in "${loaders[@]}"; do wait "$p" || true; done
 loaders=()
 idle=0
 for _ in $(seq 1 100); do
-  curl -s "$H/metrics" > "$tmp/m_idle"
+  curl -s "$H/metrics" > "$tmp/m_idle" || fail "GET /metrics after the load (curl exit $?)"
   if awk '/^lorafleet:(num_requests_inflight|num_requests_queued|num_requests_running|num_requests_waiting|http_requests_live)[ {]/ { s += $NF } END { exit s == 0 ? 0 : 1 }' "$tmp/m_idle"; then
     idle=1; break
   fi
@@ -243,9 +243,9 @@ EOF
 }
 cmp_ok=0
 for attempt in 1 2 3; do
-  curl -s "$H/metrics" > "$tmp/m_before"
+  curl -s "$H/metrics" > "$tmp/m_before" || fail "GET /metrics (curl exit $?)"
   chrome_run --virtual-time-budget=3000 --dump-dom "$H/" > "$tmp/dom_idle.html" || fail "chromium --dump-dom ran (idle)"
-  curl -s "$H/metrics" > "$tmp/m_after"
+  curl -s "$H/metrics" > "$tmp/m_after" || fail "GET /metrics (curl exit $?)"
   rc=0; compare "$tmp/dom_idle.html" "$tmp/m_before" "$tmp/m_after" > "$tmp/compare.out" || rc=$?
   [ $rc = 3 ] && { cat "$tmp/compare.out"; continue; }   # not idle after all: read again
   cmp_ok=$([ $rc = 0 ] && echo 1 || echo 0); break
