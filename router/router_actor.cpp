@@ -132,12 +132,7 @@ void router_state::worker_lost(worker_entry& dead, const caf::error& reason) {
   auto wid = dead.id;
   const auto name = dead.info.name;
   workers_.erase(wid);  // first, so nothing below is placed on it again
-  std::vector<actors::route_id> mine;
-  for (auto& [rid, e] : routes_)
-    if (e.state != route_state::queued && e.worker == wid)
-      mine.push_back(rid);
-  // Newest first into the front of the queue, so the oldest ends up at the head.
-  std::sort(mine.rbegin(), mine.rend());
+  const auto mine = placed_on([wid](actors::worker_id w) { return w == wid; });
   for (auto rid : mine) {
     auto& e = routes_.at(rid);
     if (!move_again(e))
@@ -156,6 +151,16 @@ void router_state::worker_lost(worker_entry& dead, const caf::error& reason) {
   dispatch();
 }
 
+std::vector<actors::route_id> router_state::placed_on(const std::function<bool(actors::worker_id)>& on) const {
+  std::vector<actors::route_id> out;
+  for (auto& [rid, e] : routes_)
+    if (e.state != route_state::queued && on(e.worker))
+      out.push_back(rid);
+  // Newest first: moved one by one to the front of the queue, the oldest ends up at the head.
+  std::sort(out.rbegin(), out.rend());
+  return out;
+}
+
 std::pair<std::uint32_t, std::uint32_t> router_state::drain(const std::string& node) {
   std::uint32_t drained = 0;
   for (auto& [id, w] : workers_) {
@@ -167,11 +172,10 @@ std::pair<std::uint32_t, std::uint32_t> router_state::drain(const std::string& n
       ++drained;
     }
   }
-  std::vector<actors::route_id> moving;
-  for (auto& [rid, e] : routes_)
-    if (e.state != route_state::queued && workers_.count(e.worker) && workers_.at(e.worker).draining)
-      moving.push_back(rid);
-  std::sort(moving.rbegin(), moving.rend());  // newest first into the front: oldest ends up first
+  const auto moving = placed_on([this](actors::worker_id w) {
+    auto it = workers_.find(w);
+    return it != workers_.end() && it->second.draining;
+  });
   std::uint32_t moved = 0;
   for (auto rid : moving) {
     auto& e = routes_.at(rid);
@@ -189,8 +193,6 @@ std::pair<std::uint32_t, std::uint32_t> router_state::drain(const std::string& n
 
 actors::router_stats router_state::stats() const {
   auto s = counters_;
-  for (auto& [id, w] : workers_)
-    s.draining += w.draining ? 1 : 0;
   s.workers = static_cast<std::uint32_t>(workers_.size());
   s.queued = static_cast<std::uint32_t>(queue_.size());
   s.inflight = static_cast<std::uint32_t>(routes_.size() - queue_.size());
@@ -198,6 +200,7 @@ actors::router_stats router_state::stats() const {
   for (auto& [id, w] : workers_) {
     s.loads.push_back(w.last);
     s.loads.back().name = w.info.name;
+    s.draining += w.draining ? 1 : 0;
   }
   s.metrics.clear();
   for (const auto& [id, m] : metrics_) {

@@ -3,6 +3,7 @@
 /// come from placer, admission_queue and validate_request; the methods send the resulting messages.
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <random>
 #include <optional>
@@ -101,6 +102,8 @@ private:
   /// `e`'s worker is lost or drained: `e` goes back to the front of the queue, to be resumed
   /// after the tokens it has sent; false (and nothing changed) when it has used its resumptions.
   bool move_again(route_entry& e);
+  /// The requests placed on a worker for which `on` holds, newest first (the order to move them in).
+  std::vector<actors::route_id> placed_on(const std::function<bool(actors::worker_id)>& on) const;
   void dispatch();
   std::vector<worker_view> views(const std::string& adapter) const;
   /// Sends the terminal event and forgets the request; cancels it on its worker if `cancel_worker`.
