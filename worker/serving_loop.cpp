@@ -181,8 +181,8 @@ void serving_loop::end(request_id id, request_result res) {
   res.timings.total_ms = ms_between(lr->submitted, now);
   if (lr->started)
     res.timings.queue_ms = ms_between(lr->submitted, lr->scheduled);
-  if (lr->has_first_token)
-    res.timings.ttft_ms = ms_between(lr->submitted, lr->first_token);
+  if (lr->first_token)
+    res.timings.ttft_ms = ms_between(lr->submitted, *lr->first_token);
   {
     std::lock_guard<std::mutex> g(mtx_);
     auto& counter = res.outcome == request_outcome::finished    ? load_.finished

@@ -196,10 +196,8 @@ std::pair<std::string, std::string> serving_loop::advance(live_request& lr, std:
 void serving_loop::on_sampled(request_id id, std::int32_t token, std::optional<token_logprobs> lp) {
   auto& lr = *live_.at(id);
   const auto& p = lr.req.params();
-  if (!lr.has_first_token) {
-    lr.has_first_token = true;
+  if (!lr.first_token)
     lr.first_token = clock_type::now();
-  }
   auto [delta, reason] = advance(lr, token);
   if (lr.cb.on_token && (!delta.empty() || token != cfg_.eos_id || p.ignore_eos)) {
     if (lp && lr.cb.on_logprobs)
@@ -253,10 +251,8 @@ void serving_loop::run_static_batch() {
   opts.seed = cfg_.seed;
   opts.on_token = [&](std::size_t row, std::int32_t tok, std::string_view delta) {
     auto& lr = *live_.at(ids[row]);
-    if (!lr.has_first_token) {
-      lr.has_first_token = true;
+    if (!lr.first_token)
       lr.first_token = clock_type::now();
-    }
     if (tok != cfg_.eos_id || lr.req.params().ignore_eos)
       lr.generated.push_back(tok);
     if (lr.cb.on_token)

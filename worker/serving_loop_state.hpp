@@ -38,10 +38,10 @@ struct serving_loop::live_request {
   engine::text_stream stream;
   std::vector<std::int32_t> generated;
   time_point submitted;
-  time_point scheduled{}, first_token{};
+  time_point scheduled{};
+  std::optional<time_point> first_token;  ///< when this worker sampled its first token
   std::uint32_t cached_tokens = 0;
   bool started = false;
-  bool has_first_token = false;  ///< first_token is set (a token was sampled here)
   cache::adapter_id adapter = cache::base_model;  ///< the registry's id for req.adapter
   bool holds_adapter = false;  ///< acquired from the adapter manager; released by end()
 };
