@@ -105,6 +105,17 @@ void send_accepted_once(gw_self self, gateway_entry& e) {
   self->state.io->send_out(e.identity, proto::encode(proto::accepted_msg{e.client_id}));
 }
 
+/// The error handler of a question the gateway asks the router for a client (`what`: stats,
+/// drain): the client gets an id-less `internal` error naming it.
+auto router_silent(std::shared_ptr<zmq_gateway::impl> io, std::string identity, const char* what) {
+  return [io = std::move(io), identity = std::move(identity), what](const caf::error& err) {
+    proto::error_msg e;
+    e.code = serve_errc::internal;
+    e.message = std::string(what) + ": the router did not answer: " + io->sys.render(err);
+    io->send_out(identity, proto::encode(e));
+  };
+}
+
 void end_request(gw_self self, gateway_id g) {
   self->state.book.end(g);
   --self->state.io->live;
@@ -134,12 +145,7 @@ caf::behavior gateway_actor(gw_self self, std::shared_ptr<zmq_gateway::impl> io)
             [io, identity, live](const actors::router_stats& rs) {
               io->send_out(identity, proto::encode(flatten_stats(rs, live)));
             },
-            [io, identity](const caf::error& err) {
-              proto::error_msg e;
-              e.code = serve_errc::internal;
-              e.message = "stats: the router did not answer: " + io->sys.render(err);
-              io->send_out(identity, proto::encode(e));
-            });
+            router_silent(io, identity, "stats"));
       } else if (auto* d = std::get_if<proto::drain_msg>(&decoded)) {
         auto io = st.io;
         log::info("gateway", "drain asked for", {{"node", d->node}});
@@ -148,12 +154,7 @@ caf::behavior gateway_actor(gw_self self, std::shared_ptr<zmq_gateway::impl> io)
             [io, identity, node = d->node](std::uint32_t workers, std::uint32_t moved) {
               io->send_out(identity, proto::encode(proto::drained_msg{node, workers, moved}));
             },
-            [io, identity](const caf::error& err) {
-              proto::error_msg e;
-              e.code = serve_errc::internal;
-              e.message = "drain: the router did not answer: " + io->sys.render(err);
-              io->send_out(identity, proto::encode(e));
-            });
+            router_silent(io, identity, "drain"));
       }
     },
     [self](refused_atom, const std::string& identity, std::uint64_t id, std::string why) {
