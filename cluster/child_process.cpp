@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <thread>
 #include <cstring>
 #include <stdexcept>
 
@@ -102,6 +103,19 @@ std::optional<int> child_process::poll_exit() noexcept {
       status_ = st;
   }
   return status_;
+}
+
+std::optional<int> child_process::wait_exit(std::chrono::milliseconds limit, std::string* out) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    if (out)
+      read_some(*out);
+    if (auto st = poll_exit())
+      return st;
+    if (std::chrono::steady_clock::now() >= until)
+      return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 std::string describe_exit(int status) {

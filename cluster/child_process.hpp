@@ -3,6 +3,7 @@
 /// stdin is /dev/null, it runs in its own process group (a terminal's Ctrl-C reaches only the
 /// launcher, which stops the nodes in order) and gets SIGTERM if the launcher dies.
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,9 @@ public:
   void signal(int sig) noexcept;
   /// Reaps the child if it has exited (non-blocking); its wait status then.
   std::optional<int> poll_exit() noexcept;
+  /// Polls every 20 ms until the child exits or `limit` passes; its wait status, or nullopt on
+  /// timeout (it keeps running). With `out`, what it prints meanwhile is appended there.
+  std::optional<int> wait_exit(std::chrono::milliseconds limit, std::string* out = nullptr);
   /// Not reaped yet (call poll_exit() to find out whether it ended).
   bool running() const noexcept { return !status_; }
 

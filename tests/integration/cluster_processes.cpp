@@ -39,16 +39,9 @@ std::uint16_t free_port() {
 
 bool run_to_end(const std::vector<std::string>& argv, std::chrono::seconds limit) {
   cluster::child_process p(argv);
-  const auto until = clock::now() + limit;
-  std::string ignored;
-  while (clock::now() < until) {
-    p.read_some(ignored);
-    ignored.clear();
-    if (auto st = p.poll_exit())
-      return WIFEXITED(*st) && WEXITSTATUS(*st) == 0;
-    std::this_thread::sleep_for(20ms);
-  }
-  return false;
+  std::string ignored;  // read so a chatty child never blocks on a full pipe
+  const auto st = p.wait_exit(limit, &ignored);
+  return st && WIFEXITED(*st) && WEXITSTATUS(*st) == 0;
 }
 
 std::string config_from(const std::string& name, const temp_dir& dir) {
@@ -110,9 +103,7 @@ launched_cluster::launched_cluster(const std::function<std::string(const temp_di
 launched_cluster::~launched_cluster() {
   if (launch_->running()) {
     launch_->signal(SIGTERM);
-    const auto until = clock::now() + 60s;
-    while (clock::now() < until && !launch_->poll_exit())
-      std::this_thread::sleep_for(50ms);
+    launch_->wait_exit(60s);
   }
   reading_ = false;
   reader_.join();
@@ -157,15 +148,10 @@ bool launched_cluster::wait_stats(const std::function<bool(const std::map<std::s
 
 std::optional<int> launched_cluster::stop(std::chrono::seconds limit) {
   launch_->signal(SIGTERM);
-  const auto until = clock::now() + limit;
-  while (clock::now() < until) {
-    if (auto st = launch_->poll_exit()) {
-      std::this_thread::sleep_for(200ms);  // the reader drains the pipe
-      return st;
-    }
-    std::this_thread::sleep_for(50ms);
-  }
-  return std::nullopt;
+  auto st = launch_->wait_exit(limit);
+  if (st)
+    std::this_thread::sleep_for(200ms);  // the reader drains the pipe
+  return st;
 }
 
 std::string launched_cluster::log() const {

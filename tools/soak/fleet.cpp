@@ -104,32 +104,21 @@ bool fleet::signal_node(const std::string& name, int sig) const {
 drain_outcome fleet::drain(const std::string& node, std::chrono::seconds limit) const {
   drain_outcome out;
   cluster::child_process p({opts_.binary, "drain", node, "--endpoint", endpoint_});
-  const auto until = clock::now() + limit;
-  while (clock::now() < until) {
+  if (auto st = p.wait_exit(limit, &out.output)) {
     p.read_some(out.output);
-    if (auto st = p.poll_exit()) {
-      p.read_some(out.output);
-      out.exit_status = WIFEXITED(*st) ? WEXITSTATUS(*st) : 128 + WTERMSIG(*st);
-      return out;
-    }
-    std::this_thread::sleep_for(20ms);
+    out.exit_status = WIFEXITED(*st) ? WEXITSTATUS(*st) : 128 + WTERMSIG(*st);
   }
-  return out;  // the destructor kills it
+  return out;  // on a timeout the destructor kills it
 }
 
 std::optional<int> fleet::stop(std::chrono::seconds limit) {
   if (!launch_->running())
     return launch_->poll_exit();
   launch_->signal(SIGTERM);
-  const auto until = clock::now() + limit;
-  while (clock::now() < until) {
-    if (auto st = launch_->poll_exit()) {
-      std::this_thread::sleep_for(200ms);  // the reader drains the pipe
-      return st;
-    }
-    std::this_thread::sleep_for(50ms);
-  }
-  return std::nullopt;
+  auto st = launch_->wait_exit(limit);
+  if (st)
+    std::this_thread::sleep_for(200ms);  // the reader drains the pipe
+  return st;
 }
 
 std::vector<std::string> fleet::notable_lines() const {
