@@ -5,6 +5,7 @@
 #include <future>
 #include <mutex>
 #include <stdexcept>
+#include <csignal>
 #include <thread>
 #include <vector>
 
@@ -233,6 +234,9 @@ http_client::http_client(const std::string& url, std::string model) : impl_(std:
   i.port = at->port;
   static const int threads_ready = evthread_use_pthreads();
   (void) threads_ready;
+  // As in the HTTP gateway (gateway/http_loop.cpp): evhttp's writev to a server that has closed
+  // would raise SIGPIPE and end the load test; ignored, the write fails and the call ends.
+  std::signal(SIGPIPE, SIG_IGN);
   i.base = event_base_new();
   i.wake = event_new(i.base, -1, EV_PERSIST, [](evutil_socket_t, short, void* arg) {
     static_cast<impl*>(arg)->drain_queue();
