@@ -1,5 +1,5 @@
 #!/bin/bash
-# Bad command-line values for `lorafleet serve`, `loadtest`, `client`, `generate`: each must exit
+# Bad command-line values for `lorafleet serve`, `loadtest`, `client`, `generate`, `drain`, `soak`: each must exit
 # with status 2 (1 for a runtime error such as an endpoint that cannot be bound) and a message that
 # names the flag, quickly, without starting to serve. `--help` after a command prints its usage.
 # Usage: cli_errors.sh LORAFLEET_BINARY
@@ -38,6 +38,11 @@ expect 1 "does not exist" serve --model /nonexistent/model
 expect 1 "cannot bind bogus" serve --listen bogus --threads 1
 expect 2 "--http: the port must be a number" serve --http 127.0.0.1:http
 expect 2 "--http: expected HOST:PORT" serve --http 8000
+expect 2 "name one node" drain
+expect 2 "name one node" drain w1 w2
+expect 2 "unknown option --bogus" drain w1 --bogus 1
+expect 2 "--requests expects an integer (got 'nan')" soak --requests nan
+expect 2 "cannot read the config file" soak /nonexistent.toml
 expect 2 "ENDPOINT" loadtest
 expect 2 "http client: the port must be a number" loadtest http://127.0.0.1:abc
 expect 2 "--arrival must be closed or poisson (got 'bogus')" loadtest $ep --arrival bogus
