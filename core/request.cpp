@@ -1,6 +1,9 @@
 #include "core/request.hpp"
 
+#include <cmath>
 #include <stdexcept>
+
+#include "core/utf8.hpp"
 
 namespace lf {
 
@@ -33,6 +36,15 @@ bool valid_adapter_name(std::string_view name) noexcept {
   return !component_start;  // no trailing '/'
 }
 
+bool valid_tenant_name(std::string_view name) noexcept {
+  if (name.size() > max_tenant_name_length || !is_valid_utf8(name))
+    return false;
+  for (unsigned char c : name)
+    if (c < 0x20 || c == 0x7f)
+      return false;
+  return true;
+}
+
 std::variant<validated_request, check_failure> validate_request(request_draft d,
                                                                 const request_limits& limits) {
   if (limits.context_window == 0 || limits.vocab_size == 0)
@@ -50,6 +62,13 @@ std::variant<validated_request, check_failure> validate_request(request_draft d,
   if (!d.adapter.empty() && !valid_adapter_name(d.adapter))
     return fail(serve_errc::invalid_request,
                 "adapter name is not a valid relative path of [A-Za-z0-9._-] components");
+  if (!valid_tenant_name(d.tenant))
+    return fail(serve_errc::invalid_request,
+                "tenant must be at most " + std::to_string(max_tenant_name_length)
+                  + " bytes of UTF-8 without control characters (got " + std::to_string(d.tenant.size())
+                  + " bytes)");
+  if (!std::isfinite(d.tenant_weight) || !(d.tenant_weight > 0))
+    return fail(serve_errc::invalid_request, "tenant weight must be finite and > 0");
   if (d.prompt.size() + static_cast<std::size_t>(d.params.max_tokens) > limits.context_window)
     return fail(serve_errc::prompt_too_long,
                 "prompt (" + std::to_string(d.prompt.size()) + " tokens) + max_tokens ("

@@ -44,6 +44,15 @@ struct request_draft {
   sampling_params params;
   std::string adapter;               ///< LoRA adapter name; empty = the base model
   std::uint32_t timeout_ms = 0;      ///< not finished this long after reaching the router => timeout
+  /// Target for the first token, from arrival (0: none). Only admission looks at it: a request
+  /// predicted to miss it is refused (deadline_unmeetable); one admitted is not ended for it.
+  std::uint32_t ttft_ms = 0;
+  /// Who the request is for (scheduling share and limits, docs/protocol.md); empty = the
+  /// unnamed default tenant. See valid_tenant_name.
+  std::string tenant;
+  /// The tenant's scheduling weight, set by the router from its config (never by a client);
+  /// > 0 and finite. Workers' schedulers divide the tenant's virtual token counts by it.
+  double tenant_weight = 1.0;
 };
 
 /// A request that passed validate_request: a non-empty prompt of ids inside the vocabulary,
@@ -58,6 +67,9 @@ public:
   const sampling_params& params() const noexcept { return d_.params; }
   const std::string& adapter() const noexcept { return d_.adapter; }
   std::uint32_t timeout_ms() const noexcept { return d_.timeout_ms; }
+  std::uint32_t ttft_ms() const noexcept { return d_.ttft_ms; }
+  const std::string& tenant() const noexcept { return d_.tenant; }
+  double tenant_weight() const noexcept { return d_.tenant_weight; }
   /// prompt + max_tokens: the most tokens this request can occupy.
   std::uint64_t max_length() const noexcept {
     return d_.prompt.size() + static_cast<std::uint64_t>(d_.params.max_tokens);
@@ -74,7 +86,8 @@ private:
 
 /// Checks `d` against `limits` and returns the validated request, or the first problem:
 /// empty prompt (invalid_request), token id outside the vocabulary (invalid_request), sampling
-/// parameters (invalid_request, naming the field), adapter name (invalid_request), prompt +
+/// parameters (invalid_request, naming the field), adapter name (invalid_request), tenant name or
+/// weight (invalid_request), prompt +
 /// max_tokens beyond the context window (prompt_too_long). A limit of 0 for the context window or
 /// the vocabulary means "not known": the request is refused with `overloaded` (nothing can serve
 /// it yet), never accepted unchecked.
@@ -93,5 +106,12 @@ inline constexpr std::size_t max_adapter_name_length = 128;
 /// max_adapter_name_length bytes ("shakespeare", "styles/kjv"). The empty name (base model)
 /// is not a valid adapter name.
 bool valid_adapter_name(std::string_view name) noexcept;
+
+/// Longest tenant name accepted, in bytes.
+inline constexpr std::size_t max_tenant_name_length = 64;
+
+/// Tenant names: at most max_tenant_name_length bytes of UTF-8 without control characters
+/// (they appear in logs and stats names). The empty name is the default tenant and is valid.
+bool valid_tenant_name(std::string_view name) noexcept;
 
 } // namespace lf

@@ -20,7 +20,13 @@ enum class serve_errc : std::uint8_t {
   cancelled,         ///< cancelled by the client (or the client went away)
   internal,          ///< a bug or an engine failure; the request cannot be completed
   shutting_down,     ///< the server is stopping and does not take new requests
+  /// refused at admission: the router predicts the request cannot finish (or start) within its
+  /// deadline (or its ttft target); the message gives the predicted time
+  deadline_unmeetable,
 };
+
+/// The last code (for loops over every code).
+inline constexpr serve_errc last_serve_errc = serve_errc::deadline_unmeetable;
 
 /// Wire spelling: "invalid_request", "prompt_too_long", ...
 constexpr std::string_view to_string(serve_errc e) noexcept {
@@ -35,13 +41,14 @@ constexpr std::string_view to_string(serve_errc e) noexcept {
     case serve_errc::cancelled: return "cancelled";
     case serve_errc::internal: return "internal";
     case serve_errc::shutting_down: return "shutting_down";
+    case serve_errc::deadline_unmeetable: return "deadline_unmeetable";
   }
   return "internal";
 }
 
 /// Inverse of to_string.
 inline std::optional<serve_errc> parse_serve_errc(std::string_view s) noexcept {
-  for (int i = 0; i <= static_cast<int>(serve_errc::shutting_down); ++i)
+  for (int i = 0; i <= static_cast<int>(last_serve_errc); ++i)
     if (to_string(static_cast<serve_errc>(i)) == s)
       return static_cast<serve_errc>(i);
   return std::nullopt;

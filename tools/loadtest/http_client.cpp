@@ -23,7 +23,7 @@ namespace lf::loadtest {
 using json = nlohmann::json;
 
 serve_errc errc_from_http(int status, const std::string& code) {
-  for (int i = 1; i <= static_cast<int>(serve_errc::shutting_down); ++i)
+  for (int i = 1; i <= static_cast<int>(last_serve_errc); ++i)
     if (to_string(static_cast<serve_errc>(i)) == code)
       return static_cast<serve_errc>(i);
   switch (status) {

@@ -44,6 +44,9 @@ TEST_CASE("a valid draft becomes a validated request with the same fields", "[re
   d.params.stop = {"END"};
   d.adapter = "styles/kjv";
   d.timeout_ms = 1500;
+  d.ttft_ms = 300;
+  d.tenant = "team-a";
+  d.tenant_weight = 2;
   auto r = validate_request(d, limits());
   REQUIRE(std::holds_alternative<validated_request>(r));
   const auto& v = std::get<validated_request>(r);
@@ -53,7 +56,29 @@ TEST_CASE("a valid draft becomes a validated request with the same fields", "[re
   CHECK(v.params().stop == std::vector<std::string>{"END"});
   CHECK(v.adapter() == "styles/kjv");
   CHECK(v.timeout_ms() == 1500);
+  CHECK(v.ttft_ms() == 300);
+  CHECK(v.tenant() == "team-a");
+  CHECK(v.tenant_weight() == 2);
   CHECK(v.max_length() == 4 + 8);
+}
+
+TEST_CASE("tenant names: at most 64 bytes of UTF-8 without control characters, empty is the default", "[request]") {
+  CHECK(valid_tenant_name(""));
+  CHECK(valid_tenant_name("alice"));
+  CHECK(valid_tenant_name("user 42 / org \xc3\xa9"));
+  CHECK(valid_tenant_name(std::string(64, 'x')));
+  CHECK_FALSE(valid_tenant_name(std::string(65, 'x')));
+  CHECK_FALSE(valid_tenant_name("tab\there"));
+  CHECK_FALSE(valid_tenant_name("nl\n"));
+  CHECK_FALSE(valid_tenant_name("\xff"));
+  auto d = draft();
+  d.tenant = std::string(65, 't');
+  auto f = refusal(d);
+  CHECK(f.code == serve_errc::invalid_request);
+  CHECK_THAT(f.message, Contains("tenant must be at most 64 bytes"));
+  d = draft();
+  d.tenant_weight = 0;
+  CHECK_THAT(refusal(d).message, Contains("tenant weight"));
 }
 
 TEST_CASE("each refusal names its field and code", "[request]") {
