@@ -4,6 +4,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "core/request.hpp"
 #include "core/utf8.hpp"
 
 namespace lf::proto {
@@ -47,6 +48,13 @@ std::optional<std::string> validate(const submit_msg& m) {
   if (m.deadline_ms && (*m.deadline_ms < 1 || *m.deadline_ms > max_deadline_ms))
     return "deadline_ms must be in [1, " + std::to_string(max_deadline_ms) + "] (got "
            + std::to_string(*m.deadline_ms) + ")";
+  if (m.ttft_ms && (*m.ttft_ms < 1 || *m.ttft_ms > max_deadline_ms))
+    return "ttft_ms must be in [1, " + std::to_string(max_deadline_ms) + "] (got " + std::to_string(*m.ttft_ms)
+           + ")";
+  if (m.tenant.size() > max_tenant_bytes)
+    return too_long("tenant", m.tenant.size(), max_tenant_bytes);
+  if (!lf::valid_tenant_name(m.tenant))
+    return std::string("tenant must be valid UTF-8 without control characters");
   // Sizes only: the sampling rules (ranges of temperature, top_p, max_tokens, the stop strings'
   // contents) are checked once, with the rest of the request, by lf::validate_request.
   const auto params = to_sampling_params(m);
@@ -118,10 +126,10 @@ std::optional<client_request_id> request_of(const server_message& m) noexcept {
 bool operator==(const submit_msg& a, const submit_msg& b) {
   return std::tie(a.id, a.prompt, a.messages, a.adapter, a.temperature, a.top_k, a.top_p,
                   a.repetition_penalty, a.seed, a.max_tokens, a.stop, a.ignore_eos, a.stream,
-                  a.deadline_ms)
+                  a.deadline_ms, a.ttft_ms, a.tenant)
          == std::tie(b.id, b.prompt, b.messages, b.adapter, b.temperature, b.top_k, b.top_p,
                      b.repetition_penalty, b.seed, b.max_tokens, b.stop, b.ignore_eos, b.stream,
-                     b.deadline_ms);
+                     b.deadline_ms, b.ttft_ms, b.tenant);
 }
 bool operator==(const cancel_msg& a, const cancel_msg& b) { return a.id == b.id; }
 bool operator==(const stats_msg&, const stats_msg&) { return true; }

@@ -51,6 +51,8 @@ inline constexpr std::size_t max_stop_bytes = 256;
 inline constexpr int max_tokens_limit = 1 << 20;
 /// Longest adapter name, in bytes.
 inline constexpr std::size_t max_adapter_bytes = 128;
+/// Longest tenant name, in bytes (lf::max_tenant_name_length).
+inline constexpr std::size_t max_tenant_bytes = 64;
 /// Longest deadline: one day.
 inline constexpr std::uint64_t max_deadline_ms = 86'400'000;
 /// Longest server-side text field (token delta, full text, error message).
@@ -78,6 +80,13 @@ struct submit_msg {
   bool ignore_eos = false;             ///< keep going past end-of-text (load tests)
   bool stream = true;                  ///< false => no token messages, done carries the text
   std::optional<std::uint64_t> deadline_ms;  ///< relative to arrival at the gateway, in [1, max]
+  /// First-token target, relative to arrival, in [1, max_deadline_ms]: admission refuses a
+  /// request predicted to miss it (deadline_unmeetable); it never ends an admitted one.
+  std::optional<std::uint64_t> ttft_ms;
+  /// Who the request is for (scheduling share, per-tenant limits); empty => the default tenant.
+  /// At most max_tenant_bytes of UTF-8 without control characters. A gateway that knows the
+  /// client's CURVE key name uses that instead.
+  std::string tenant;
 
   /// True for a chat request.
   bool is_chat() const noexcept { return !messages.empty(); }

@@ -167,6 +167,9 @@ void read_submit(field_reader& r, submit_msg& m) {
   m.ignore_eos = r.get_bool("ignore_eos", presence::optional).value_or(false);
   m.stream = r.get_bool("stream", presence::optional).value_or(true);
   m.deadline_ms = r.get_uint("deadline_ms", presence::optional, max_deadline_ms);
+  m.ttft_ms = r.get_uint("ttft_ms", presence::optional, max_deadline_ms);
+  if (auto tenant = r.get_str("tenant", presence::optional, max_tenant_bytes))
+    m.tenant = std::move(*tenant);
   r.finish();
   if (r.ok())
     if (auto problem = validate(m))

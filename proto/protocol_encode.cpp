@@ -118,7 +118,8 @@ std::string encode(const submit_msg& m) {
   const bool with_messages = !m.messages.empty();
   const auto n = 7
                  + count({with_prompt, with_messages, !m.adapter.empty(), m.seed.has_value(),
-                          !m.stop.empty(), m.ignore_eos, m.deadline_ms.has_value()});
+                          !m.stop.empty(), m.ignore_eos, m.deadline_ms.has_value(), m.ttft_ms.has_value(),
+                          !m.tenant.empty()});
   frame_writer w("submit", n);
   w.field("id", m.id);
   if (with_prompt)
@@ -150,6 +151,10 @@ std::string encode(const submit_msg& m) {
   w.field_bool("stream", m.stream);
   if (m.deadline_ms)
     w.field_u64("deadline_ms", *m.deadline_ms);
+  if (m.ttft_ms)
+    w.field_u64("ttft_ms", *m.ttft_ms);
+  if (!m.tenant.empty())
+    w.field("tenant", m.tenant);
   return w.take();
 }
 

@@ -30,6 +30,8 @@ std::vector<std::string> seed_corpus() {
   full.ignore_eos = true;
   full.stream = false;
   full.deadline_ms = 30'000;
+  full.ttft_ms = 2'000;
+  full.tenant = "team-a";
   out.push_back(encode(full));
 
   out.push_back(encode(cancel_msg{client_request_id{7}}));

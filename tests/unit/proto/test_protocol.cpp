@@ -33,6 +33,8 @@ submit_msg full_submit() {
   m.ignore_eos = true;
   m.stream = false;
   m.deadline_ms = max_deadline_ms;
+  m.ttft_ms = 250;
+  m.tenant = "team-\xc3\xa9";
   return m;
 }
 
@@ -152,9 +154,11 @@ TEST_CASE("submit defaults apply to absent fields, and nil means absent", "[prot
   CHECK_FALSE(m.ignore_eos);
   CHECK(m.stream);
   CHECK_FALSE(m.deadline_ms.has_value());
+  CHECK_FALSE(m.ttft_ms.has_value());
+  CHECK(m.tenant.empty());
 
   auto f = submit_fields();
-  for (const char* key : {"adapter", "seed", "deadline_ms", "stop", "temperature", "max_tokens"})
+  for (const char* key : {"adapter", "seed", "deadline_ms", "stop", "temperature", "max_tokens", "ttft_ms", "tenant"})
     f.set(key, nil());
   CHECK(expect_message<submit_msg>(decode_client(f.bytes())) == m);
 }
@@ -260,6 +264,10 @@ TEST_CASE("random valid messages round trip", "[protocol][random]") {
     m.stream = rng() % 2;
     if (rng() % 2)
       m.deadline_ms = 1 + rng() % max_deadline_ms;
+    if (rng() % 2)
+      m.ttft_ms = 1 + rng() % max_deadline_ms;
+    if (rng() % 2)
+      m.tenant = "tenant-\xc3\xa9-" + std::to_string(rng() % 1000);
     REQUIRE_FALSE(validate(m).has_value());
     CHECK(expect_message<submit_msg>(decode_client(encode(m))) == m);
 

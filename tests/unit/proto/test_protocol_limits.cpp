@@ -103,6 +103,18 @@ TEST_CASE("sizes: prompt, messages, adapter, deadline", "[protocol][limits]") {
   CHECK_THAT(client_error(submit_fields().set("deadline_ms", u64(max_deadline_ms + 1))),
              Contains("deadline_ms must be at most 86400000"));
   CHECK(accepted(submit_fields().set("deadline_ms", u64(max_deadline_ms))));
+  CHECK_THAT(client_error(submit_fields().set("ttft_ms", u64(0))), Contains("ttft_ms must be in [1, 86400000] (got 0)"));
+  CHECK(accepted(submit_fields().set("ttft_ms", u64(500))));
+}
+
+TEST_CASE("tenant: at most 64 bytes of UTF-8 without control characters", "[protocol][limits]") {
+  CHECK(accepted(submit_fields().set("tenant", str(std::string(max_tenant_bytes, 'a')))));
+  CHECK(accepted(submit_fields().set("tenant", str(""))));
+  CHECK_THAT(client_error(submit_fields().set("tenant", str(std::string(max_tenant_bytes + 1, 'a')))),
+             Contains("tenant is 65 bytes; the limit is 64"));
+  CHECK_THAT(client_error(submit_fields().set("tenant", str("a\tb"))),
+             Contains("tenant must be valid UTF-8 without control characters"));
+  CHECK_THAT(client_error(submit_fields().set("tenant", u64(3))), Contains("tenant must be a string"));
 }
 
 TEST_CASE("frames over the size limit are refused before parsing", "[protocol][limits]") {
