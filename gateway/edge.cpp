@@ -23,6 +23,9 @@ std::variant<request_draft, check_failure> draft_of(const proto::submit_msg& m, 
   d.adapter = m.adapter;
   if (m.deadline_ms)
     d.timeout_ms = static_cast<std::uint32_t>(std::min<std::uint64_t>(*m.deadline_ms, UINT32_MAX));
+  if (m.ttft_ms)
+    d.ttft_ms = static_cast<std::uint32_t>(std::min<std::uint64_t>(*m.ttft_ms, UINT32_MAX));
+  d.tenant = m.tenant;
   return d;
 }
 

@@ -57,7 +57,7 @@ void refuse_frame(gw_self self, const std::string& identity, proto::client_reque
   self->state.io->send_out(identity, proto::encode(e));
 }
 
-void on_submit(gw_self self, const std::string& identity, proto::submit_msg m) {
+void on_submit(gw_self self, const std::string& identity, proto::submit_msg m, const std::string& key_name) {
   auto& st = self->state;
   auto reply_error = [&](serve_errc code, std::string why, std::uint32_t retry = 0) {
     proto::error_msg e;
@@ -83,6 +83,8 @@ void on_submit(gw_self self, const std::string& identity, proto::submit_msg m) {
     return;
   }
   const auto gid = std::get<gateway_id>(added);
+  if (!key_name.empty())
+    m.tenant = key_name;  // an authenticated client's key name takes precedence
   // The edge: the chat rendered and the prompt tokenized once; the router validates the draft.
   auto draft = draft_of(m, *st.io->opts.tokenizer, st.io->opts.max_prompt_bytes);
   if (auto* bad = std::get_if<check_failure>(&draft)) {
@@ -125,11 +127,11 @@ caf::behavior gateway_actor(gw_self self, std::shared_ptr<zmq_gateway::impl> io)
   self->state.io = std::move(io);
   self->state.book = gateway_book(self->state.io->opts.max_per_connection);
   return {
-    [self](zmq_in_atom, const std::string& identity, const std::string& payload) {
+    [self](zmq_in_atom, const std::string& identity, const std::string& payload, const std::string& key_name) {
       auto& st = self->state;
       auto decoded = proto::decode_client(payload);
       if (auto* s = std::get_if<proto::submit_msg>(&decoded)) {
-        on_submit(self, identity, std::move(*s));
+        on_submit(self, identity, std::move(*s), key_name);
       } else if (auto* c = std::get_if<proto::cancel_msg>(&decoded)) {
         // A cancel for an id that is not live (finished a moment ago, never sent, or not sent
         // yet) is ignored: nothing may follow a request's terminal reply (docs/protocol.md).
@@ -246,7 +248,7 @@ zmq_gateway::zmq_gateway(caf::actor_system& sys, actors::router_actor router, ga
   io.sock.set(zmq::sockopt::rcvhwm, io.opts.recv_hwm);
   io.sock.set(zmq::sockopt::linger, 0);
   if (!io.opts.curve_secret_key.empty()) {
-    if (!io.opts.allowed_client_keys.empty()) {
+    if (!io.opts.allowed_client_keys.empty() || !io.opts.client_key_names.empty()) {
       io.zap = std::make_unique<zmq::socket_t>(io.ctx, zmq::socket_type::rep);
       io.zap->bind("inproc://zeromq.zap.01");
     }

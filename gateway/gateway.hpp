@@ -16,9 +16,11 @@
 /// connection; frames over the 1 MiB protocol limit get an error reply), high-water marks of
 /// 10,000 frames per peer (a client that stops reading until that fills is treated as gone).
 /// CURVE: with a server secret key the socket is a CURVE server; with an allow-list, a ZAP
-/// handler refuses every other client key.
+/// handler refuses every other client key and gives each named key its name as the ZAP user id,
+/// which then names the tenant of every request on that connection.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,6 +51,9 @@ struct gateway_options {
   std::string curve_public_key, curve_secret_key;
   /// Client public keys allowed (Z85); empty: any client with a valid CURVE handshake.
   std::vector<std::string> allowed_client_keys;
+  /// Names of allowed client keys (Z85 key -> name). A request from a named key is that name's
+  /// tenant, whatever its `tenant` field says: an authenticated name takes precedence.
+  std::map<std::string, std::string> client_key_names;
 };
 
 /// See the file comment.

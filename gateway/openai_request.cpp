@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/request.hpp"
+
 namespace lf::gateway {
 
 using json = nlohmann::json;
@@ -166,7 +168,7 @@ const std::set<std::string>& known_keys(api_kind kind) {
     "model", "max_tokens", "temperature", "top_p", "n", "stream", "stream_options", "stop", "seed", "user",
     "logprobs", "frequency_penalty", "presence_penalty", "logit_bias",
     // lorafleet's extensions
-    "top_k", "repetition_penalty", "ignore_eos", "deadline_ms"};
+    "top_k", "repetition_penalty", "ignore_eos", "deadline_ms", "ttft_ms"};
   static const std::set<std::string> completion = [] {
     auto s = common;
     s.insert({"prompt", "echo", "best_of", "suffix"});
@@ -243,6 +245,8 @@ api_error to_api_error(serve_errc code, std::string message) {
     case serve_errc::overloaded: e.status = 429; e.type = "rate_limit_error"; break;
     case serve_errc::timeout: e.status = 504; e.type = "timeout_error"; break;
     case serve_errc::shutting_down: e.status = 503; e.type = "service_unavailable_error"; break;
+    // Not the client's rate (429) but the server's load against the request's own deadline.
+    case serve_errc::deadline_unmeetable: e.status = 503; e.type = "service_unavailable_error"; break;
     case serve_errc::cancelled: e.status = 499; e.type = "cancelled"; break;
     default: e.status = 500; e.type = "server_error"; break;
   }
@@ -291,10 +295,16 @@ std::variant<openai_request, api_error> parse_openai_request(api_kind kind, std:
       m.seed = static_cast<std::uint64_t>(get_int(body, "seed", 0, std::numeric_limits<std::int64_t>::max()));
     if (!absent(body, "deadline_ms"))
       m.deadline_ms = static_cast<std::uint64_t>(get_int(body, "deadline_ms", 1, proto::max_deadline_ms));
+    if (!absent(body, "ttft_ms"))
+      m.ttft_ms = static_cast<std::uint64_t>(get_int(body, "ttft_ms", 1, proto::max_deadline_ms));
     if (!absent(body, "user")) {
+      // The end user names the tenant (scheduling share, per-tenant limits).
       r.user = get_string(body, "user");
-      if (r.user.size() > proto::max_name_bytes)
-        fail("user", "user must be at most " + std::to_string(proto::max_name_bytes) + " bytes");
+      if (r.user.size() > proto::max_tenant_bytes)
+        fail("user", "user must be at most " + std::to_string(proto::max_tenant_bytes) + " bytes (it names the tenant)");
+      if (!valid_tenant_name(r.user))
+        fail("user", "user must be UTF-8 without control characters (it names the tenant)");
+      m.tenant = r.user;
     }
     read_stop(body, m);
     if (!absent(body, "stream"))

@@ -47,11 +47,14 @@ void zmq_gateway::impl::handle_zap() {
   if (parts.size() < 6)
     return;
   bool ok = opts.allowed_client_keys.empty();
-  if (!ok && as_string(parts[5]) == "CURVE" && parts.size() >= 7 && parts[6].size() == 32) {
+  std::string user_id;
+  if (as_string(parts[5]) == "CURVE" && parts.size() >= 7 && parts[6].size() == 32) {
     char z85[41] = {};
     zmq_z85_encode(z85, static_cast<const std::uint8_t*>(parts[6].data()), 32);
-    ok = std::find(opts.allowed_client_keys.begin(), opts.allowed_client_keys.end(), z85)
-         != opts.allowed_client_keys.end();
+    ok = ok || std::find(opts.allowed_client_keys.begin(), opts.allowed_client_keys.end(), z85)
+                 != opts.allowed_client_keys.end();
+    if (auto name = opts.client_key_names.find(z85); ok && name != opts.client_key_names.end())
+      user_id = name->second;
   }
   auto send = [&](const std::string& s, bool more) {
     zap->send(zmq::buffer(s), more ? zmq::send_flags::sndmore : zmq::send_flags::none);
@@ -60,7 +63,7 @@ void zmq_gateway::impl::handle_zap() {
   send(as_string(parts[1]), true);
   send(ok ? "200" : "400", true);
   send(ok ? "OK" : "client key not allowed", true);
-  send("", true);
+  send(user_id, true);
   send("", false);
 }
 
@@ -90,7 +93,10 @@ void zmq_gateway::impl::on_client_frames(std::vector<zmq::message_t>& parts, std
     reply_now(identity, proto::encode(proto::pong_msg{}), gone);
     return;
   }
-  caf::anon_send(actor, zmq_in_atom::value, identity, std::string(payload));
+  // The ZAP user id: the name of the client's CURVE key (no such property without ZAP).
+  const char* key_name = zmq_msg_gets(parts[1].handle(), "User-Id");
+  caf::anon_send(actor, zmq_in_atom::value, identity, std::string(payload),
+                 std::string(key_name != nullptr ? key_name : ""));
 }
 
 void zmq_gateway::impl::run() {

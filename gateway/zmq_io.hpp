@@ -19,7 +19,8 @@
 
 namespace lf::gateway {
 
-/// Gateway actor: (zmq_in_atom, identity, frame) a decoded-ok client frame to handle.
+/// Gateway actor: (zmq_in_atom, identity, frame, key name) a decoded-ok client frame to handle;
+/// key name: the ZAP user id of the client's CURVE key (empty when unnamed).
 using zmq_in_atom = caf::atom_constant<caf::atom("lf_zmq_in")>;
 /// Gateway actor: (gone_atom, identity) a client vanished (a send to it failed).
 using gone_atom = caf::atom_constant<caf::atom("lf_gone")>;
@@ -52,7 +53,8 @@ struct zmq_gateway::impl {
   /// Sends (identity, frame) now (the ZeroMQ thread); a peer that is gone is reported to the
   /// actor once (gone_atom) and added to `gone`.
   void reply_now(const std::string& identity, const std::string& frame, std::set<std::string>& gone);
-  /// Answers one ZAP request: CURVE keys on the allow-list (or any key without one) pass.
+  /// Answers one ZAP request: CURVE keys on the allow-list (or any key without one) pass; a
+  /// named key gets its name as the user id.
   void handle_zap();
   /// One multipart message from a client: frame count and decode checks and pings answered here,
   /// the rest handed to the actor.

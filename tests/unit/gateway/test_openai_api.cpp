@@ -44,7 +44,7 @@ std::vector<json> sse_events(const std::string& s) {
 TEST_CASE("completion bodies read into the ZeroMQ protocol's submit fields") {
   auto r = ok(api_kind::completion, R"({"model":"m","prompt":"Hi","max_tokens":7,"temperature":0,"top_p":0.5,
     "seed":3,"stop":"\n","n":2,"stream":true,"stream_options":{"include_usage":true},"logprobs":2,
-    "top_k":5,"repetition_penalty":1.2,"ignore_eos":true,"user":"alice","deadline_ms":900})");
+    "top_k":5,"repetition_penalty":1.2,"ignore_eos":true,"user":"alice","deadline_ms":900,"ttft_ms":300})");
   CHECK(r.model == "m");
   REQUIRE(r.prompts.size() == 1);
   CHECK(r.prompts[0].text == "Hi");
@@ -64,7 +64,20 @@ TEST_CASE("completion bodies read into the ZeroMQ protocol's submit fields") {
   CHECK(r.base.repetition_penalty == 1.2f);
   CHECK(r.base.ignore_eos);
   CHECK(r.user == "alice");
+  CHECK(r.base.tenant == "alice");  // the end user is the tenant
   CHECK(r.base.deadline_ms == std::optional<std::uint64_t>(900));
+  CHECK(r.base.ttft_ms == std::optional<std::uint64_t>(300));
+}
+
+TEST_CASE("user names the tenant: at most 64 bytes, no control characters") {
+  const auto body = [](const std::string& user) {
+    return R"({"model":"m","prompt":"x","user":)" + json(user).dump() + "}";
+  };
+  CHECK(ok(api_kind::completion, body(std::string(64, 'u'))).base.tenant == std::string(64, 'u'));
+  auto e = refused(api_kind::completion, body(std::string(65, 'u')));
+  CHECK(e.param == "user");
+  CHECK_THAT(e.message, Catch::Matchers::Contains("at most 64 bytes"));
+  CHECK(refused(api_kind::completion, body("a\nb")).param == "user");
 }
 
 TEST_CASE("prompts may be strings, arrays of strings, token ids or arrays of token ids") {
@@ -139,6 +152,8 @@ TEST_CASE("serve errors map to OpenAI statuses") {
   CHECK(to_api_error(serve_errc::unknown_adapter, "x").status == 404);
   CHECK(to_api_error(serve_errc::overloaded, "x").status == 429);
   CHECK(to_api_error(serve_errc::shutting_down, "x").status == 503);
+  CHECK(to_api_error(serve_errc::deadline_unmeetable, "x").status == 503);
+  CHECK(to_api_error(serve_errc::deadline_unmeetable, "x").code == "deadline_unmeetable");
   CHECK(to_api_error(serve_errc::timeout, "x").status == 504);
   CHECK(to_api_error(serve_errc::internal, "x").status == 500);
   auto body = json::parse(error_body(to_api_error(serve_errc::unknown_adapter, "no such adapter")));
