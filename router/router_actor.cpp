@@ -27,7 +27,11 @@ void router_state::init(self_ptr self, router_config cfg) {
   self_ = self;
   cfg_ = std::move(cfg);
   placer_ = placer(cfg_.placement);
-  queue_ = admission_queue<actors::route_id>(cfg_.max_queue);
+  queue_ = admission_queue<actors::route_id>(cfg_.max_queue, cfg_.tenants.scheduling, cfg_.tenants.token_weights);
+  queue_.counters().set_default_weight(cfg_.tenants.defaults.weight);
+  for (const auto& [name, l] : cfg_.tenants.tenants)
+    queue_.counters().set_weight(name, l.weight);
+  meter_ = rate_meter(cfg_.meter);
   std::random_device rd;
   seeds_.seed((static_cast<std::uint64_t>(rd()) << 32) ^ rd());
 }
@@ -106,6 +110,7 @@ void router_state::on_token(actors::worker_token& msg) {
   if (!e->first_token)
     e->first_token = router_clock::now();
   e->sent.push_back(msg.ev.token);
+  tenant_token(*e);
   msg.ev.id = e->client_id;
   self_->send(e->sink, std::move(msg.ev));
 }

@@ -5,10 +5,14 @@
 /// A request's life (route_state):
 ///
 ///   generate_request ─check─> refused: error_event (invalid_request / prompt_too_long)
+///        ├─ predicted to miss its deadline or ttft target: error_event{deadline_unmeetable}
 ///        │ accepted
 ///        ├─ a worker has room ─────────────────> placed ──token──> streaming ──done──> (ended)
 ///        ├─ queue has room ──> queued ─dispatch─>   │                  │
-///        └─ queue full: error_event{overloaded, retry_after_ms}       │
+///        └─ queue (or the tenant's line) full: error_event{overloaded, retry_after_ms}
+///
+/// dispatch takes the next queued request by the scheduling policy (fcfs, or VTC across tenants:
+/// router/admission_queue.hpp), skipping tenants at their in-flight limit.
 ///   placed, worker dies or is drained ──> queued again (front)       │
 ///   streaming, worker dies or is drained ──> queued again (front) with the tokens sent so far:
 ///       the next worker resumes exactly (worker_submit::resume); after max_resumptions moves
@@ -32,7 +36,9 @@
 #include <caf/fwd.hpp>
 
 #include "actors/interfaces.hpp"
+#include "router/completion_estimate.hpp"
 #include "router/placement.hpp"
+#include "router/tenancy.hpp"
 #include "core/request.hpp"
 
 namespace lf::router {
@@ -54,6 +60,14 @@ struct router_config {
   /// those of the registered workers (the smallest); set from the model, they also refuse the
   /// registration of a worker whose model is smaller, so a validated request fits every worker.
   request_limits limits;
+  /// Tenants: scheduling policy across them, per-tenant limits and weights.
+  tenancy_options tenants;
+  /// Refuse at once (deadline_unmeetable) a request with deadline_ms or ttft_ms that the router
+  /// predicts will miss it (router/completion_estimate.hpp); off: such requests queue and time
+  /// out.
+  bool deadline_admission = true;
+  /// How the router measures its workers for those predictions.
+  rate_meter_options meter;
 };
 
 /// Where an accepted request is.

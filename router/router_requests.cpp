@@ -56,6 +56,7 @@ void router_state::submit(actors::generate_request& req) {
     }
     if (!req.draft.params.seed)
       req.draft.params.seed = seeds_();  // resumption needs a seed; `done` reports it
+    req.draft.tenant_weight = cfg_.tenants.limits_of(req.draft.tenant).weight;
     auto checked = validate_request(std::move(req.draft), limits());
     if (auto* bad = std::get_if<check_failure>(&checked)) {
       ++(bad->code == serve_errc::overloaded ? counters_.overloaded : counters_.rejected);
@@ -63,10 +64,27 @@ void router_state::submit(actors::generate_request& req) {
                     bad->code == serve_errc::overloaded ? cfg_.retry_after_ms : 0);
     }
     auto& valid = std::get<validated_request>(checked);
-    // Admission: straight to a worker if one has room and nobody is waiting, else the queue.
+    const auto tenant = valid.tenant();
+    if (auto why = deadline_refusal(valid)) {
+      ++counters_.overloaded;
+      return reject(sink, req.id, serve_errc::deadline_unmeetable, std::move(*why));
+    }
+    // Admission: straight to a worker if one has room, the tenant is under its in-flight limit
+    // and nobody who may go is waiting; else the queue.
     std::optional<actors::worker_id> wid;
-    if (queue_.empty())
+    const bool tenant_room = tenant_has_room(tenant);
+    if (tenant_room && !queue_.next(eligible()))
       wid = placer_.choose(views(valid.adapter()), !valid.adapter().empty());
+    if (!wid && queue_.queued(tenant) >= cfg_.tenants.limits_of(tenant).max_queued) {
+      ++counters_.overloaded;
+      const auto& tl = cfg_.tenants.limits_of(tenant);
+      return reject(sink, req.id, serve_errc::overloaded,
+                    tenant_label(tenant) + " has " + std::to_string(queue_.queued(tenant))
+                      + " requests queued, its limit (max_queued " + std::to_string(tl.max_queued) + ")"
+                      + (tenant_room ? std::string()
+                                     : ", and " + std::to_string(tl.max_inflight) + " in flight (max_inflight)"),
+                    cfg_.retry_after_ms);
+    }
     if (!wid && queue_.full()) {
       ++counters_.overloaded;
       return reject(sink, req.id, serve_errc::overloaded,
@@ -92,10 +110,13 @@ void router_state::submit(actors::generate_request& req) {
     if (sinks_[addr]++ == 0)
       self_->monitor(sender);  // the client going away cancels its requests
     ++counters_.accepted;
-    if (wid)
+    tenant_accepted(e);
+    if (wid) {
       place(e, workers_.at(*wid));
-    else
-      queue_.push(rid);
+    } else {
+      queue_.push(rid, tenant);
+      note_load();
+    }
   } catch (const std::exception& ex) {
     reject(sink, req.id, serve_errc::internal, std::string("router: ") + ex.what());
   }
@@ -125,6 +146,7 @@ void router_state::place(route_entry& e, worker_entry& w) {
   w.load_tokens += e.cost;
   if (!e.req.adapter().empty())
     ++w.placed_adapters[e.req.adapter()];
+  tenant_placed(e);
   std::uint32_t left = 0;
   if (e.deadline) {
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*e.deadline - router_clock::now());
@@ -145,6 +167,7 @@ void router_state::unplace(route_entry& e) {
     if (a != w.placed_adapters.end() && --a->second == 0)
       w.placed_adapters.erase(a);
   }
+  tenant_unplaced(e);
 }
 
 bool router_state::move_again(route_entry& e) {
@@ -179,12 +202,13 @@ void router_state::stranded(actors::route_id rid, std::uint32_t moves) {
 }
 
 void router_state::dispatch() {
-  while (auto head = queue_.front()) {
+  const auto may_go = eligible();
+  while (auto head = queue_.next(may_go)) {
     auto& e = routes_.at(*head);
     auto wid = placer_.choose(views(e.req.adapter()), !e.req.adapter().empty());
     if (!wid)
       return;  // every worker is full; the head waits, and so does everyone behind it
-    queue_.pop();
+    queue_.remove(*head);
     place(e, workers_.at(*wid));
   }
 }
@@ -195,6 +219,7 @@ void router_state::forget(route_entry& e) {
   } else {
     queue_.remove(e.rid);
   }
+  tenant_forgotten(e);
   by_client_.erase({e.sink_addr, e.client_id.value()});
   if (auto s = sinks_.find(e.sink_addr); s != sinks_.end() && --s->second == 0) {
     self_->demonitor(e.sink_addr);
@@ -240,6 +265,7 @@ void router_state::log_end(const route_entry& e, std::string_view outcome, const
     log::write(lvl, "router", "request done",
                {{"rid", e.rid.value()}, {"worker", worker},
                 {"adapter", e.req.adapter().empty() ? std::string("-") : e.req.adapter()},
+                {"tenant", e.req.tenant().empty() ? std::string("-") : e.req.tenant()},
                 {"finish", outcome}, {"queue_ms", ms(e.placed)}, {"ttft_ms", ms(e.first_token)},
                 {"total_ms", total_ms}, {"tokens_in", e.req.prompt().size()},
                 {"tokens_out", done->tokens.size()}, {"cached", done->usage.cached_tokens},
@@ -250,6 +276,7 @@ void router_state::log_end(const route_entry& e, std::string_view outcome, const
              {{"rid", e.rid.value()},
               {"worker", worker},
               {"adapter", e.req.adapter().empty() ? std::string("-") : e.req.adapter()},
+              {"tenant", e.req.tenant().empty() ? std::string("-") : e.req.tenant()},
               {"finish", outcome},
               {"queue_ms", ms(e.placed)},
               {"ttft_ms", ms(e.first_token)},
@@ -264,6 +291,7 @@ void router_state::end(route_entry& e, actors::done_event ev) {
   ev.seed = e.req.params().seed.value_or(0);
   ev.resumed = e.resumed;
   count_done(e, ev);
+  tenant_finished(e, ev);
   log_end(e, ev.finish_reason, {}, &ev);
   ev.id = e.client_id;
   self_->send(e.sink, std::move(ev));

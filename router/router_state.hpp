@@ -5,8 +5,9 @@
 #include <chrono>
 #include <functional>
 #include <map>
-#include <random>
 #include <optional>
+#include <random>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -35,6 +36,9 @@ struct route_entry {
   std::uint32_t resumed = 0;             ///< mid-stream moves so far
   std::uint32_t moves = 0;               ///< moves of any kind (resumed or placed again)
   std::uint64_t cost = 0;                ///< estimated tokens (placement load)
+  double expect = 0;                     ///< expected tokens (prompt + expected output), admission
+  bool started = false;                  ///< its first token has arrived
+  bool prompt_charged = false;           ///< its tenant's counter has been charged its prompt
   std::optional<router_clock::time_point> deadline;
   router_clock::time_point accepted{};               ///< for the request's log line
   std::optional<router_clock::time_point> placed;   ///< first placement
@@ -51,6 +55,13 @@ struct worker_entry {
   std::uint64_t load_tokens = 0;
   std::map<std::string, std::uint32_t> placed_adapters;  ///< adapter -> requests placed there
   bool draining = false;  ///< drained: nothing is placed here any more
+};
+
+/// One tenant with live requests (forgotten when it has none).
+struct tenant_book {
+  std::uint32_t live = 0;      ///< accepted, not ended
+  std::uint32_t inflight = 0;  ///< placed on workers
+  double unstarted = 0;        ///< expected tokens of its live requests without a first token
 };
 
 /// Everything the router knows: requests by route id and by (sink, client id), workers, the
@@ -125,6 +136,24 @@ private:
   /// Counts a finished request: its tokens and its latencies.
   void count_done(const route_entry& e, const actors::done_event& ev);
   request_limits limits() const;
+  // -- tenants and deadlines (router_tenants.cpp) --
+  /// Whether `tenant` is below its in-flight limit.
+  bool tenant_has_room(const std::string& tenant) const;
+  /// The queue's eligibility rule: tenants below their in-flight limit.
+  admission_queue<actors::route_id>::eligible_fn eligible() const;
+  /// Why `r` cannot meet its deadline or ttft target (the message), or nullopt.
+  std::optional<std::string> deadline_refusal(const validated_request& r) const;
+  /// Every worker's batch is full, or requests wait in the queue.
+  bool saturated() const;
+  /// Tells the meter whether the cluster is saturated now.
+  void note_load();
+  void tenant_accepted(route_entry& e);
+  void tenant_placed(route_entry& e);
+  void tenant_unplaced(route_entry& e);
+  /// A token of `e` reached the router: its tenant is charged; its first token starts it.
+  void tenant_token(route_entry& e);
+  void tenant_finished(const route_entry& e, const actors::done_event& ev);
+  void tenant_forgotten(const route_entry& e);
 
   self_ptr self_ = nullptr;
   router_config cfg_;
@@ -140,6 +169,9 @@ private:
   std::vector<std::pair<std::uint32_t, caf::typed_response_promise<actors::router_stats>>> waiters_;
   actors::router_stats counters_;
   std::map<actors::worker_id, actors::worker_metrics> metrics_;
+  std::unordered_map<std::string, tenant_book> tenants_;
+  double unstarted_ = 0;  ///< expected tokens of live requests without a first token
+  rate_meter meter_;
 };
 
 } // namespace lf::router
