@@ -1,6 +1,7 @@
 #include "worker/scheduler.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace lf::worker {
@@ -26,7 +27,7 @@ std::string_view to_string(seq_phase phase) noexcept {
 }
 
 scheduler::scheduler(scheduler_config cfg, cache::block_manager& blocks)
-  : cfg_(cfg), blocks_(blocks) {
+  : cfg_(cfg), blocks_(blocks), fair_(cfg.token_weights) {
   if (cfg.max_seqs == 0 || cfg.max_batched_tokens == 0)
     throw std::invalid_argument("scheduler: max_seqs and max_batched_tokens "
                                 "must be > 0");
@@ -76,6 +77,8 @@ std::uint32_t scheduler::num_preemptions(cache::seq_id id) const {
 
 cache::adapter_id scheduler::adapter(cache::seq_id id) const { return state_of(id).adapter; }
 
+const std::string& scheduler::tenant(cache::seq_id id) const { return state_of(id).tenant; }
+
 std::vector<cache::seq_id> scheduler::waiting() const { return {waiting_.begin(), waiting_.end()}; }
 
 std::vector<cache::seq_id> scheduler::running() const { return running_; }
@@ -107,6 +110,8 @@ std::optional<std::string> scheduler::add(seq_spec spec, time_point) {
     return name + ": max_tokens must be > 0";
   if (contains(spec.id) || blocks_.contains(spec.id))
     return name + ": duplicate id";
+  if (!std::isfinite(spec.weight) || !(spec.weight > 0))
+    return name + ": tenant weight must be finite and > 0";
   const auto need = std::uint64_t{spec.prompt.size()} + spec.max_tokens;
   // The sequence may grow to `need` tokens and must then fit the pool on its own, or no amount
   // of preemption could make room for it.
@@ -121,6 +126,14 @@ std::optional<std::string> scheduler::add(seq_spec spec, time_point) {
   st.max_tokens = spec.max_tokens;
   st.adapter = spec.adapter;
   st.deadline = spec.deadline;
+  st.tenant = std::move(spec.tenant);
+  if (tenant_seqs_[st.tenant]++ == 0 || spec.weight != fair_.weight(st.tenant)) {
+    if (spec.weight == 1.0)
+      fair_.clear_weight(st.tenant);
+    else
+      fair_.set_weight(st.tenant, spec.weight);
+  }
+  entered_waiting(st);
   seqs_.emplace(spec.id, std::move(st));
   waiting_.push_back(spec.id);
   return std::nullopt;
@@ -130,11 +143,17 @@ bool scheduler::finish(cache::seq_id id) {
   auto it = seqs_.find(id);
   if (it == seqs_.end())
     return false;
-  if (it->second.phase == seq_phase::waiting)
+  if (it->second.phase == seq_phase::waiting) {
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), id));
-  else
+    left_waiting(it->second);
+  } else {
     running_.erase(std::find(running_.begin(), running_.end(), id));
+  }
   blocks_.free(id); // no-op for a waiting sequence: it holds no blocks
+  if (auto t = tenant_seqs_.find(it->second.tenant); t != tenant_seqs_.end() && --t->second == 0) {
+    fair_.clear_weight(t->first);
+    tenant_seqs_.erase(t);
+  }
   seqs_.erase(it);
   return true;
 }
@@ -204,6 +223,7 @@ void scheduler::schedule_decodes(step_plan& plan, std::uint32_t& budget) {
     // max_seqs <= max_batched_tokens, so a decode always fits the budget.
     plan.chunks.push_back({id, n - 1, 1, true});
     --budget;
+    fair_.charge(st.tenant, 0, 1);
   }
 }
 
@@ -218,29 +238,63 @@ void scheduler::continue_prefills(step_plan& plan, std::uint32_t& budget) {
 
 void scheduler::admit(step_plan& plan, std::uint32_t& budget,
                       const std::function<bool(cache::adapter_id)>& adapter_ready) {
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
-    if (budget == 0 || running_.size() >= cfg_.max_seqs)
+  while (budget > 0 && running_.size() < cfg_.max_seqs) {
+    const auto it = next_waiting(adapter_ready);
+    if (it == waiting_.end())
       return;
     const auto id = *it;
     auto& st = state_of(id);
-    // A cold adapter keeps its place in the queue but does not hold up those behind it.
-    if (st.adapter != cache::base_model && adapter_ready && !adapter_ready(st.adapter)) {
-      ++it;
-      continue;
-    }
     if (!running_.empty() && cfg_.watermark_blocks > 0) {
       const auto need = blocks_.blocks_needed(st.tokens, st.adapter);
       if (std::uint64_t{need} + cfg_.watermark_blocks > blocks_.num_free_blocks())
         return;
     }
-    // FCFS: when the head does not fit, nobody behind it may take the blocks it waits for.
+    // When the one whose turn it is does not fit, nobody after it may take the blocks it waits for.
     if (!blocks_.allocate(id, st.tokens, st.adapter))
       return;
     st.phase = seq_phase::prefilling;
     running_.push_back(id);
-    it = waiting_.erase(it);
+    waiting_.erase(it);
+    left_waiting(st);
     plan_prefill(id, plan, budget);
   }
+}
+
+std::deque<cache::seq_id>::iterator scheduler::next_waiting(
+  const std::function<bool(cache::adapter_id)>& adapter_ready) {
+  // A cold adapter keeps its place in the queue but does not hold up those behind it.
+  const auto ready = [&](const seq_state& st) {
+    return st.adapter == cache::base_model || !adapter_ready || adapter_ready(st.adapter);
+  };
+  if (cfg_.policy == scheduling_policy::fcfs) {
+    return std::find_if(waiting_.begin(), waiting_.end(), [&](cache::seq_id id) { return ready(state_of(id)); });
+  }
+  // vtc: a preempted sequence first (it was admitted once: the head of the queue), then the
+  // oldest ready sequence of the tenant with the smallest counter.
+  std::unordered_map<std::string, std::deque<cache::seq_id>::iterator> oldest;
+  for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+    const auto& st = state_of(*it);
+    if (!ready(st))
+      continue;
+    if (st.preemptions > 0)
+      return it;
+    oldest.emplace(st.tenant, it);  // keeps the first, the oldest
+  }
+  const auto t = fair_.pick([&](const std::string& name) { return oldest.count(name) != 0; });
+  return t ? oldest.at(*t) : waiting_.end();
+}
+
+void scheduler::entered_waiting(const seq_state& st) {
+  if (tenant_waiting_[st.tenant]++ == 0)
+    fair_.backlogged(st.tenant);
+}
+
+void scheduler::left_waiting(const seq_state& st) {
+  auto it = tenant_waiting_.find(st.tenant);
+  if (it == tenant_waiting_.end() || --it->second > 0)
+    return;
+  tenant_waiting_.erase(it);
+  fair_.idle(st.tenant);
 }
 
 bool scheduler::plan_prefill(cache::seq_id id, step_plan& plan, std::uint32_t& budget) {
@@ -252,6 +306,7 @@ bool scheduler::plan_prefill(cache::seq_id id, step_plan& plan, std::uint32_t& b
   const auto count = std::min(n - start, budget);
   plan.chunks.push_back({id, start, count, start + count == n});
   budget -= count;
+  fair_.charge(state_of(id).tenant, count, 0);
   return true;
 }
 
@@ -265,6 +320,7 @@ cache::seq_id scheduler::preempt_newest(step_plan& plan) {
   ++preemptions_;
   // Victims come newest first, so pushing each to the front leaves the older one ahead.
   waiting_.push_front(victim);
+  entered_waiting(st);
   plan.preempted.push_back(victim);
   return victim;
 }

@@ -6,8 +6,11 @@
 ///   1. `schedule(now, adapter_ready)` plans the step: deadlines are enforced, every decoding
 ///      sequence gets one token (growing its block table; when the pool is short the most recently
 ///      admitted running sequence is preempted), sequences in the middle of a chunked prefill
-///      continue, then waiting sequences are admitted first come, first served while the token
-///      budget, the sequence limit and the pool allow.
+///      continue, then waiting sequences are admitted while the token budget, the sequence limit
+///      and the pool allow: preempted ones first, then first come, first served (fcfs) or, under
+///      vtc, the oldest sequence of the tenant with the smallest virtual token counter
+///      (core/vtc.hpp: every computed prompt token and every decode token is charged to its
+///      tenant), so one tenant's burst in the waiting queue does not hold the others back.
 ///   2. The engine runs the plan's chunks (K/V of each chunk's positions go to
 ///      `block_manager::slot_of`), returning logits for the chunks that `samples`.
 ///   3. `complete(plan, sampled)` records the computed K/V and appends the sampled tokens.
@@ -39,6 +42,7 @@
 
 #include "cache/block_manager.hpp"
 #include "cache/ids.hpp"
+#include "core/vtc.hpp"
 
 namespace lf::worker {
 
@@ -56,6 +60,11 @@ struct scheduler_config {
   /// (fewer preemptions right after an admission). Ignored when nothing is running, so a request
   /// that fits the pool is always admissible.
   std::uint32_t watermark_blocks = 0;
+  /// Admission order among waiting sequences of different tenants (preempted ones go first
+  /// either way). With one tenant both are first come, first served.
+  scheduling_policy policy = scheduling_policy::vtc;
+  /// vtc: the cost of a computed prompt token and of a decode token.
+  vtc_weights token_weights{};
 };
 
 /// What the worker submits.
@@ -70,6 +79,11 @@ struct seq_spec {
   std::uint32_t max_tokens = 16;
   /// The sequence expires (schedule() drops it) once now >= deadline.
   std::optional<time_point> deadline;
+  /// Its tenant (vtc admission order); "" is the default tenant.
+  std::string tenant{};
+  /// The tenant's weight (> 0): it is charged 1 / weight per token. The latest sequence's weight
+  /// holds for its tenant.
+  double weight = 1.0;
 };
 
 /// Where a sequence is. Preempted sequences are waiting again.
@@ -144,14 +158,15 @@ public:
   scheduler& operator=(const scheduler&) = delete;
 
   /// Queues a sequence at the tail of the waiting queue. Returns an error message (and queues
-  /// nothing) if it can never run: empty prompt, max_tokens == 0, duplicate id, or more blocks
-  /// than the pool has. A deadline already passed is
-  /// accepted; the next schedule() reports it expired.
+  /// nothing) if it can never run: empty prompt, max_tokens == 0, duplicate id, a weight that is
+  /// not finite and > 0, or more blocks than the pool has. A deadline already passed is accepted;
+  /// the next schedule() reports it expired.
   std::optional<std::string> add(seq_spec spec, time_point now);
 
   /// Plans the next step at time `now`: drops expired sequences, schedules one decode token per
   /// decoding sequence (preempting the newest running ones when blocks run out), continues
-  /// chunked prefills, then admits waiting sequences FCFS. A waiting sequence whose adapter is
+  /// chunked prefills, then admits waiting sequences in the policy's order (preempted first, then
+  /// fcfs or vtc across tenants). A waiting sequence whose adapter is
   /// not ready (`adapter_ready(adapter)` false; the base model and an empty predicate count as
   /// ready) is skipped and keeps its place without blocking those behind it. No admission happens
   /// in a step that preempted. Throws std::logic_error, changing nothing, if a sequence has
@@ -197,6 +212,12 @@ public:
   /// `id`'s LoRA adapter.
   cache::adapter_id adapter(cache::seq_id id) const;
 
+  /// `id`'s tenant.
+  const std::string& tenant(cache::seq_id id) const;
+
+  /// The virtual token counters (what each tenant has been served here).
+  const vtc& counters() const noexcept { return fair_; }
+
   /// The waiting queue, head first.
   std::vector<cache::seq_id> waiting() const;
 
@@ -221,6 +242,7 @@ private:
     std::optional<time_point> deadline;
     seq_phase phase = seq_phase::waiting;
     std::uint32_t preemptions = 0;
+    std::string tenant;
 
     std::uint32_t num_generated() const noexcept {
       return static_cast<std::uint32_t>(tokens.size()) - prompt_size;
@@ -245,9 +267,17 @@ private:
   /// Next chunks of the sequences admitted in an earlier step whose prefill is unfinished.
   void continue_prefills(step_plan& plan, std::uint32_t& budget);
 
-  /// Admits waiting sequences FCFS (adapter skip rule aside) with their first chunk.
+  /// Admits waiting sequences (fcfs or vtc order, adapter skip rule aside) with their first chunk.
   void admit(step_plan& plan, std::uint32_t& budget,
              const std::function<bool(cache::adapter_id)>& adapter_ready);
+
+  /// The waiting sequence to admit next: the first preempted one, else by the policy; skips
+  /// sequences whose adapter is not ready. waiting_.end() when none.
+  std::deque<cache::seq_id>::iterator next_waiting(const std::function<bool(cache::adapter_id)>& adapter_ready);
+
+  /// Bookkeeping of the waiting queue per tenant (the vtc backlog).
+  void entered_waiting(const seq_state& st);
+  void left_waiting(const seq_state& st);
 
   /// Plans [num_computed, +min(rest, budget)) of a prefilling sequence; false if budget is 0.
   bool plan_prefill(cache::seq_id id, step_plan& plan, std::uint32_t& budget);
@@ -261,6 +291,9 @@ private:
   std::deque<cache::seq_id> waiting_;  // head = next to admit
   std::vector<cache::seq_id> running_; // admission order: back = most recently admitted
   std::uint64_t preemptions_ = 0;
+  vtc fair_;
+  std::unordered_map<std::string, std::uint32_t> tenant_waiting_;  // waiting sequences per tenant
+  std::unordered_map<std::string, std::uint32_t> tenant_seqs_;     // live sequences per tenant
 };
 
 } // namespace lf::worker

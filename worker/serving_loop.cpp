@@ -137,7 +137,7 @@ void serving_loop::take_inbox(time_point now) {
       tokens.insert(tokens.end(), r.generated.begin(), r.generated.end());
       const auto left = r.req.params().max_tokens - static_cast<int>(r.generated.size());
       seq_spec spec{cache::seq_id{it.id.value()}, std::move(tokens), r.adapter,
-                    static_cast<std::uint32_t>(left), r.deadline};
+                    static_cast<std::uint32_t>(left), r.deadline, r.req.tenant(), r.req.tenant_weight()};
       if (auto err = sched_.add(std::move(spec), now))
         end(it.id, failure(serve_errc::prompt_too_long, *err));
     } else {

@@ -138,6 +138,7 @@ struct worker_runtime::impl {
     c.sched.max_seqs = s.max_seqs;
     c.sched.max_batched_tokens = s.max_batched_tokens;
     c.sched.watermark_blocks = s.watermark_blocks;
+    c.sched.policy = s.scheduling;
     c.num_blocks = blocks;
     c.block_size = s.block_size;
     c.prefix_cache = s.prefix_cache;

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "core/request.hpp"
+#include "core/vtc.hpp"
 
 namespace lf::engine {
 class tokenizer;
@@ -65,6 +66,8 @@ struct worker_settings {
   std::uint32_t max_seqs = 64;
   std::uint32_t max_batched_tokens = 512;  ///< tokens per step at most (prefill chunking)
   std::uint32_t watermark_blocks = 0;      ///< see scheduler_config
+  /// Admission order across tenants in the waiting queue (scheduler_config::policy).
+  scheduling_policy scheduling = scheduling_policy::vtc;
   bool prefix_cache = true;
   batching_mode mode = batching_mode::continuous;
   std::uint32_t static_batch = 8;          ///< static modes: batch size

@@ -57,8 +57,15 @@ struct harness {
 
   void add(std::uint64_t id, token_vec prompt, std::uint32_t max_tokens = 16,
            cache::adapter_id adapter = cache::base_model,
-           std::optional<time_point> deadline = std::nullopt) {
-    auto err = s.add(seq_spec{sid(id), std::move(prompt), adapter, max_tokens, deadline}, t0);
+           std::optional<time_point> deadline = std::nullopt, std::string tenant = {}) {
+    seq_spec spec;
+    spec.id = sid(id);
+    spec.prompt = std::move(prompt);
+    spec.adapter = adapter;
+    spec.max_tokens = max_tokens;
+    spec.deadline = deadline;
+    spec.tenant = std::move(tenant);
+    auto err = s.add(std::move(spec), t0);
     INFO(err.value_or(""));
     REQUIRE_FALSE(err.has_value());
   }
