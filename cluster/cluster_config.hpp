@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "router/placement.hpp"
+#include "router/tenancy.hpp"
 #include "core/request.hpp"
 #include "worker/worker_settings.hpp"
 
@@ -86,12 +87,20 @@ struct router_settings {
   std::uint32_t retry_after_ms = 200;
   request_limits limits;            ///< [limits]; the model's context and vocabulary come at start
   std::size_t max_prompt_bytes = std::size_t{1} << 20;  ///< the gateway's bound on a rendered prompt
+  /// [router] scheduling and token weights, [tenant_defaults], [tenants.NAME]; the workers'
+  /// schedulers follow the same scheduling policy.
+  router::tenancy_options tenants;
+  bool deadline_admission = true;   ///< [router] deadline_admission
 };
 
 /// CURVE on the client gateway ([security.clients]); keys are Z85 (40 characters).
 struct client_security {
   std::string public_key, secret_key;         ///< the gateway's key pair; empty: plaintext
   std::vector<std::string> allowed_keys;      ///< client public keys; empty: any CURVE client
+  /// Names of allowed keys (key -> name): a key from `allowed_key_files` is named by its file
+  /// name without the extension (keygen's NAME.public -> NAME). A named key's requests are that
+  /// name's tenant.
+  std::map<std::string, std::string> key_names;
   /// CURVE is on.
   bool enabled() const noexcept { return !secret_key.empty(); }
 };

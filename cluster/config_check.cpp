@@ -149,6 +149,18 @@ void check_security(cluster_config& c, parse_state& st) {
   }
 }
 
+void check_tenants(const cluster_config& c, parse_state& st) {
+  for (const auto& [name, limits] : c.router_cfg.tenants.tenants)
+    if (!valid_tenant_name(name))
+      st.add("tenants." + name, "not a tenant name: at most " + std::to_string(max_tenant_name_length)
+                                  + " bytes without control characters");
+  for (const auto& [key, name] : c.clients.key_names)
+    if (!valid_tenant_name(name))
+      st.add("security.clients.allowed_key_files", "the key file name \"" + name
+                                                     + "\" cannot name a tenant (at most "
+                                                     + std::to_string(max_tenant_name_length) + " bytes)");
+}
+
 void need_file(parse_state& st, const std::string& key, const std::string& path, const char* what) {
   std::error_code ec;
   if (!path.empty() && !fs::is_regular_file(path, ec))
@@ -207,6 +219,7 @@ void check_config(cluster_config& c, parse_state& st) {
     st.add("reconnect.max_ms", "must be at least initial_ms");
   check_nodes(c, st);
   check_security(c, st);
+  check_tenants(c, st);
   if (st.opts.check_paths)
     check_paths(c, st);
 }

@@ -1,6 +1,7 @@
 // Pass 1 of the config loader: TOML syntax, known keys, value types and ranges, paths resolved
 // against the file's directory, CURVE keys read from their files. Relations between values are
 // pass 2's (config_check.cpp).
+#include <filesystem>
 #include <limits>
 
 #include "cluster/config_detail.hpp"
@@ -9,6 +10,8 @@
 namespace lf::cluster::detail {
 
 namespace {
+
+namespace fs = std::filesystem;
 
 constexpr std::int64_t max_ms = 24LL * 3600 * 1000;  // a day, as an upper bound for durations
 constexpr std::int64_t u32_max = std::numeric_limits<std::uint32_t>::max();
@@ -53,6 +56,37 @@ void read_router(toml_reader& r, router_settings& rs, parse_state& st) {
   r.set("max_inflight_per_worker", rs.max_inflight_per_worker, 1, 1'000'000);
   r.set("retry_after_ms", rs.retry_after_ms, 0, max_ms);
   r.set("adapter_load_cost_tokens", rs.placement.adapter_load_cost_tokens, 0, u32_max);
+  if (auto p = r.str("scheduling")) {
+    if (auto pol = parse_scheduling_policy(*p))
+      rs.tenants.scheduling = *pol;
+    else
+      st.add(r.key_path("scheduling"), "unknown policy \"" + *p + "\" (fcfs or vtc)");
+  }
+  r.set_number("prompt_token_weight", rs.tenants.token_weights.prompt, 0, 1e6);
+  r.set_number("output_token_weight", rs.tenants.token_weights.output, 0, 1e6);
+  r.set("deadline_admission", rs.deadline_admission);
+  r.finish();
+}
+
+void read_tenant(toml_reader& r, router::tenant_limits& t) {
+  r.set("max_inflight", t.max_inflight, 1, 1'000'000);
+  r.set("max_queued", t.max_queued, 0, 1'000'000);
+  r.set_number("weight", t.weight, 1e-6, 1e6);
+  r.finish();
+}
+
+void read_tenants(toml_reader& r, router_settings& rs, parse_state& st, const std::string& path) {
+  // [tenants.NAME]: one table per tenant; its name is the key.
+  for (auto&& [key, node] : r.raw()) {
+    const std::string name(key.str());
+    const auto* t = r.table(name);
+    if (t == nullptr)
+      continue;
+    toml_reader tr(*t, path + "." + name, st);
+    auto limits = rs.tenants.defaults;  // unset keys: the defaults
+    read_tenant(tr, limits);
+    rs.tenants.tenants[name] = limits;
+  }
   r.finish();
 }
 
@@ -76,9 +110,10 @@ void read_security(toml_reader& r, cluster_config& c, parse_state& st) {
       for (std::size_t i = 0; i < files->size(); ++i) {
         std::string why;
         auto key = read_curve_key_file(resolve_path(st.dir, (*files)[i]), why);
-        if (why.empty())
+        if (why.empty()) {
           c.clients.allowed_keys.push_back(key);
-        else
+          c.clients.key_names[key] = fs::path((*files)[i]).stem().string();
+        } else
           st.add(cr.key_path("allowed_key_files"), "[" + std::to_string(i) + "]: " + why);
       }
     }
@@ -170,6 +205,15 @@ bool read_config(const std::string& text, cluster_config& c, parse_state& st) {
   if (const auto* t = r.table("limits")) {
     toml_reader lr(*t, "limits", st);
     read_limits(lr, c.router_cfg);
+  }
+  // [tenant_defaults] before [tenants.NAME]: a tenant's unset keys are the defaults.
+  if (const auto* t = r.table("tenant_defaults")) {
+    toml_reader tr(*t, "tenant_defaults", st);
+    read_tenant(tr, c.router_cfg.tenants.defaults);
+  }
+  if (const auto* t = r.table("tenants")) {
+    toml_reader tr(*t, "tenants", st);
+    read_tenants(tr, c.router_cfg, st, "tenants");
   }
   if (const auto* t = r.table("heartbeat")) {
     toml_reader hr(*t, "heartbeat", st);

@@ -76,6 +76,7 @@ worker::worker_settings worker_settings_for(const cluster_config& cfg, const wor
   s.model_dir = cfg.model_dir;
   s.tokenizer_dir = cfg.tokenizer_dir;
   s.adapter_dir = cfg.adapter_dir;
+  s.scheduling = cfg.router_cfg.tenants.scheduling;  // the router's order, in every waiting queue
   // One OpenBLAS pool per process, shared by the node's workers: by default each worker's share.
   return worker::resolve_for_process(std::move(s), g.count);
 }
@@ -87,6 +88,8 @@ router::router_config router_config_for(const cluster_config& cfg) {
   r.max_inflight_per_worker = cfg.router_cfg.max_inflight_per_worker;
   r.retry_after_ms = cfg.router_cfg.retry_after_ms;
   r.limits = cfg.router_cfg.limits;
+  r.tenants = cfg.router_cfg.tenants;
+  r.deadline_admission = cfg.router_cfg.deadline_admission;
   // The model's context window and vocabulary: every request is validated against them once.
   const auto model = worker::model_limits(worker_settings_for(cfg, cfg.router().workers));
   r.limits.context_window = model.context_window;
@@ -103,6 +106,7 @@ gateway::gateway_options gateway_options_for(const cluster_config& cfg) {
   g.curve_public_key = cfg.clients.public_key;
   g.curve_secret_key = cfg.clients.secret_key;
   g.allowed_client_keys = cfg.clients.allowed_keys;
+  g.client_key_names = cfg.clients.key_names;
   return g;
 }
 

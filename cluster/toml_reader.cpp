@@ -74,6 +74,28 @@ std::optional<std::int64_t> toml_reader::integer(std::string_view key, std::int6
   return v;
 }
 
+std::optional<double> toml_reader::number(std::string_view key, double lo, double hi) {
+  const auto* n = get(key);
+  if (!n)
+    return std::nullopt;
+  std::optional<double> v;
+  if (const auto* i = n->as_integer())
+    v = static_cast<double>(i->get());
+  else if (const auto* f = n->as_floating_point())
+    v = f->get();
+  if (!v) {
+    st_.add(key_path(key), std::string("expected a number, got ") + type_name(*n));
+    return std::nullopt;
+  }
+  if (!(*v >= lo && *v <= hi)) {
+    std::ostringstream os;
+    os << *v << " is out of range [" << lo << ", " << hi << "]";
+    st_.add(key_path(key), os.str());
+    return std::nullopt;
+  }
+  return v;
+}
+
 std::optional<bool> toml_reader::boolean(std::string_view key) {
   const auto* n = get(key);
   if (!n)

@@ -31,6 +31,9 @@ public:
   /// `path`: the table's key path ("" for the root, "nodes[2]", "security.clients").
   toml_reader(const toml::table& t, std::string path, parse_state& st);
 
+  /// The table itself (to walk keys chosen by the user, as [tenants.NAME]).
+  const toml::table& raw() const noexcept { return table_; }
+
   /// The key's full path ("nodes[2].port").
   std::string key_path(std::string_view key) const;
 
@@ -39,6 +42,8 @@ public:
 
   std::optional<std::string> str(std::string_view key);
   std::optional<std::int64_t> integer(std::string_view key, std::int64_t lo, std::int64_t hi);
+  /// A number (integer or float) in [lo, hi].
+  std::optional<double> number(std::string_view key, double lo, double hi);
   std::optional<bool> boolean(std::string_view key);
   std::optional<std::vector<std::string>> strings(std::string_view key);
   /// A sub-table; a value of another type is an issue (and nullptr).
@@ -57,6 +62,11 @@ public:
   void set_duration(std::string_view key, Duration& out, std::int64_t lo, std::int64_t hi) {
     if (auto v = integer(key, lo, hi))
       out = Duration(*v);
+  }
+  /// Reads a number key into `out` (unchanged when absent or bad).
+  void set_number(std::string_view key, double& out, double lo, double hi) {
+    if (auto v = number(key, lo, hi))
+      out = *v;
   }
   void set(std::string_view key, std::string& out);
   void set(std::string_view key, bool& out);

@@ -64,6 +64,16 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
   s.router.max_queue = static_cast<std::size_t>(a.integer_in("queue-limit", 256, 0, 1'000'000));
   s.router.max_inflight_per_worker = static_cast<std::uint32_t>(
     a.integer_in("max-inflight-per-worker", 2 * w.max_seqs, 1, 1'000'000));
+  const auto scheduling = a.str("scheduling", "vtc");
+  auto sp = parse_scheduling_policy(scheduling);
+  if (!sp)
+    throw std::invalid_argument("--scheduling must be fcfs or vtc (got '" + scheduling + "')");
+  s.router.tenants.scheduling = *sp;
+  s.worker.scheduling = *sp;
+  const auto deadline = a.str("deadline-admission", "on");
+  if (deadline != "on" && deadline != "off")
+    throw std::invalid_argument("--deadline-admission must be on or off (got '" + deadline + "')");
+  s.router.deadline_admission = deadline == "on";
   s.gateway.endpoint = a.str("listen", "tcp://127.0.0.1:5555");
   s.gateway.curve_secret_key = a.str("curve-secret-key");
   s.gateway.curve_public_key = a.str("curve-public-key");

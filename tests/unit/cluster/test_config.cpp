@@ -32,6 +32,11 @@ TEST_CASE("a minimal config gets the documented defaults", "[cluster][config]") 
   CHECK(c.total_workers() == 2);
   CHECK_FALSE(c.clients.enabled());
   CHECK_FALSE(c.tls.enabled());
+  CHECK(c.router_cfg.tenants.scheduling == scheduling_policy::vtc);
+  CHECK(c.router_cfg.deadline_admission);
+  CHECK(c.router_cfg.tenants.tenants.empty());
+  CHECK(c.router_cfg.tenants.defaults.max_inflight == router::no_limit);
+  CHECK(c.router_cfg.tenants.defaults.max_queued == router::no_limit);
 }
 
 TEST_CASE("every key of a full config is read", "[cluster][config]") {
@@ -58,6 +63,21 @@ queue_limit = 12
 max_inflight_per_worker = 7
 retry_after_ms = 250
 adapter_load_cost_tokens = 300
+scheduling = "fcfs"
+prompt_token_weight = 0.5
+output_token_weight = 3
+deadline_admission = false
+
+[tenant_defaults]
+max_inflight = 16
+max_queued = 32
+
+[tenants.alice]
+weight = 2.5
+max_queued = 0
+
+[tenants."team b"]
+max_inflight = 4
 
 [limits]
 max_prompt_bytes = 5000
@@ -135,6 +155,24 @@ report_interval_ms = 20
   CHECK(c.clients.public_key == z85_a);
   CHECK(c.clients.secret_key == z85_b);
   CHECK(c.clients.allowed_keys == std::vector<std::string>{z85_a, z85_c});
+  // A key from a file is named by the file: keygen's bob.public -> bob.
+  CHECK(c.clients.key_names == std::map<std::string, std::string>{{z85_c, "bob"}});
+  const auto& t = c.router_cfg.tenants;
+  CHECK(t.scheduling == scheduling_policy::fcfs);
+  CHECK(t.token_weights.prompt == 0.5);
+  CHECK(t.token_weights.output == 3);
+  CHECK_FALSE(c.router_cfg.deadline_admission);
+  CHECK(t.defaults.max_inflight == 16);
+  CHECK(t.defaults.max_queued == 32);
+  CHECK(t.defaults.weight == 1);
+  REQUIRE(t.tenants.size() == 2);
+  // A tenant's unset keys are the defaults.
+  CHECK(t.limits_of("alice").weight == 2.5);
+  CHECK(t.limits_of("alice").max_queued == 0);
+  CHECK(t.limits_of("alice").max_inflight == 16);
+  CHECK(t.limits_of("team b").max_inflight == 4);
+  CHECK(t.limits_of("team b").max_queued == 32);
+  CHECK(t.limits_of("someone else").max_inflight == 16);
   CHECK(c.launch.ready_timeout.count() == 30);
   CHECK(c.launch.stop_timeout.count() == 5);
   CHECK_FALSE(c.launch.restart);

@@ -114,6 +114,27 @@ TEST_CASE("values out of range or not in the allowed set", "[cluster][config][er
         == "nodes[1].workers.max_batched_tokens");
 }
 
+TEST_CASE("tenants and scheduling", "[cluster][config][errors]") {
+  config_dir d;
+  auto i = d.issue(with("\n[router]\nscheduling = \"fair\"\n"));
+  CHECK(i.key == "router.scheduling");
+  CHECK_THAT(i.reason, Contains("fcfs or vtc"));
+  i = d.issue(with("\n[tenants.a]\nweight = 0\n"));
+  CHECK(i.key == "tenants.a.weight");
+  CHECK_THAT(i.reason, Contains("out of range"));
+  i = d.issue(with("\n[tenants.a]\nweight = \"2\"\n"));
+  CHECK(i.reason == "expected a number, got a string");
+  CHECK(d.issue(with("\n[tenants.a]\nmax_inflight = 0\n")).key == "tenants.a.max_inflight");
+  CHECK(d.issue(with("\n[tenants.a]\nmax_queue = 3\n")).key == "tenants.a.max_queue");
+  CHECK(d.issue(with("\n[tenant_defaults]\nmax_queued = -1\n")).key == "tenant_defaults.max_queued");
+  i = d.issue(with("\n[tenants]\na = 3\n"));
+  CHECK(i.key == "tenants.a");
+  CHECK_THAT(i.reason, Contains("expected a table"));
+  i = d.issue(with("\n[tenants.\"" + std::string(65, 'x') + "\"]\nweight = 1\n"));
+  CHECK_THAT(i.reason, Contains("not a tenant name"));
+  CHECK(d.issue(with("\n[router]\noutput_token_weight = -1\n")).key == "router.output_token_weight");
+}
+
 TEST_CASE("missing and wrong directories", "[cluster][config][errors]") {
   config_dir d;
   auto i = d.issue(replaced("model_dir = \"model\"", "model_dir = \"no-such-model\""));
