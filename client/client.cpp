@@ -265,6 +265,8 @@ proto::client_request_id client::submit(proto::submit_msg m, stream_callbacks cb
   {
     std::lock_guard<std::mutex> g(impl_->m);
     m.id = proto::client_request_id{impl_->next_id++};
+    if (m.tenant.empty())
+      m.tenant = impl_->opts.tenant;
     live_entry e;
     e.cb = std::move(cb);
     if (impl_->opts.request_timeout.count() > 0)

@@ -35,6 +35,9 @@ struct client_options {
   /// CURVE: the server's public key (Z85, 40 chars); empty = plaintext. The client's own key
   /// pair is generated when left empty.
   std::string server_public_key, public_key, secret_key;
+  /// The tenant of every request that names none itself (submit_msg::tenant); empty: the
+  /// default tenant. A gateway that knows this client's CURVE key by name uses that instead.
+  std::string tenant;
 };
 
 /// The end of a request: finished (error == none) or not.
@@ -66,7 +69,8 @@ public:
   client(const client&) = delete;
   client& operator=(const client&) = delete;
 
-  /// Sends `m` (its id is replaced by a fresh one) and returns the id at once.
+  /// Sends `m` (its id is replaced by a fresh one; an empty tenant becomes
+  /// client_options::tenant) and returns the id at once.
   proto::client_request_id submit(proto::submit_msg m, stream_callbacks cb);
   /// Sends `m` and returns a future of its result (never throws through the future).
   std::future<result> submit(proto::submit_msg m);

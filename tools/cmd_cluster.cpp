@@ -99,6 +99,13 @@ int cmd_client(int argc, char** argv) {
   m.stop = p.stop;
   m.ignore_eos = p.ignore_eos;
   m.stream = !a.has("no-stream");
+  co.tenant = a.str("tenant");
+  if (co.tenant.size() > proto::max_tenant_bytes)
+    throw std::invalid_argument("--tenant must be at most " + std::to_string(proto::max_tenant_bytes) + " bytes");
+  if (a.has("deadline-ms"))
+    m.deadline_ms = static_cast<std::uint64_t>(a.integer_in("deadline-ms", 0, 1, static_cast<std::int64_t>(proto::max_deadline_ms)));
+  if (a.has("ttft-ms"))
+    m.ttft_ms = static_cast<std::uint64_t>(a.integer_in("ttft-ms", 0, 1, static_cast<std::int64_t>(proto::max_deadline_ms)));
   const bool quiet = a.has("quiet");
   a.finish();
   client::client c(co);

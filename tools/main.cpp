@@ -28,6 +28,7 @@ commands:
   client      [--endpoint EP] (--prompt TEXT | --user TEXT [--system TEXT]) [--adapter NAME]
               [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--repetition-penalty R]
               [--seed S] [--stop STR ...] [--ignore-eos] [--no-stream] [--timeout S]
+              [--tenant NAME] [--deadline-ms MS] [--ttft-ms MS]
               [--server-key KEY|FILE] [--client-key DIR/NAME]   (CURVE: keygen's pair)
               send one request and stream the answer
   status      [ENDPOINT] [--server-key KEY|FILE] [--client-key DIR/NAME]

@@ -116,9 +116,10 @@ class Client:
 
     def __init__(self, endpoint: str, *, timeout: Optional[float] = None,
                  server_public_key: Optional[bytes] = None, public_key: Optional[bytes] = None,
-                 secret_key: Optional[bytes] = None):
+                 secret_key: Optional[bytes] = None, tenant: Optional[str] = None):
         self.endpoint = endpoint
         self.timeout = timeout
+        self.tenant = tenant  # the tenant of submits that name none
         self._ctx = zmq.asyncio.Context.instance()
         self._sock = self._ctx.socket(zmq.DEALER)
         self._sock.setsockopt(zmq.LINGER, 0)
@@ -188,8 +189,14 @@ class Client:
                      top_k: int = 0, top_p: float = 1.0, repetition_penalty: float = 1.0,
                      seed: Optional[int] = None, stop: Optional[List[str]] = None,
                      ignore_eos: bool = False, stream: bool = True,
-                     deadline_ms: Optional[int] = None) -> Request:
-        """Sends one request and returns its handle at once (no round trip)."""
+                     deadline_ms: Optional[int] = None, ttft_ms: Optional[int] = None,
+                     tenant: Optional[str] = None) -> Request:
+        """Sends one request and returns its handle at once (no round trip).
+
+        tenant: who the request is for (scheduling share, per-tenant limits; at most 64 bytes),
+        else the client's; a gateway that knows this client's CURVE key by name uses that.
+        deadline_ms / ttft_ms: a request the server predicts will miss them fails at once with
+        LorafleetError code "deadline_unmeetable"."""
         if self._closed:
             raise LorafleetError("invalid_request", "the client is closed")
         self._ensure_reader()
@@ -211,6 +218,11 @@ class Client:
             msg["ignore_eos"] = True
         if deadline_ms is not None:
             msg["deadline_ms"] = deadline_ms
+        if ttft_ms is not None:
+            msg["ttft_ms"] = ttft_ms
+        tenant = tenant if tenant is not None else self.tenant
+        if tenant:
+            msg["tenant"] = tenant
         req = Request(self, rid, stream)
         self._live[rid] = req
         await self._send(msg)

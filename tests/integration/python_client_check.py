@@ -41,7 +41,8 @@ async def main(endpoint):
                          (dict(prompt="x", temperature=-1.0), "invalid_request"),
                          (dict(prompt="x", max_tokens=0), "invalid_request"),
                          (dict(prompt=""), "invalid_request"),
-                         (dict(prompt="x", adapter="nope"), "unknown_adapter")]:
+                         (dict(prompt="x", adapter="nope"), "unknown_adapter"),
+                         (dict(prompt="x", tenant="t" * 65), "invalid_request")]:
             try:
                 await c.generate(**kw)
                 raise AssertionError(f"expected {code} for {kw}")
@@ -55,6 +56,11 @@ async def main(endpoint):
         assert first.seed != 0 and first.usage.get("resumed") == 0, (first.seed, first.usage)
         again = await c.generate(prompt="Once upon a time", max_tokens=12, temperature=1.0, seed=first.seed)
         assert again.text == first.text and again.seed == first.seed, (first, again)
+        # A tenant, and the client's default tenant, are accepted like any request.
+        assert (await c.generate(prompt="Hi", max_tokens=3, tenant="team-a", deadline_ms=60000,
+                                 ttft_ms=30000)).usage["completion_tokens"] >= 1
+        async with Client(endpoint, timeout=60, tenant="team-b") as b:
+            assert (await b.generate(prompt="Hi", max_tokens=3)).usage["completion_tokens"] >= 1
         # Draining a name no worker has drains nothing.
         assert await c.drain("no-such-node") == {"workers": 0, "moved": 0}
     await refused_frames_fail_at_once(endpoint)

@@ -81,7 +81,8 @@ TEST_CASE("CURVE: a plaintext client and an unknown client key are refused, an a
 public_key_file = "keys/server.public"
 secret_key_file = "keys/server.secret"
 allowed_key_files = ["keys/alice.public", "keys/launcher.public"]
-)" + "\n[launch]\nclient_public_key_file = \"keys/launcher.public\"\nclient_secret_key_file = \"keys/launcher.secret\"\n";
+)" + "\n[launch]\nclient_public_key_file = \"keys/launcher.public\"\nclient_secret_key_file = \"keys/launcher.secret\"\n"
+           + "\n[tenants.alice]\nmax_inflight = 1\nmax_queued = 0\n";
   });
   const auto& d = c.dir();
   const auto server = read_key(d / "keys/server.public");
@@ -107,6 +108,15 @@ allowed_key_files = ["keys/alice.public", "keys/launcher.public"]
     auto r = alice.submit(m).get();
     CHECK(r.ok());
     CHECK(r.usage.completion_tokens == 8);
+    // The key's name (keys/alice.public) is the tenant, whatever the request says: alice may
+    // have one request in flight and none queued, so a second at once is refused as hers.
+    m.tenant = "somebody-else";
+    m.max_tokens = 64;
+    auto first = alice.submit(m);
+    auto second = alice.submit(m).get();
+    CHECK(second.error == serve_errc::overloaded);
+    CHECK_THAT(second.message, Catch::Matchers::Contains("tenant \"alice\""));
+    CHECK(first.get().ok());
   }
   CHECK_FALSE(stats_with(c.endpoint(), server, read_key(d / "keys/mallory.public"),
                          read_key(d / "keys/mallory.secret")));
