@@ -130,6 +130,15 @@ int cmd_loadtest(int argc, char** argv) {
   w.seed = static_cast<std::uint64_t>(a.integer("seed", 1));
   w.long_every = static_cast<std::uint32_t>(a.integer_in("long-every", 0, 0, 1'000'000));
   w.long_output = static_cast<std::uint32_t>(a.integer_in("long-output", 100, 1, 1'000'000));
+  if (a.has("tenants"))
+    w.tenants = parse_tenants(a.str("tenants"), "--tenants");
+  service_weights sw;
+  if (a.has("service-weights")) {
+    const auto v = parse_list(a.str("service-weights"), "service-weights", false);
+    if (v.size() != 2)
+      throw std::invalid_argument("--service-weights: give the prompt and output token weights, e.g. 1,2");
+    sw = {v[0], v[1]};
+  }
   const auto per_client = static_cast<std::uint32_t>(a.integer_in("per-client", 0, 0, 1'000'000));
   const auto sweep_c = a.has("sweep-concurrency") ? parse_list(a.str("sweep-concurrency"), "sweep-concurrency", true) : std::vector<double>{};
   const auto sweep_r = a.has("sweep-rate") ? parse_list(a.str("sweep-rate"), "sweep-rate", false) : std::vector<double>{};
@@ -152,6 +161,15 @@ int cmd_loadtest(int argc, char** argv) {
   d.chat = w.chat;
   d.ignore_eos = w.ignore_eos;
   d.temperature = a.real_above("temperature", 0, 0, true);
+  if (a.has("deadline-ms"))
+    d.deadline_ms = static_cast<std::uint64_t>(a.integer_in("deadline-ms", 0, 1, static_cast<std::int64_t>(proto::max_deadline_ms)));
+  if (a.has("ttft-ms"))
+    d.ttft_ms = static_cast<std::uint64_t>(a.integer_in("ttft-ms", 0, 1, static_cast<std::int64_t>(proto::max_deadline_ms)));
+  // Goodput with a deadline: requests that finished within it.
+  if (d.deadline_ms && !lim.e2e_ms)
+    lim.e2e_ms = static_cast<double>(*d.deadline_ms);
+  if (d.ttft_ms && !lim.ttft_ms)
+    lim.ttft_ms = static_cast<double>(*d.ttft_ms);
   const auto out_prefix = a.str("out");
   const bool quiet = a.has("quiet");
   client::client_options co;
@@ -189,6 +207,8 @@ int cmd_loadtest(int argc, char** argv) {
       point p{"concurrency " + std::to_string(static_cast<int>(x)), x, w, d};
       p.w.mode = p.d.mode = arrival_mode::closed;
       p.w.concurrency = p.d.concurrency = static_cast<std::uint32_t>(x);
+      if (!w.tenants.empty())
+        p.d.tenant_concurrency = split_by_share(w.tenants, x);
       if (per_client > 0)  // <= 10000000, checked above
         p.w.num_requests = static_cast<std::uint32_t>(static_cast<std::uint64_t>(per_client) * p.w.concurrency);
       points.push_back(p);
@@ -206,9 +226,15 @@ int cmd_loadtest(int argc, char** argv) {
     point p{"run", 0, w, d};
     p.d.mode = w.mode;
     p.d.concurrency = w.concurrency;
+    if (!w.tenants.empty())
+      p.d.tenant_concurrency = split_by_share(w.tenants, w.concurrency);
     points.push_back(p);
   }
+  nlohmann::json tenants_json = nlohmann::json::array();
+  for (const auto& t : w.tenants)
+    tenants_json.push_back({{"name", t.name}, {"share", t.share}});
   nlohmann::json report{{"endpoint", endpoint}, {"arrival", mode}, {"requests", w.num_requests},
+                        {"tenants", tenants_json}, {"service_weights", {sw.prompt, sw.output}},
                         {"input", a.str("input", "128")}, {"output", a.str("output", "128")},
                         {"adapters", w.adapters}, {"points", nlohmann::json::array()}};
   {  // what produced these figures: the exact command line and when it started (UTC)
@@ -247,9 +273,23 @@ int cmd_loadtest(int argc, char** argv) {
     auto j = to_json(s);
     j["label"] = p.label;
     j["x"] = p.x;
+    const auto wasted = waste(r.samples);
+    j["waste"] = to_json(wasted);
+    std::optional<fairness_summary> fair;
+    if (!w.tenants.empty()) {
+      fair = fairness(r.samples, w.tenants, sw);
+      j["fairness"] = to_json(*fair);
+    }
     report["points"].push_back(j);
-    if (points.size() == 1)
+    if (points.size() == 1) {
       print_summary(std::cout, s);
+      if (fair)
+        print_fairness(std::cout, *fair);
+      if (d.deadline_ms || wasted.timed_out > 0)
+        print_waste(std::cout, wasted);
+    }
+    if (fair && !out_prefix.empty() && points.size() == 1)
+      std::ofstream(out_prefix + "-tenants.svg") << tenant_service_svg(r.samples, *fair, sw, "lorafleet: service per tenant");
     last_samples = std::move(r.samples);
   }
   if (points.size() > 1)

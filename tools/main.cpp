@@ -62,7 +62,11 @@ commands:
               [--per-client N (sweeps)] [--long-every K --long-output N]
               [--adapters a,b --skew F] [--chat] [--no-ignore-eos] [--goodput-ttft-ms X
               --goodput-tpot-ms X --goodput-e2e-ms X] [--out PREFIX] [--timeout S]
+              [--tenants a:10,b:1 (load shares: concurrency, rate and requests split by them)
+              --service-weights 1,2] [--deadline-ms MS --ttft-ms MS (on every request)]
               measure throughput, TTFT/TPOT/ITL/E2E percentiles, goodput; write JSON, CSV, SVG;
+              with --tenants each tenant's service, the largest gap and Jain's index (and
+              PREFIX-tenants.svg); with a deadline the share of tokens spent on timeouts;
               an http:// endpoint is driven through the OpenAI API (any compatible server)
   generate    [--model DIR] --prompt TEXT [--prompt TEXT ...] [--max-tokens N] [--temperature T]
               [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--stop STR ...]

@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,9 @@ struct driver_options {
   bool chat = false;
   bool ignore_eos = true;
   double temperature = 0;                    ///< 0: greedy
+  /// Closed loop with tenants: requests in flight per tenant (tenants not listed: `concurrency`).
+  std::map<std::string, std::uint32_t> tenant_concurrency;
+  std::optional<std::uint64_t> deadline_ms, ttft_ms;  ///< on every request
   /// Called about twice a second with (ended, sent, output tokens so far, elapsed seconds).
   std::function<void(std::size_t, std::size_t, std::uint64_t, double)> progress;
 };

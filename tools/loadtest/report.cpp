@@ -61,11 +61,47 @@ void print_sweep(std::ostream& os, const std::vector<sweep_point>& points) {
   }
 }
 
+nlohmann::json to_json(const fairness_summary& f) {
+  auto tenants = nlohmann::json::array();
+  for (const auto& t : f.tenants)
+    tenants.push_back({{"name", t.name}, {"sent", t.sent}, {"completed", t.completed}, {"failed", t.failed},
+                       {"errors", t.errors}, {"prompt_tokens", t.prompt_tokens}, {"output_tokens", t.output_tokens},
+                       {"service", t.service}});
+  return {{"window_start_s", f.window_start_s}, {"window_end_s", f.window_end_s}, {"max_gap", f.max_gap},
+          {"jain", f.jain}, {"tenants", tenants}};
+}
+
+nlohmann::json to_json(const waste_summary& w) {
+  return {{"timed_out", w.timed_out}, {"timed_out_started", w.timed_out_started},
+          {"wasted_tokens", w.wasted_tokens}, {"spent_tokens", w.spent_tokens}, {"wasted_share", w.share()}};
+}
+
+void print_fairness(std::ostream& os, const fairness_summary& f) {
+  os << std::fixed << std::setprecision(1) << "tenants, window " << f.window_start_s << " to " << f.window_end_s
+     << " s:\n  tenant           sent  done failed  prompt tok  output tok    service  share\n";
+  double total = 0;
+  for (const auto& t : f.tenants)
+    total += t.service;
+  for (const auto& t : f.tenants)
+    os << "  " << std::left << std::setw(14) << t.name << std::right << std::setw(7) << t.sent << std::setw(6)
+       << t.completed << std::setw(7) << t.failed << std::setw(12) << t.prompt_tokens << std::setw(12)
+       << t.output_tokens << std::setw(11) << std::setprecision(0) << t.service << std::setw(6)
+       << std::setprecision(1) << (total > 0 ? 100 * t.service / total : 0.0) << "%\n";
+  os << std::setprecision(0) << "largest service gap: " << f.max_gap << " weighted tokens; Jain's index "
+     << std::setprecision(3) << f.jain << "\n";
+}
+
+void print_waste(std::ostream& os, const waste_summary& w) {
+  os << std::fixed << std::setprecision(1) << "timed out: " << w.timed_out << " (" << w.timed_out_started
+     << " after their first token); tokens spent on them: " << w.wasted_tokens << " of " << w.spent_tokens << " ("
+     << 100 * w.share() << "%)\n";
+}
+
 void write_csv(std::ostream& os, const std::vector<request_sample>& samples) {
-  os << "sent_s,status,tokens_in,tokens_cached,tokens_out,ttft_ms,tpot_ms,e2e_ms\n" << std::setprecision(6);
+  os << "sent_s,status,tokens_in,tokens_cached,tokens_out,ttft_ms,tpot_ms,e2e_ms,tenant\n" << std::setprecision(6);
   for (const auto& s : samples)
     os << s.sent_s << "," << s.status << "," << s.tokens_in << "," << s.tokens_cached << "," << s.tokens_out << "," << s.ttft_ms << ","
-       << s.tpot_ms() << "," << s.e2e_ms << "\n";
+       << s.tpot_ms() << "," << s.e2e_ms << "," << s.tenant << "\n";
 }
 
 std::string latency_svg(const std::vector<request_sample>& samples, const std::string& title) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/loadtest/stats.hpp"
+#include "tools/loadtest/tenants.hpp"
 
 namespace lf::loadtest {
 
@@ -28,7 +29,18 @@ void print_summary(std::ostream& os, const run_summary& s);
 /// A table with one line per sweep point.
 void print_sweep(std::ostream& os, const std::vector<sweep_point>& points);
 
-/// Per-request CSV: sent_s, status, tokens_in, tokens_out, ttft_ms, tpot_ms, e2e_ms.
+/// Fairness among tenants and the capacity wasted on timeouts, as JSON.
+nlohmann::json to_json(const fairness_summary& f);
+nlohmann::json to_json(const waste_summary& w);
+
+/// One line per tenant (requests, errors, tokens and service in the window), then the largest
+/// gap and Jain's index.
+void print_fairness(std::ostream& os, const fairness_summary& f);
+
+/// Requests that timed out and the share of the tokens computed that went to them.
+void print_waste(std::ostream& os, const waste_summary& w);
+
+/// Per-request CSV: sent_s, status, tokens_in, tokens_out, ttft_ms, tpot_ms, e2e_ms, tenant.
 void write_csv(std::ostream& os, const std::vector<request_sample>& samples);
 
 /// SVG histogram of end-to-end latency and TTFT of one run.

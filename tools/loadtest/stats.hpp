@@ -21,6 +21,7 @@ struct request_sample {
   std::uint32_t tokens_out = 0;
   std::uint32_t tokens_cached = 0; ///< prompt tokens the server took from its prefix cache
   std::string status = "done";     ///< "done", or the error code ("overloaded", "timeout", ...)
+  std::string tenant;              ///< empty: the default tenant
   bool ok() const { return status == "done"; }
   /// Time per output token after the first: (e2e - ttft) / (tokens_out - 1); 0 with < 2 tokens.
   double tpot_ms() const;

@@ -1,5 +1,6 @@
 #include "tools/loadtest/workload.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace lf::loadtest {
@@ -42,6 +43,30 @@ std::vector<double> arrival_times(double rate, double burstiness, std::size_t n,
 }
 
 std::vector<planned_request> plan(const workload_config& cfg, text_maker make) {
+  if (!cfg.tenants.empty()) {
+    // One workload per tenant, its own seed, its share of the requests (and of the rate).
+    double sum = 0;
+    for (const auto& t : cfg.tenants)
+      sum += t.share;
+    const auto counts = split_by_share(cfg.tenants, cfg.num_requests);
+    std::vector<planned_request> out;
+    for (std::size_t k = 0; k < cfg.tenants.size(); ++k) {
+      auto one = cfg;
+      one.tenants.clear();
+      one.num_requests = counts.at(cfg.tenants[k].name);
+      one.rate = cfg.rate * cfg.tenants[k].share / sum;
+      one.seed = cfg.seed * 1000003 + k;
+      for (auto& r : plan(one, make)) {
+        r.tenant = cfg.tenants[k].name;
+        out.push_back(std::move(r));
+      }
+    }
+    if (cfg.mode == arrival_mode::poisson)
+      std::stable_sort(out.begin(), out.end(), [](const planned_request& a, const planned_request& b) {
+        return a.at_s < b.at_s;
+      });
+    return out;
+  }
   std::mt19937_64 rng(cfg.seed);
   std::vector<planned_request> out(cfg.num_requests);
   std::vector<double> at;

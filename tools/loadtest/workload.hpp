@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/loadtest/tenants.hpp"
+
 namespace lf::loadtest {
 
 /// A length: fixed (lo == hi) or uniform in [lo, hi].
@@ -39,6 +41,9 @@ struct workload_config {
   /// > 0: every long_every-th request (the 1st, the (1+k)-th, ...) asks for long_output tokens
   /// instead (the course's mix: 1 in 8 wants 100, the rest 10).
   std::uint32_t long_every = 0, long_output = 0;
+  /// Tenants and their shares of the load (tenants.hpp): num_requests is split by share, and in
+  /// Poisson mode so is the rate (one arrival stream per tenant). Empty: the default tenant only.
+  std::vector<tenant_share> tenants;
 };
 
 /// One request to send.
@@ -48,6 +53,7 @@ struct planned_request {
   std::uint32_t target_input_tokens = 0;
   std::uint32_t max_tokens = 0;
   std::string adapter;    ///< empty: base model
+  std::string tenant;     ///< empty: the default tenant
 };
 
 /// Gaps between arrivals: gamma(shape = burstiness, mean = 1 / rate), as vLLM's benchmark does.
