@@ -91,6 +91,7 @@ struct router_settings {
   /// schedulers follow the same scheduling policy.
   router::tenancy_options tenants;
   bool deadline_admission = true;   ///< [router] deadline_admission
+  double deadline_margin = 0.1;     ///< [router] deadline_margin
 };
 
 /// CURVE on the client gateway ([security.clients]); keys are Z85 (40 characters).

@@ -65,6 +65,7 @@ void read_router(toml_reader& r, router_settings& rs, parse_state& st) {
   r.set_number("prompt_token_weight", rs.tenants.token_weights.prompt, 0, 1e6);
   r.set_number("output_token_weight", rs.tenants.token_weights.output, 0, 1e6);
   r.set("deadline_admission", rs.deadline_admission);
+  r.set_number("deadline_margin", rs.deadline_margin, 0, 0.9);
   r.finish();
 }
 

@@ -90,6 +90,7 @@ router::router_config router_config_for(const cluster_config& cfg) {
   r.limits = cfg.router_cfg.limits;
   r.tenants = cfg.router_cfg.tenants;
   r.deadline_admission = cfg.router_cfg.deadline_admission;
+  r.deadline_margin = cfg.router_cfg.deadline_margin;
   // The model's context window and vocabulary: every request is validated against them once.
   const auto model = worker::model_limits(worker_settings_for(cfg, cfg.router().workers));
   r.limits.context_window = model.context_window;

@@ -6,6 +6,8 @@
 ///
 ///   generate_request ─check─> refused: error_event (invalid_request / prompt_too_long)
 ///        ├─ predicted to miss its deadline or ttft target: error_event{deadline_unmeetable}
+///        │  (and a queued request whose time left falls below its predicted service is dropped
+///        │  with it when its turn comes, before it uses any capacity)
 ///        │ accepted
 ///        ├─ a worker has room ─────────────────> placed ──token──> streaming ──done──> (ended)
 ///        ├─ queue has room ──> queued ─dispatch─>   │                  │
@@ -66,6 +68,10 @@ struct router_config {
   /// predicts will miss it (router/completion_estimate.hpp); off: such requests queue and time
   /// out.
   bool deadline_admission = true;
+  /// Admission refuses a request predicted to need more than (1 - margin) of its deadline (or
+  /// ttft target): the prediction is an estimate, and one admitted at the edge that misses
+  /// wastes the capacity it used. In [0, 1).
+  double deadline_margin = 0.1;
   /// How the router measures its workers for those predictions.
   rate_meter_options meter;
 };

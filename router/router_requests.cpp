@@ -202,15 +202,28 @@ void router_state::stranded(actors::route_id rid, std::uint32_t moves) {
 }
 
 void router_state::dispatch() {
+  if (dispatching_)
+    return;  // ending a late request below forgets it, which dispatches again
+  dispatching_ = true;
+  std::vector<std::pair<actors::route_id, std::string>> late;
   const auto may_go = eligible();
   while (auto head = queue_.next(may_go)) {
     auto& e = routes_.at(*head);
+    if (auto why = too_late(e)) {  // its turn came too late: it would use capacity and time out
+      queue_.remove(*head);
+      late.emplace_back(*head, std::move(*why));
+      continue;
+    }
     auto wid = placer_.choose(views(e.req.adapter()), !e.req.adapter().empty());
     if (!wid)
-      return;  // every worker is full; the head waits, and so does everyone behind it
+      break;  // every worker is full; the head waits, and so does everyone behind it
     queue_.remove(*head);
     place(e, workers_.at(*wid));
   }
+  dispatching_ = false;
+  for (auto& [rid, why] : late)
+    if (auto it = routes_.find(rid); it != routes_.end())
+      end(it->second, actors::error_event{{}, serve_errc::deadline_unmeetable, std::move(why), 0}, false);
 }
 
 void router_state::forget(route_entry& e) {
@@ -250,7 +263,9 @@ void router_state::end(route_entry& e, actors::error_event ev, bool cancel_worke
 void router_state::log_end(const route_entry& e, std::string_view outcome, const std::string& message,
                            const actors::done_event* done) const {
   const bool ok = done != nullptr;
-  const auto lvl = ok || outcome == "cancelled" || outcome == "timeout" ? log::level::info : log::level::warn;
+  const auto lvl = ok || outcome == "cancelled" || outcome == "timeout" || outcome == "deadline_unmeetable"
+                     ? log::level::info
+                     : log::level::warn;
   if (!log::enabled(lvl))
     return;
   const auto now = router_clock::now();

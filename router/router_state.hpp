@@ -143,6 +143,8 @@ private:
   admission_queue<actors::route_id>::eligible_fn eligible() const;
   /// Why `r` cannot meet its deadline or ttft target (the message), or nullopt.
   std::optional<std::string> deadline_refusal(const validated_request& r) const;
+  /// Why queued `e`, whose turn has come, can no longer finish within its deadline, or nullopt.
+  std::optional<std::string> too_late(const route_entry& e) const;
   /// Every worker's batch is full, or requests wait in the queue.
   bool saturated() const;
   /// Tells the meter whether the cluster is saturated now.
@@ -171,6 +173,7 @@ private:
   std::map<actors::worker_id, actors::worker_metrics> metrics_;
   std::unordered_map<std::string, tenant_book> tenants_;
   double unstarted_ = 0;  ///< expected tokens of live requests without a first token
+  bool dispatching_ = false;  ///< dispatch() is running (ending a request must not re-enter it)
   rate_meter meter_;
 };
 

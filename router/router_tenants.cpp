@@ -65,13 +65,32 @@ std::optional<std::string> router_state::deadline_refusal(const validated_reques
   const auto why = " (" + whole(e.start_ms) + " ms waiting behind " + whole(ahead) + " tokens of work at "
                    + whole(rates->tokens_per_s) + " tokens/s, then " + whole(rates->tpot_ms)
                    + " ms per output token)";
-  if (r.ttft_ms() > 0 && e.first_token_ms > r.ttft_ms())
-    return "the first token is predicted in " + whole(e.first_token_ms) + " ms, after the ttft_ms target of "
+  const double keep = 1.0 - std::clamp(cfg_.deadline_margin, 0.0, 0.99);
+  if (r.ttft_ms() > 0 && e.first_token_ms > keep * r.ttft_ms())
+    return "the first token is predicted in " + whole(e.first_token_ms) + " ms, too close to or after the ttft_ms target of "
            + std::to_string(r.ttft_ms()) + " ms" + why;
-  if (r.timeout_ms() > 0 && e.finish_ms > r.timeout_ms())
-    return "the request is predicted to finish in " + whole(e.finish_ms) + " ms, after its deadline_ms of "
+  if (r.timeout_ms() > 0 && e.finish_ms > keep * r.timeout_ms())
+    return "the request is predicted to finish in " + whole(e.finish_ms) + " ms, too close to or after its deadline_ms of "
            + std::to_string(r.timeout_ms()) + " ms" + why;
   return std::nullopt;
+}
+
+std::optional<std::string> router_state::too_late(const route_entry& e) const {
+  if (!cfg_.deadline_admission || !e.deadline || e.moves > 0)
+    return std::nullopt;  // a moved request has its own rules (move_wait, resumption)
+  const auto rates = meter_.rates();
+  if (!rates)
+    return std::nullopt;
+  const auto now = router_clock::now();
+  const double left = std::chrono::duration<double, std::milli>(*e.deadline - now).count();
+  const auto service = estimate_completion(*rates, {0, static_cast<std::uint32_t>(e.req.prompt().size()),
+                                                    static_cast<std::uint32_t>(e.req.params().max_tokens)});
+  if (service.finish_ms <= left)
+    return std::nullopt;
+  const double waited = std::chrono::duration<double, std::milli>(now - e.accepted).count();
+  return "after " + whole(waited) + " ms in the queue, " + whole(std::max(0.0, left))
+         + " ms of its deadline are left and it is predicted to need " + whole(service.finish_ms)
+         + " ms: dropped before it starts";
 }
 
 void router_state::tenant_accepted(route_entry& e) {

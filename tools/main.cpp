@@ -20,6 +20,7 @@ commands:
               [--mode continuous|static|static_no_cache] [--no-prefix-cache] [--block-size N]
               [--policy round_robin|least_loaded|adapter_affinity] [--queue-limit N]
               [--scheduling vtc|fcfs (across tenants)] [--deadline-admission on|off]
+              [--deadline-margin F (0.1)]
               [--drain-timeout S] [--ready-file PATH] [--log-level debug|info|warn|error|off]
               [--log-format text|json] [--http HOST:PORT [--model-name NAME]]
               router + workers + ZeroMQ gateway in one process (default model: models/default);

@@ -74,6 +74,7 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
   if (deadline != "on" && deadline != "off")
     throw std::invalid_argument("--deadline-admission must be on or off (got '" + deadline + "')");
   s.router.deadline_admission = deadline == "on";
+  s.router.deadline_margin = a.real_above("deadline-margin", 0.1, 0, true, 0.9);
   s.gateway.endpoint = a.str("listen", "tcp://127.0.0.1:5555");
   s.gateway.curve_secret_key = a.str("curve-secret-key");
   s.gateway.curve_public_key = a.str("curve-public-key");

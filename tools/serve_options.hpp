@@ -14,6 +14,7 @@ namespace lf::tools {
 ///   --kv-cache-mb MB --block-size N --max-seqs N --max-batched-tokens N --mode MODE
 ///   --no-prefix-cache --policy P --queue-limit N --max-inflight-per-worker N
 ///   --scheduling fcfs|vtc (router queue and workers' waiting queues) --deadline-admission on|off
+///   --deadline-margin F (admission keeps predictions under (1 - F) x the deadline)
 ///   --adapter-cache-mb MB --curve-secret-key K --curve-public-key K
 ///   --http HOST:PORT (the OpenAI-compatible HTTP gateway) --model-name NAME (its base model)
 /// `adapter_dir_flag` names the adapter-directory flag: "adapters" for serve, "adapter-dir" for

@@ -67,6 +67,7 @@ scheduling = "fcfs"
 prompt_token_weight = 0.5
 output_token_weight = 3
 deadline_admission = false
+deadline_margin = 0.25
 
 [tenant_defaults]
 max_inflight = 16
@@ -162,6 +163,7 @@ report_interval_ms = 20
   CHECK(t.token_weights.prompt == 0.5);
   CHECK(t.token_weights.output == 3);
   CHECK_FALSE(c.router_cfg.deadline_admission);
+  CHECK(c.router_cfg.deadline_margin == 0.25);
   CHECK(t.defaults.max_inflight == 16);
   CHECK(t.defaults.max_queued == 32);
   CHECK(t.defaults.weight == 1);

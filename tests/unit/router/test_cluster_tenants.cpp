@@ -140,3 +140,37 @@ TEST_CASE("deadlines: without deadline admission the same request queues and tim
     cl.cancel(i);
   REQUIRE(cl.run_until_terminals(27));
 }
+
+TEST_CASE("deadlines: a queued request whose turn comes too late is dropped before it starts, not timed out after", "[cluster][deadline]") {
+  router_config rc;
+  rc.max_inflight_per_worker = 2;
+  cluster c(rc, {test::fake_worker(2, std::chrono::microseconds(2000))});
+  client cl(c.sys, c.router);
+  // Sent before anything is measured, so admission takes them all; each takes about 210 ms and
+  // two run at a time, so the later ones cannot finish within the second.
+  const std::uint64_t n = 26;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    auto r = for_tenant(i, "", 100);
+    r.draft.timeout_ms = 1000;
+    cl.submit(r);
+  }
+  REQUIRE(cl.run_until_terminals(n));
+  std::size_t done = 0, dropped = 0, timed_out = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    auto& l = cl.log[i];
+    CHECK(l.terminals == 1);
+    if (l.done) {
+      ++done;
+    } else if (l.error->code == serve_errc::deadline_unmeetable) {
+      ++dropped;
+      CHECK_THAT(l.error->message, Contains("dropped before it starts"));
+      CHECK(l.tokens.empty());  // it used no capacity
+    } else {
+      CHECK(l.error->code == serve_errc::timeout);
+      ++timed_out;
+    }
+  }
+  CHECK(done >= 2);
+  CHECK(dropped >= 1);
+  CHECK(done + dropped + timed_out == n);
+}
