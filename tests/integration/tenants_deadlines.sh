@@ -1,0 +1,71 @@
+#!/bin/bash
+# The measured claims of tenants and deadlines, at CI size on a tiny model (docs/benchmarks.md,
+# "Tenants and deadlines", has the full-size figures):
+#  1. one tenant sending 10x the load of three others, all backlogged: under vtc each receives
+#     about the same service (Jain's index near 1, the largest gap within the stated bound), under
+#     fcfs service follows the load; throughput about the same;
+#  2. Poisson arrivals at twice the measured capacity with a deadline: deadline-aware admission
+#     finishes more requests within their deadline and spends less on requests that time out.
+# Usage: tenants_deadlines.sh LORAFLEET_BINARY fairness|deadlines
+set -euo pipefail
+bin=$1; what=$2
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+"$bin" make-model --out "$tmp/model" --layers 2 --heads 4 --embd 64 --context 256 --seed 1 > /dev/null
+serve=(--self-host --model "$tmp/model" --workers 1 --threads 1 --kv-cache-mb 32 --quiet)
+# run ARGS...: lorafleet loadtest ARGS, its output shown only when it fails.
+run() { "$bin" loadtest "${serve[@]}" "$@" > "$tmp/log" 2>&1 || { cat "$tmp/log"; exit 1; }; }
+
+if [ "$what" = fairness ]; then
+  # 4 requests in flight at once; a keeps 40 waiting and b, c, d 4 each: all backlogged.
+  for s in fcfs vtc; do
+    run --max-seqs 4 --max-inflight-per-worker 4 --scheduling $s \
+      --tenants a:10,b:1,c:1,d:1 --concurrency 52 --requests 100000 --duration 2 --input 16 --output 16 \
+      --out "$tmp/fair_$s"
+  done
+  /usr/bin/python3 - "$tmp" <<'PY'
+import json, sys
+d = sys.argv[1]
+point = lambda name: json.load(open(f"{d}/{name}.json"))["points"][0]
+fcfs, vtc = point("fair_fcfs"), point("fair_vtc")
+for p in (fcfs, vtc):
+    assert p["lost"] == 0 and p["failed"] == 0, p
+f, v = fcfs["fairness"], vtc["fairness"]
+print(f"fairness: fcfs Jain {f['jain']:.3f} gap {f['max_gap']:.0f}; vtc Jain {v['jain']:.3f} gap {v['max_gap']:.0f}; "
+      f"throughput vtc/fcfs {vtc['output_tokens_per_s'] / fcfs['output_tokens_per_s']:.2f}")
+assert [t["name"] for t in v["tenants"]] == ["a", "b", "c", "d"], v
+assert v["jain"] >= 0.95, v
+assert f["jain"] <= 0.7, f  # a gets about 10/13 of the service
+# The bound (docs/benchmarks.md): 2 (w_p L + w_o K M) + 2 K w_p L with K = 4 in flight, L = 20
+# prompt tokens at most, M = 16 output tokens, w_p = 1, w_o = 2.
+K, L, M = 4, 20, 16
+assert v["max_gap"] <= 2 * (L + 2 * K * M) + 2 * K * L, v
+# Throughput about the same (CI machines are noisy: the 5% claim is measured in the docs).
+assert vtc["output_tokens_per_s"] >= 0.7 * fcfs["output_tokens_per_s"], (vtc, fcfs)
+print("tenants: ok")
+PY
+  exit 0
+fi
+
+# Deadlines: capacity first (closed loop), then Poisson at twice that, with and without.
+run --max-seqs 2 --max-inflight-per-worker 2 --concurrency 8 --requests 100000 \
+  --duration 1 --input 16 --output 64 --out "$tmp/capacity"
+rate=$(/usr/bin/python3 -c "import json,sys; print(round(2 * json.load(open(sys.argv[1]))['points'][0]['request_throughput'], 1))" "$tmp/capacity.json")
+for d in off on; do
+  run --max-seqs 2 --max-inflight-per-worker 2 --deadline-admission $d \
+    --arrival poisson --rate "$rate" --requests 100000 --duration 2.5 --input 16 --output 64 --deadline-ms 250 \
+    --out "$tmp/deadline_$d"
+done
+/usr/bin/python3 - "$tmp" <<'PY'
+import json, sys
+d = sys.argv[1]
+point = lambda name: json.load(open(f"{d}/{name}.json"))["points"][0]
+off, on = point("deadline_off"), point("deadline_on")
+print(f"deadlines at 2x capacity: goodput off {off['goodput']:.1f}/s, on {on['goodput']:.1f}/s; "
+      f"spent on timeouts off {off['waste']['wasted_share']:.2f}, on {on['waste']['wasted_share']:.2f}")
+assert off["lost"] == 0 and on["lost"] == 0, (off, on)
+assert "deadline_unmeetable" in on["errors"], on["errors"]
+assert "deadline_unmeetable" not in off["errors"], off["errors"]
+assert on["goodput"] > off["goodput"], (on, off)
+assert on["waste"]["wasted_share"] < off["waste"]["wasted_share"], (on["waste"], off["waste"])
+print("deadlines: ok")
+PY
