@@ -6,7 +6,7 @@
 ///   router_actor ──(token_event* then done_event | error_event)──> event_sink (the sender)
 ///   worker_actor ──request(register_worker) -> worker_id──> router_actor, then worker_load
 ///   router_actor ──(worker_submit | worker_cancel)──> worker_actor
-///   serving loop thread ──anon_send(worker_token | worker_done | worker_failed)──> router_actor
+///   serving loop thread ──anon_send(worker_token | worker_done | worker_failed | worker_moved)──> router_actor
 
 #include <cstdint>
 
@@ -41,6 +41,7 @@ using router_actor = caf::typed_actor<
   caf::reacts_to<worker_token>,
   caf::reacts_to<worker_done>,
   caf::reacts_to<worker_failed>,
+  caf::reacts_to<worker_moved>,
   // Its own deadline timers.
   caf::reacts_to<expire_atom, route_id>,
   caf::reacts_to<stranded_atom, route_id, std::uint32_t>,

@@ -115,11 +115,25 @@ struct worker_submit {
   /// worker continues after them (serving_loop::submit); the first token it sends has index
   /// resume.size().
   std::vector<std::int32_t> resume;
+  /// A drained worker's K/V of prompt + resume (whole blocks; may be empty): the worker imports
+  /// it instead of recomputing those positions when it can (serving_loop::submit).
+  worker::kv_blob kv;
 };
 
-/// Router -> worker: stop serving `rid` and free its blocks.
+/// Router -> worker: stop serving `rid` and free its blocks. `ship_kv` (a drain): the request is
+/// moving; the worker ends it with worker_moved, carrying its computed K/V, instead of
+/// worker_failed{cancelled} (a request that finished first still ends with worker_done).
 struct worker_cancel {
   route_id rid;
+  bool ship_kv = false;
+};
+
+/// Worker -> router: `rid` left this worker, as a worker_cancel with ship_kv asked; `kv` is its
+/// computed K/V for the next worker (empty if it had none or the engine cannot move K/V).
+struct worker_moved {
+  worker_id wid;
+  route_id rid;
+  worker::kv_blob kv;
 };
 
 /// Worker -> router: a token of `rid` (ev.id is the client's id).
@@ -181,6 +195,8 @@ struct router_stats {
   std::uint64_t worker_lost = 0;  ///< ended with worker_lost
   std::uint64_t resumed = 0;      ///< resumptions: mid-stream moves to another worker (lost or drained)
   std::uint32_t draining = 0;     ///< live workers that take no new requests (drained)
+  std::uint64_t kv_shipped = 0;   ///< drain moves that brought their K/V along (not recomputed)
+  std::uint64_t kv_shipped_tokens = 0;  ///< the tokens' K/V those moves carried
   std::vector<worker_load> loads; ///< last report of each live worker
   std::vector<worker_metrics> metrics;  ///< per worker ever registered, then worker 0
 };
@@ -222,12 +238,17 @@ typename Inspector::result_type inspect(Inspector& f, register_worker& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_submit& x) {
-  return f(caf::meta::type_name("lf.worker_submit"), x.rid, x.id, x.req, x.timeout_ms, x.resume);
+  return f(caf::meta::type_name("lf.worker_submit"), x.rid, x.id, x.req, x.timeout_ms, x.resume, x.kv);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_cancel& x) {
-  return f(caf::meta::type_name("lf.worker_cancel"), x.rid);
+  return f(caf::meta::type_name("lf.worker_cancel"), x.rid, x.ship_kv);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_moved& x) {
+  return f(caf::meta::type_name("lf.worker_moved"), x.wid, x.rid, x.kv);
 }
 
 template <class Inspector>
@@ -268,7 +289,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, router_stats& x) {
   return f(caf::meta::type_name("lf.router_stats"), x.workers, x.queued, x.inflight, x.accepted,
            x.overloaded, x.rejected, x.completed, x.failed, x.cancelled, x.timed_out, x.replaced,
-           x.worker_lost, x.resumed, x.draining, x.loads, x.metrics);
+           x.worker_lost, x.resumed, x.draining, x.kv_shipped, x.kv_shipped_tokens, x.loads, x.metrics);
 }
 
 } // namespace lf::actors
@@ -323,6 +344,11 @@ typename Inspector::result_type inspect(Inspector& f, usage_counts& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, kv_blob& x) {
+  return f(caf::meta::type_name("lf.kv_blob"), x.format, x.tokens, x.bytes);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request_timings& x) {
   return f(caf::meta::type_name("lf.timings"), x.queue_ms, x.ttft_ms, x.total_ms);
 }
@@ -353,6 +379,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(lorafleet, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_load))
   CAF_ADD_TYPE_ID(lorafleet, (lf::actors::router_stats))
   CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_metrics))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_moved))
 CAF_END_TYPE_ID_BLOCK(lorafleet)
 
 namespace lf::actors {

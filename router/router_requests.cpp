@@ -130,7 +130,8 @@ void router_state::place(route_entry& e, worker_entry& w) {
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*e.deadline - router_clock::now());
     left = static_cast<std::uint32_t>(std::max<std::int64_t>(ms.count(), 1));
   }
-  self_->send(w.handle, actors::worker_submit{e.rid, e.client_id, e.req, left, e.sent});
+  self_->send(w.handle, actors::worker_submit{e.rid, e.client_id, e.req, left, e.sent, std::move(e.kv)});
+  e.kv = {};  // shipped once: a second move recomputes
 }
 
 void router_state::unplace(route_entry& e) {
@@ -151,6 +152,7 @@ bool router_state::move_again(route_entry& e) {
   if (!e.sent.empty() && e.resumed >= cfg_.max_resumptions)
     return false;
   unplace(e);
+  e.moving = false;
   if (e.sent.empty()) {
     ++counters_.replaced;
   } else {

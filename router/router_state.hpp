@@ -34,6 +34,8 @@ struct route_entry {
   std::vector<std::int32_t> sent;        ///< tokens sent to the sink: what a resumption continues after
   std::uint32_t resumed = 0;             ///< mid-stream moves so far
   std::uint32_t moves = 0;               ///< moves of any kind (resumed or placed again)
+  bool moving = false;                   ///< drained: its worker was asked to ship its K/V (worker_moved)
+  worker::kv_blob kv;                    ///< K/V shipped from its drained worker, for the next placement
   std::uint64_t cost = 0;                ///< estimated tokens (placement load)
   std::optional<router_clock::time_point> deadline;
   router_clock::time_point accepted{};               ///< for the request's log line
@@ -85,6 +87,8 @@ public:
   void on_token(actors::worker_token& msg);
   void on_done(actors::worker_done& msg);
   void on_failed(actors::worker_failed& msg);
+  /// The drained worker let `rid` go (with its K/V): it moves on now.
+  void on_moved(actors::worker_moved& msg);
   void on_down(const caf::down_msg& dm);
   actors::router_stats stats() const;
   /// Drains the workers of `node` (a node name: its workers are "node/N"; or one worker's name):

@@ -54,13 +54,14 @@ serving_loop::~serving_loop() {
 }
 
 request_id serving_loop::submit(validated_request req, std::optional<time_point> deadline,
-                                request_callbacks cb, std::vector<std::int32_t> resume) {
+                                request_callbacks cb, std::vector<std::int32_t> resume, kv_blob kv) {
   request_id id;
   {
     std::lock_guard<std::mutex> g(mtx_);
     id = request_id{next_id_++};
     if (!stopping_) {
-      inbox_.push_back({id, std::move(req), deadline, std::move(cb), clock_type::now(), std::move(resume)});
+      inbox_.push_back({id, std::move(req), deadline, std::move(cb), clock_type::now(), std::move(resume),
+                        std::move(kv)});
       cv_.notify_one();
       return id;
     }
@@ -71,11 +72,11 @@ request_id serving_loop::submit(validated_request req, std::optional<time_point>
   return id;
 }
 
-bool serving_loop::cancel(request_id id) {
+bool serving_loop::cancel(request_id id, bool ship_kv) {
   std::lock_guard<std::mutex> g(mtx_);
   if (id.value() == 0 || id.value() >= next_id_)
     return false;
-  cancels_.push_back(id);
+  cancels_.emplace_back(id, ship_kv);
   cv_.notify_one();
   return true;
 }
@@ -100,7 +101,7 @@ load_report serving_loop::load() const {
 
 void serving_loop::take_inbox(time_point now) {
   std::deque<inbox_item> items;
-  std::vector<request_id> cancels;
+  std::vector<std::pair<request_id, bool>> cancels;
   {
     std::lock_guard<std::mutex> g(mtx_);
     items.swap(inbox_);
@@ -135,6 +136,8 @@ void serving_loop::take_inbox(time_point now) {
     if (cfg_.mode == batching_mode::continuous) {
       auto tokens = r.req.prompt();
       tokens.insert(tokens.end(), r.generated.begin(), r.generated.end());
+      if (!it.kv.empty())
+        import_kv(it.id, r.adapter, tokens, it.kv);
       const auto left = r.req.params().max_tokens - static_cast<int>(r.generated.size());
       seq_spec spec{cache::seq_id{it.id.value()}, std::move(tokens), r.adapter,
                     static_cast<std::uint32_t>(left), r.deadline};
@@ -144,12 +147,17 @@ void serving_loop::take_inbox(time_point now) {
       static_queue_.push_back(it.id);
     }
   }
-  for (auto id : cancels) {
+  for (auto [id, ship] : cancels) {
     if (!live_.count(id))
       continue;  // already ended, or still in a static batch that checks cancels itself
+    auto res = failure(serve_errc::cancelled, ship ? "moved to another worker" : "cancelled");
+    if (ship) {
+      res.moved = true;
+      res.kv = export_kv(id);  // before finish() frees the blocks
+    }
     sched_.finish(cache::seq_id{id.value()});
     static_queue_.erase(std::remove(static_queue_.begin(), static_queue_.end(), id), static_queue_.end());
-    end(id, failure(serve_errc::cancelled, "cancelled"));
+    end(id, std::move(res));
   }
 }
 

@@ -264,7 +264,7 @@ void serving_loop::run_static_batch() {
       return true;
     std::lock_guard<std::mutex> g(mtx_);
     return (stopping_ && !drain_)
-           || std::find(cancels_.begin(), cancels_.end(), ids[row]) != cancels_.end();
+           || std::any_of(cancels_.begin(), cancels_.end(), [&](auto& c) { return c.first == ids[row]; });
   };
   engine::generation_batch_result res;
   try {
@@ -292,7 +292,7 @@ void serving_loop::run_static_batch() {
         if (lr.deadline && clock_type::now() >= *lr.deadline)
           end(ids[i], failure(serve_errc::timeout, "deadline passed before the request finished"));
         else
-          end(ids[i], failure(serve_errc::cancelled, "cancelled"));
+          end(ids[i], cancelled_or_moved(ids[i]));
         break;
     }
   }

@@ -53,6 +53,7 @@ struct serving_loop::inbox_item {
   request_callbacks cb;
   time_point submitted;
   std::vector<std::int32_t> resume;
+  kv_blob kv;
 };
 
 } // namespace lf::worker

@@ -23,6 +23,7 @@ expect 2 "--workers needs a value" serve --workers
 expect 2 "--threads must be in" serve --threads -1
 expect 2 "--blas-threads must be in" serve --blas-threads 300
 expect 2 "--policy must be" serve --policy bogus
+expect 2 "--drain-kv must be ship or recompute" serve --drain-kv teleport
 expect 2 "--mode must be" serve --mode bogus
 expect 2 "--dtype must be f32, bf16 or int8" serve --dtype f64
 expect 2 "--kv-dtype must be f32, bf16 or int8 (got 'f16')" serve --kv-dtype f16
