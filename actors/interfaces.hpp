@@ -26,6 +26,7 @@ using event_sink = caf::typed_actor<caf::reacts_to<token_event>, caf::reacts_to<
 using worker_actor = caf::typed_actor<
   caf::reacts_to<worker_submit>,                 // from the router
   caf::reacts_to<worker_cancel>,                 // from the router
+  caf::reacts_to<worker_credit>,                 // from the router
   caf::reacts_to<request_ended>,                 // from its own serving loop
   caf::reacts_to<report_atom>,                   // its own report timer
   caf::replies_to<caf::get_atom>::with<worker_load>>;  // a load snapshot now
@@ -35,6 +36,7 @@ using router_actor = caf::typed_actor<
   // Clients. The sender is the event sink; anonymous requests are dropped (nowhere to reply).
   caf::reacts_to<generate_request>,
   caf::reacts_to<cancel_request>,
+  caf::reacts_to<credit_request>,
   // Workers. The sender of register_worker is the worker; it is monitored from then on.
   caf::replies_to<register_worker>::with<worker_id>,
   caf::reacts_to<worker_load>,

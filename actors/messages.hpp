@@ -52,6 +52,14 @@ using stranded_atom = caf::atom_constant<caf::atom("lf_strand")>;
 struct generate_request {
   sink_request_id id;
   request_draft draft;
+  /// Credit window in tokens (proto::submit_msg::window); 0 => unlimited.
+  std::uint32_t window = 0;
+};
+
+/// Grants the sender's request `id` `tokens` more tokens of its credit window.
+struct credit_request {
+  sink_request_id id;
+  std::uint32_t tokens = 0;
 };
 
 /// Cancels the sender's request `id`; its terminal event is error_event{cancelled} unless it
@@ -118,6 +126,15 @@ struct worker_submit {
   /// A drained worker's K/V of prompt + resume (whole blocks; may be empty): the worker imports
   /// it instead of recomputing those positions when it can (serving_loop::submit).
   worker::kv_blob kv;
+  /// Credit allowance: the worker streams tokens with index < allowance, then pauses the request
+  /// until a worker_credit raises it; 0 => unlimited.
+  std::uint32_t allowance = 0;
+};
+
+/// Router -> worker: `rid` may stream tokens with index < `allowance` (window + credits so far).
+struct worker_credit {
+  route_id rid;
+  std::uint32_t allowance = 0;
 };
 
 /// Router -> worker: stop serving `rid` and free its blocks. `ship_kv` (a drain): the request is
@@ -173,6 +190,7 @@ struct worker_load {
   std::uint64_t preemptions = 0, adapter_loads = 0;
   std::vector<std::string> servable;  ///< adapters it can load (its adapter directory)
   std::string name;                   ///< filled by the router from register_worker
+  std::uint32_t paused = 0;           ///< requests paused for want of credits
 };
 
 /// The router's measurements of the requests one worker served; worker 0 (an invalid id):
@@ -205,7 +223,17 @@ struct router_stats {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generate_request& x) {
-  return f(caf::meta::type_name("lf.generate_request"), x.id, x.draft);
+  return f(caf::meta::type_name("lf.generate_request"), x.id, x.draft, x.window);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, credit_request& x) {
+  return f(caf::meta::type_name("lf.credit_request"), x.id, x.tokens);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_credit& x) {
+  return f(caf::meta::type_name("lf.worker_credit"), x.rid, x.allowance);
 }
 
 template <class Inspector>
@@ -238,7 +266,7 @@ typename Inspector::result_type inspect(Inspector& f, register_worker& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_submit& x) {
-  return f(caf::meta::type_name("lf.worker_submit"), x.rid, x.id, x.req, x.timeout_ms, x.resume, x.kv);
+  return f(caf::meta::type_name("lf.worker_submit"), x.rid, x.id, x.req, x.timeout_ms, x.resume, x.kv, x.allowance);
 }
 
 template <class Inspector>
@@ -275,7 +303,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_load& x) {
   return f(caf::meta::type_name("lf.worker_load"), x.wid, x.waiting, x.running, x.waiting_tokens,
            x.running_tokens, x.free_blocks, x.total_blocks, x.finished, x.failed, x.cancelled,
-           x.adapters, x.preemptions, x.adapter_loads, x.servable, x.name);
+           x.adapters, x.preemptions, x.adapter_loads, x.servable, x.name, x.paused);
 }
 
 template <class Inspector>
@@ -380,6 +408,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(lorafleet, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(lorafleet, (lf::actors::router_stats))
   CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_metrics))
   CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_moved))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::credit_request))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_credit))
 CAF_END_TYPE_ID_BLOCK(lorafleet)
 
 namespace lf::actors {

@@ -51,6 +51,7 @@ worker_load snapshot(const worker_state& st) {
     w.adapters = st.backend.loaded_adapters();
   w.servable = st.backend.servable_adapters ? st.backend.servable_adapters() : w.adapters;
   w.preemptions = l.preemptions;
+  w.paused = l.paused;
   w.adapter_loads = l.adapters.loads;
   return w;
 }
@@ -106,7 +107,7 @@ void on_submit(worker_self self, worker_submit& msg) {
     // The request was validated at the edge against limits this worker registered with.
     const auto first = static_cast<std::uint32_t>(msg.resume.size());
     auto id = st.backend.loop->submit(std::move(msg.req), deadline, make_callbacks(self, msg.rid, msg.id, first),
-                                      std::move(msg.resume), std::move(msg.kv));
+                                      std::move(msg.resume), std::move(msg.kv), msg.allowance);
     st.live.emplace(msg.rid, id);
   } catch (const std::exception& e) {
     log::error("worker", "submit failed", {{"worker", st.opts.name}, {"reason", e.what()}});
@@ -154,6 +155,11 @@ worker_actor::behavior_type worker_impl(worker_self self, worker_backend backend
       auto& st = self->state;
       if (auto it = st.live.find(msg.rid); it != st.live.end())
         st.backend.loop->cancel(it->second, msg.ship_kv);  // on_done follows on the loop thread
+    },
+    [self](const worker_credit& msg) {
+      auto& st = self->state;
+      if (auto it = st.live.find(msg.rid); it != st.live.end())
+        st.backend.loop->credit(it->second, msg.allowance);
     },
     [self](const request_ended& msg) { self->state.live.erase(msg.rid); },
     [self](report_atom) {

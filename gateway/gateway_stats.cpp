@@ -28,6 +28,7 @@ proto::stats_reply flatten_stats(const actors::router_stats& rs, std::size_t gat
     const auto p = "worker." + std::to_string(l.wid.value()) + ".";
     v[p + "waiting"] = l.waiting;
     v[p + "running"] = l.running;
+    v[p + "paused"] = l.paused;
     v[p + "waiting_tokens"] = static_cast<double>(l.waiting_tokens);
     v[p + "running_tokens"] = static_cast<double>(l.running_tokens);
     v[p + "free_blocks"] = l.free_blocks;

@@ -251,6 +251,7 @@ actors::router_actor::behavior_type router_impl(router_state::self_ptr self, rou
   return {
     [self](actors::generate_request& req) { self->state.submit(req); },
     [self](const actors::cancel_request& msg) { self->state.cancel(msg); },
+    [self](const actors::credit_request& msg) { self->state.credit(msg); },
     [self](actors::register_worker& info) -> caf::result<actors::worker_id> {
       auto handle = caf::actor_cast<actors::worker_actor>(self->current_sender());
       if (!handle)

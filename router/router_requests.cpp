@@ -81,6 +81,7 @@ void router_state::submit(actors::generate_request& req) {
     e.sink = sink;
     e.sink_addr = addr;
     e.cost = cost_of(valid);
+    e.allowance = req.window;
     e.accepted = router_clock::now();
     if (const auto timeout = valid.timeout_ms(); timeout > 0) {
       e.deadline = router_clock::now() + std::chrono::milliseconds(timeout);
@@ -130,7 +131,7 @@ void router_state::place(route_entry& e, worker_entry& w) {
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*e.deadline - router_clock::now());
     left = static_cast<std::uint32_t>(std::max<std::int64_t>(ms.count(), 1));
   }
-  self_->send(w.handle, actors::worker_submit{e.rid, e.client_id, e.req, left, e.sent, std::move(e.kv)});
+  self_->send(w.handle, actors::worker_submit{e.rid, e.client_id, e.req, left, e.sent, std::move(e.kv), e.allowance});
   e.kv = {};  // shipped once: a second move recomputes
 }
 
@@ -279,6 +280,21 @@ void router_state::cancel(const actors::cancel_request& msg) {
     return;  // unknown or already ended: its terminal event is on its way or delivered
   end(routes_.at(it->second), actors::error_event{msg.id, serve_errc::cancelled, "cancelled by the client", 0},
       true);
+}
+
+void router_state::credit(const actors::credit_request& msg) {
+  auto addr = caf::actor_cast<caf::actor_addr>(self_->current_sender());
+  auto it = by_client_.find({addr, msg.id.value()});
+  if (it == by_client_.end())
+    return;  // ended: nothing to grant
+  auto& e = routes_.at(it->second);
+  if (e.allowance == 0 || msg.tokens == 0)
+    return;  // no window: it never waits for credits
+  e.allowance = static_cast<std::uint32_t>(
+    std::min<std::uint64_t>(std::uint64_t{e.allowance} + msg.tokens, UINT32_MAX));
+  if (e.state != route_state::queued)
+    if (auto w = workers_.find(e.worker); w != workers_.end())
+      self_->send(w->second.handle, actors::worker_credit{e.rid, e.allowance});
 }
 
 void router_state::expire(actors::route_id rid) {

@@ -36,6 +36,7 @@ struct route_entry {
   std::uint32_t moves = 0;               ///< moves of any kind (resumed or placed again)
   bool moving = false;                   ///< drained: its worker was asked to ship its K/V (worker_moved)
   worker::kv_blob kv;                    ///< K/V shipped from its drained worker, for the next placement
+  std::uint32_t allowance = 0;           ///< credit window + credits granted (token index bound); 0: unlimited
   std::uint64_t cost = 0;                ///< estimated tokens (placement load)
   std::optional<router_clock::time_point> deadline;
   router_clock::time_point accepted{};               ///< for the request's log line
@@ -75,6 +76,8 @@ public:
   // -- clients (router_requests.cpp) --
   void submit(actors::generate_request& req);
   void cancel(const actors::cancel_request& msg);
+  /// Raises the request's allowance and tells its worker (a paused request goes on).
+  void credit(const actors::credit_request& msg);
   void expire(actors::route_id rid);
   /// A moved request still waiting for a worker `move_wait` after its move `moves` ends.
   void stranded(actors::route_id rid, std::uint32_t moves);

@@ -94,6 +94,7 @@ scheduler::load scheduler::get_load() const {
   }
   l.free_blocks = blocks_.num_free_blocks();
   l.preemptions = preemptions_;
+  l.paused = paused_;
   return l;
 }
 
@@ -126,11 +127,42 @@ std::optional<std::string> scheduler::add(seq_spec spec, time_point) {
   return std::nullopt;
 }
 
+bool scheduler::pause(cache::seq_id id) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end() || it->second.paused)
+    return false;
+  auto& st = it->second;
+  if (st.phase == seq_phase::waiting) {
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), id));
+  } else {
+    running_.erase(std::find(running_.begin(), running_.end(), id));
+    blocks_.free(id);
+    st.phase = seq_phase::waiting;
+  }
+  st.paused = true;
+  ++paused_;
+  return true;
+}
+
+bool scheduler::resume(cache::seq_id id) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end() || !it->second.paused)
+    return false;
+  it->second.paused = false;
+  --paused_;
+  waiting_.push_front(id);
+  return true;
+}
+
+bool scheduler::paused(cache::seq_id id) const { return state_of(id).paused; }
+
 bool scheduler::finish(cache::seq_id id) {
   auto it = seqs_.find(id);
   if (it == seqs_.end())
     return false;
-  if (it->second.phase == seq_phase::waiting)
+  if (it->second.paused)
+    --paused_;
+  else if (it->second.phase == seq_phase::waiting)
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), id));
   else
     running_.erase(std::find(running_.begin(), running_.end(), id));
@@ -177,6 +209,14 @@ void scheduler::expire(time_point now, step_plan& plan) {
   for (auto id : waiting_)
     if (expired(id))
       plan.expired.push_back(id);
+  if (paused_ > 0) {
+    std::vector<cache::seq_id> paused;
+    for (const auto& [id, st] : seqs_)
+      if (st.paused && expired(id))
+        paused.push_back(id);
+    std::sort(paused.begin(), paused.end());  // a stable order for the report
+    plan.expired.insert(plan.expired.end(), paused.begin(), paused.end());
+  }
   for (auto id : plan.expired)
     finish(id);
 }

@@ -54,14 +54,15 @@ serving_loop::~serving_loop() {
 }
 
 request_id serving_loop::submit(validated_request req, std::optional<time_point> deadline,
-                                request_callbacks cb, std::vector<std::int32_t> resume, kv_blob kv) {
+                                request_callbacks cb, std::vector<std::int32_t> resume, kv_blob kv,
+                                std::uint32_t allowance) {
   request_id id;
   {
     std::lock_guard<std::mutex> g(mtx_);
     id = request_id{next_id_++};
     if (!stopping_) {
       inbox_.push_back({id, std::move(req), deadline, std::move(cb), clock_type::now(), std::move(resume),
-                        std::move(kv)});
+                        std::move(kv), allowance});
       cv_.notify_one();
       return id;
     }
@@ -94,6 +95,15 @@ void serving_loop::stop(bool drain) {
     thread_.join();
 }
 
+bool serving_loop::credit(request_id id, std::uint32_t allowance) {
+  std::lock_guard<std::mutex> g(mtx_);
+  if (id.value() == 0 || id.value() >= next_id_)
+    return false;
+  credits_.emplace_back(id, allowance);
+  cv_.notify_one();
+  return true;
+}
+
 load_report serving_loop::load() const {
   std::lock_guard<std::mutex> g(mtx_);
   return load_;
@@ -102,15 +112,18 @@ load_report serving_loop::load() const {
 void serving_loop::take_inbox(time_point now) {
   std::deque<inbox_item> items;
   std::vector<std::pair<request_id, bool>> cancels;
+  std::vector<std::pair<request_id, std::uint32_t>> credits;
   {
     std::lock_guard<std::mutex> g(mtx_);
     items.swap(inbox_);
     cancels.swap(cancels_);
+    credits.swap(credits_);
   }
   for (auto& it : items) {
     auto lr = std::make_unique<live_request>(std::move(it.req), it.deadline, std::move(it.cb),
                                              cfg_.seed + it.id.value(), it.submitted);
     auto& r = *lr;
+    r.allowance = it.allowance;
     live_.emplace(it.id, std::move(lr));
     if (!r.req.adapter().empty()) {
       if (adapters_ == nullptr) {
@@ -143,9 +156,21 @@ void serving_loop::take_inbox(time_point now) {
                     static_cast<std::uint32_t>(left), r.deadline};
       if (auto err = sched_.add(std::move(spec), now))
         end(it.id, failure(serve_errc::prompt_too_long, *err));
+      else
+        pause_if_out_of_credit(it.id, r);  // resumed with its allowance used up
     } else {
       static_queue_.push_back(it.id);
     }
+  }
+  for (auto [id, allowance] : credits) {
+    auto it = live_.find(id);
+    if (it == live_.end())
+      continue;
+    auto& lr = *it->second;
+    lr.allowance = std::max(lr.allowance, allowance);
+    const cache::seq_id seq{id.value()};
+    if (sched_.contains(seq) && sched_.paused(seq) && lr.generated.size() < lr.allowance)
+      sched_.resume(seq);
   }
   for (auto [id, ship] : cancels) {
     if (!live_.count(id))
@@ -172,10 +197,20 @@ bool serving_loop::replay(request_id id, live_request& lr, const std::vector<std
   return true;
 }
 
+void serving_loop::pause_if_out_of_credit(request_id id, live_request& lr) {
+  const cache::seq_id seq{id.value()};
+  if (lr.allowance == 0 || lr.generated.size() < lr.allowance || !sched_.contains(seq) || sched_.paused(seq))
+    return;
+  sched_.pause(seq);
+  std::lock_guard<std::mutex> g(mtx_);
+  ++load_.pauses;
+}
+
 void serving_loop::end(request_id id, request_result res) {
   auto it = live_.find(id);
   if (it == live_.end())
     return;
+
   auto lr = std::move(it->second);
   live_.erase(it);
   if (lr->holds_adapter)

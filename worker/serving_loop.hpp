@@ -79,6 +79,9 @@ struct load_report {
   /// K/V moved with requests (cancel with ship_kv; submit with a blob): tokens exported, tokens
   /// imported into the prefix cache, and blobs that could not be used (recomputed instead).
   std::uint64_t kv_exported_tokens = 0, kv_imported_tokens = 0, kv_refused = 0;
+  /// Requests paused now for want of credits (not counted in waiting or running), and pauses so far.
+  std::uint32_t paused = 0;
+  std::uint64_t pauses = 0;
 };
 
 /// See the file comment.
@@ -118,8 +121,17 @@ public:
   /// room, its blocks are written into the prefix cache before the request queues, so admission
   /// finds them there and computes only the rest (the last partial block). Otherwise it is
   /// ignored and everything is recomputed: a blob never changes what a request generates.
+  ///
+  /// `allowance`: credit-based streaming. The request streams tokens with index < allowance, then
+  /// pauses: it leaves the batch (its blocks freed as in a preemption; the full ones stay in the
+  /// prefix cache) and waits, holding no batch slot, until credit() raises the allowance. Its
+  /// deadline still runs. 0 => unlimited.
   request_id submit(validated_request req, std::optional<time_point> deadline, request_callbacks cb,
-                    std::vector<std::int32_t> resume = {}, kv_blob kv = {});
+                    std::vector<std::int32_t> resume = {}, kv_blob kv = {}, std::uint32_t allowance = 0);
+
+  /// Raises a request's allowance (never lowers it); a paused request goes back to the head of
+  /// the waiting queue. Thread-safe; false if the request is unknown.
+  bool credit(request_id id, std::uint32_t allowance);
 
   /// Cancels a request in any state; its blocks are freed and on_done(cancelled) follows.
   /// `ship_kv`: the request is moving to another worker: the result says so (`moved`) and, in
@@ -149,6 +161,8 @@ private:
   std::pair<std::string, std::string> advance(live_request& lr, std::int32_t token) const;
   /// Replays a resumed request's earlier tokens (see submit); false if they ended it.
   bool replay(request_id id, live_request& lr, const std::vector<std::int32_t>& tokens);
+  /// Pauses `id` if it has used its allowance (see submit).
+  void pause_if_out_of_credit(request_id id, live_request& lr);
   /// A request the static batch saw cancelled: its result, `moved` if cancel() asked to ship.
   request_result cancelled_or_moved(request_id id);
   /// The K/V of `id`'s computed whole blocks (empty if none, or the engine cannot move K/V).
@@ -179,6 +193,7 @@ private:
   std::condition_variable cv_;
   std::deque<inbox_item> inbox_;
   std::vector<std::pair<request_id, bool>> cancels_;  ///< with ship_kv
+  std::vector<std::pair<request_id, std::uint32_t>> credits_;  ///< new allowances
   bool stopping_ = false, drain_ = false;
   bool adapter_news_ = false;  ///< an adapter load settled since the loop last looked
   std::uint64_t next_id_ = 1;
