@@ -6,7 +6,7 @@
 ///   router_actor ──(token_event* then done_event | error_event)──> event_sink (the sender)
 ///   worker_actor ──request(register_worker) -> worker_id──> router_actor, then worker_load
 ///   router_actor ──(worker_submit | worker_cancel)──> worker_actor
-///   serving loop thread ──anon_send(worker_token | worker_done | worker_failed)──> router_actor
+///   serving loop thread ──anon_send(worker_token | worker_done | worker_failed | worker_moved)──> router_actor
 
 #include <cstdint>
 
@@ -26,6 +26,7 @@ using event_sink = caf::typed_actor<caf::reacts_to<token_event>, caf::reacts_to<
 using worker_actor = caf::typed_actor<
   caf::reacts_to<worker_submit>,                 // from the router
   caf::reacts_to<worker_cancel>,                 // from the router
+  caf::reacts_to<worker_credit>,                 // from the router
   caf::reacts_to<request_ended>,                 // from its own serving loop
   caf::reacts_to<report_atom>,                   // its own report timer
   caf::replies_to<caf::get_atom>::with<worker_load>>;  // a load snapshot now
@@ -35,12 +36,14 @@ using router_actor = caf::typed_actor<
   // Clients. The sender is the event sink; anonymous requests are dropped (nowhere to reply).
   caf::reacts_to<generate_request>,
   caf::reacts_to<cancel_request>,
+  caf::reacts_to<credit_request>,
   // Workers. The sender of register_worker is the worker; it is monitored from then on.
   caf::replies_to<register_worker>::with<worker_id>,
   caf::reacts_to<worker_load>,
   caf::reacts_to<worker_token>,
   caf::reacts_to<worker_done>,
   caf::reacts_to<worker_failed>,
+  caf::reacts_to<worker_moved>,
   // Its own deadline timers.
   caf::reacts_to<expire_atom, route_id>,
   caf::reacts_to<stranded_atom, route_id, std::uint32_t>,

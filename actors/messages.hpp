@@ -52,6 +52,14 @@ using stranded_atom = caf::atom_constant<caf::atom("lf_strand")>;
 struct generate_request {
   sink_request_id id;
   request_draft draft;
+  /// Credit window in tokens (proto::submit_msg::window); 0 => unlimited.
+  std::uint32_t window = 0;
+};
+
+/// Grants the sender's request `id` `tokens` more tokens of its credit window.
+struct credit_request {
+  sink_request_id id;
+  std::uint32_t tokens = 0;
 };
 
 /// Cancels the sender's request `id`; its terminal event is error_event{cancelled} unless it
@@ -115,11 +123,34 @@ struct worker_submit {
   /// worker continues after them (serving_loop::submit); the first token it sends has index
   /// resume.size().
   std::vector<std::int32_t> resume;
+  /// A drained worker's K/V of prompt + resume (whole blocks; may be empty): the worker imports
+  /// it instead of recomputing those positions when it can (serving_loop::submit).
+  worker::kv_blob kv;
+  /// Credit allowance: the worker streams tokens with index < allowance, then pauses the request
+  /// until a worker_credit raises it; 0 => unlimited.
+  std::uint32_t allowance = 0;
 };
 
-/// Router -> worker: stop serving `rid` and free its blocks.
+/// Router -> worker: `rid` may stream tokens with index < `allowance` (window + credits so far).
+struct worker_credit {
+  route_id rid;
+  std::uint32_t allowance = 0;
+};
+
+/// Router -> worker: stop serving `rid` and free its blocks. `ship_kv` (a drain): the request is
+/// moving; the worker ends it with worker_moved, carrying its computed K/V, instead of
+/// worker_failed{cancelled} (a request that finished first still ends with worker_done).
 struct worker_cancel {
   route_id rid;
+  bool ship_kv = false;
+};
+
+/// Worker -> router: `rid` left this worker, as a worker_cancel with ship_kv asked; `kv` is its
+/// computed K/V for the next worker (empty if it had none or the engine cannot move K/V).
+struct worker_moved {
+  worker_id wid;
+  route_id rid;
+  worker::kv_blob kv;
 };
 
 /// Worker -> router: a token of `rid` (ev.id is the client's id).
@@ -159,6 +190,7 @@ struct worker_load {
   std::uint64_t preemptions = 0, adapter_loads = 0;
   std::vector<std::string> servable;  ///< adapters it can load (its adapter directory)
   std::string name;                   ///< filled by the router from register_worker
+  std::uint32_t paused = 0;           ///< requests paused for want of credits
 };
 
 /// The router's measurements of the requests one worker served; worker 0 (an invalid id):
@@ -181,6 +213,8 @@ struct router_stats {
   std::uint64_t worker_lost = 0;  ///< ended with worker_lost
   std::uint64_t resumed = 0;      ///< resumptions: mid-stream moves to another worker (lost or drained)
   std::uint32_t draining = 0;     ///< live workers that take no new requests (drained)
+  std::uint64_t kv_shipped = 0;   ///< drain moves that brought their K/V along (not recomputed)
+  std::uint64_t kv_shipped_tokens = 0;  ///< the tokens' K/V those moves carried
   std::vector<worker_load> loads; ///< last report of each live worker
   std::vector<worker_metrics> metrics;  ///< per worker ever registered, then worker 0
 };
@@ -189,7 +223,17 @@ struct router_stats {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generate_request& x) {
-  return f(caf::meta::type_name("lf.generate_request"), x.id, x.draft);
+  return f(caf::meta::type_name("lf.generate_request"), x.id, x.draft, x.window);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, credit_request& x) {
+  return f(caf::meta::type_name("lf.credit_request"), x.id, x.tokens);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_credit& x) {
+  return f(caf::meta::type_name("lf.worker_credit"), x.rid, x.allowance);
 }
 
 template <class Inspector>
@@ -222,12 +266,17 @@ typename Inspector::result_type inspect(Inspector& f, register_worker& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_submit& x) {
-  return f(caf::meta::type_name("lf.worker_submit"), x.rid, x.id, x.req, x.timeout_ms, x.resume);
+  return f(caf::meta::type_name("lf.worker_submit"), x.rid, x.id, x.req, x.timeout_ms, x.resume, x.kv, x.allowance);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_cancel& x) {
-  return f(caf::meta::type_name("lf.worker_cancel"), x.rid);
+  return f(caf::meta::type_name("lf.worker_cancel"), x.rid, x.ship_kv);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_moved& x) {
+  return f(caf::meta::type_name("lf.worker_moved"), x.wid, x.rid, x.kv);
 }
 
 template <class Inspector>
@@ -254,7 +303,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_load& x) {
   return f(caf::meta::type_name("lf.worker_load"), x.wid, x.waiting, x.running, x.waiting_tokens,
            x.running_tokens, x.free_blocks, x.total_blocks, x.finished, x.failed, x.cancelled,
-           x.adapters, x.preemptions, x.adapter_loads, x.servable, x.name);
+           x.adapters, x.preemptions, x.adapter_loads, x.servable, x.name, x.paused);
 }
 
 template <class Inspector>
@@ -268,7 +317,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, router_stats& x) {
   return f(caf::meta::type_name("lf.router_stats"), x.workers, x.queued, x.inflight, x.accepted,
            x.overloaded, x.rejected, x.completed, x.failed, x.cancelled, x.timed_out, x.replaced,
-           x.worker_lost, x.resumed, x.draining, x.loads, x.metrics);
+           x.worker_lost, x.resumed, x.draining, x.kv_shipped, x.kv_shipped_tokens, x.loads, x.metrics);
 }
 
 } // namespace lf::actors
@@ -324,6 +373,11 @@ typename Inspector::result_type inspect(Inspector& f, usage_counts& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, kv_blob& x) {
+  return f(caf::meta::type_name("lf.kv_blob"), x.format, x.tokens, x.bytes);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request_timings& x) {
   return f(caf::meta::type_name("lf.timings"), x.queue_ms, x.ttft_ms, x.total_ms);
 }
@@ -354,6 +408,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(lorafleet, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_load))
   CAF_ADD_TYPE_ID(lorafleet, (lf::actors::router_stats))
   CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_metrics))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_moved))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::credit_request))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_credit))
 CAF_END_TYPE_ID_BLOCK(lorafleet)
 
 namespace lf::actors {

@@ -51,6 +51,7 @@ worker_load snapshot(const worker_state& st) {
     w.adapters = st.backend.loaded_adapters();
   w.servable = st.backend.servable_adapters ? st.backend.servable_adapters() : w.adapters;
   w.preemptions = l.preemptions;
+  w.paused = l.paused;
   w.adapter_loads = l.adapters.loads;
   return w;
 }
@@ -76,7 +77,10 @@ worker::request_callbacks make_callbacks(worker_self self, route_id rid, sink_re
     caf::anon_send(router, worker_token{wid, rid, std::move(ev)});
   };
   cb.on_done = [router, wid, rid, cid, me](worker::request_result r) {
-    if (r.outcome == worker::request_outcome::finished) {
+    if (r.moved) {
+      // Sent by the loop thread after every token of rid: the router has them all when it moves it.
+      caf::anon_send(router, worker_moved{wid, rid, std::move(r.kv)});
+    } else if (r.outcome == worker::request_outcome::finished) {
       done_event ev{cid, std::move(r.finish_reason), std::move(r.text), std::move(r.tokens),
                     r.usage, r.timings, wid};
       caf::anon_send(router, worker_done{wid, rid, std::move(ev)});
@@ -103,7 +107,7 @@ void on_submit(worker_self self, worker_submit& msg) {
     // The request was validated at the edge against limits this worker registered with.
     const auto first = static_cast<std::uint32_t>(msg.resume.size());
     auto id = st.backend.loop->submit(std::move(msg.req), deadline, make_callbacks(self, msg.rid, msg.id, first),
-                                      std::move(msg.resume));
+                                      std::move(msg.resume), std::move(msg.kv), msg.allowance);
     st.live.emplace(msg.rid, id);
   } catch (const std::exception& e) {
     log::error("worker", "submit failed", {{"worker", st.opts.name}, {"reason", e.what()}});
@@ -150,7 +154,12 @@ worker_actor::behavior_type worker_impl(worker_self self, worker_backend backend
     [self](const worker_cancel& msg) {
       auto& st = self->state;
       if (auto it = st.live.find(msg.rid); it != st.live.end())
-        st.backend.loop->cancel(it->second);  // on_done(cancelled) follows on the loop thread
+        st.backend.loop->cancel(it->second, msg.ship_kv);  // on_done follows on the loop thread
+    },
+    [self](const worker_credit& msg) {
+      auto& st = self->state;
+      if (auto it = st.live.find(msg.rid); it != st.live.end())
+        st.backend.loop->credit(it->second, msg.allowance);
     },
     [self](const request_ended& msg) { self->state.live.erase(msg.rid); },
     [self](report_atom) {

@@ -1,5 +1,6 @@
 #include "client/client.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <mutex>
@@ -19,6 +20,8 @@ struct live_entry {
   stream_callbacks cb;
   result acc;
   std::optional<clock_type::time_point> deadline;
+  std::uint32_t window = 0;      ///< credit window; 0: none
+  std::uint32_t ungranted = 0;   ///< tokens consumed and not yet granted back (automatic credits)
 };
 
 void configure_dealer(zmq::socket_t& s, const client_options& o) {
@@ -136,6 +139,10 @@ struct client::impl {
           }
           if (e->cb.on_token)
             e->cb.on_token(msg);
+          if (e->window > 0 && !e->cb.manual_credit && ++e->ungranted >= std::max<std::uint32_t>(1, e->window / 2)) {
+            post(proto::encode(proto::credit_msg{msg.id, e->ungranted}));
+            e->ungranted = 0;
+          }
         } else if constexpr (std::is_same_v<T, proto::done_msg>) {
           result r;
           {
@@ -269,6 +276,7 @@ proto::client_request_id client::submit(proto::submit_msg m, stream_callbacks cb
       m.tenant = impl_->opts.tenant;
     live_entry e;
     e.cb = std::move(cb);
+    e.window = m.stream ? m.window.value_or(0) : 0;
     if (impl_->opts.request_timeout.count() > 0)
       e.deadline = clock_type::now() + impl_->opts.request_timeout;
     impl_->live.emplace(m.id.value(), std::move(e));
@@ -294,6 +302,18 @@ bool client::cancel(proto::client_request_id id) {
       return false;
   }
   impl_->post(proto::encode(proto::cancel_msg{id}));
+  return true;
+}
+
+bool client::grant(proto::client_request_id id, std::uint32_t tokens) {
+  if (tokens == 0)
+    return false;
+  {
+    std::lock_guard<std::mutex> g(impl_->m);
+    if (!impl_->live.count(id.value()))
+      return false;
+  }
+  impl_->post(proto::encode(proto::credit_msg{id, tokens}));
   return true;
 }
 

@@ -55,9 +55,16 @@ struct result {
 };
 
 /// Streaming callbacks, run on the client's I/O thread: on_token per token, then on_done once.
+///
+/// Credits (a submit with `window`): the server streams at most `window` tokens ahead of the
+/// credits granted, then pauses the request (it leaves the batch) until more come. By default
+/// the client grants them itself as on_token returns (a token handed to the application is a
+/// token consumed), half a window at a time. `manual_credit`: the application grants with
+/// client::grant() as it really consumes (e.g. when it queues tokens for a slower consumer).
 struct stream_callbacks {
   std::function<void(const proto::token_msg&)> on_token;
   std::function<void(const result&)> on_done;
+  bool manual_credit = false;
 };
 
 /// See the file comment.
@@ -76,6 +83,10 @@ public:
   std::future<result> submit(proto::submit_msg m);
   /// Asks the server to cancel; false if the request is not in flight.
   bool cancel(proto::client_request_id id);
+
+  /// Grants a request with a window `tokens` more tokens (stream_callbacks::manual_credit); false
+  /// if the request is not in flight or `tokens` is 0.
+  bool grant(proto::client_request_id id, std::uint32_t tokens);
   /// Round trip to the gateway; std::nullopt on timeout.
   std::optional<std::chrono::microseconds> ping(std::chrono::milliseconds timeout);
   /// The cluster's counters; std::nullopt on timeout.

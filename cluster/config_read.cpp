@@ -56,6 +56,12 @@ void read_router(toml_reader& r, router_settings& rs, parse_state& st) {
   r.set("max_inflight_per_worker", rs.max_inflight_per_worker, 1, 1'000'000);
   r.set("retry_after_ms", rs.retry_after_ms, 0, max_ms);
   r.set("adapter_load_cost_tokens", rs.placement.adapter_load_cost_tokens, 0, u32_max);
+  if (auto d = r.str("drain_kv")) {
+    if (*d == "ship" || *d == "recompute")
+      rs.ship_kv = *d == "ship";
+    else
+      st.add(r.key_path("drain_kv"), "must be \"ship\" or \"recompute\" (got \"" + *d + "\")");
+  }
   if (auto p = r.str("scheduling")) {
     if (auto pol = parse_scheduling_policy(*p))
       rs.tenants.scheduling = *pol;

@@ -3,6 +3,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
@@ -97,7 +98,20 @@ bool worker_node::impl::serve(const actors::router_actor& router, backoff& retry
       .receive(
         [&](std::uint32_t drained, std::uint32_t moved) {
           log("drained: " + std::to_string(drained) + " worker(s), " + std::to_string(moved)
-              + " request(s) moved to other workers");
+              + " request(s) moving to other workers");
+          // The moving requests leave with their K/V (worker_moved, sent by the serving loops):
+          // give the loops a moment to let them go before the workers end.
+          const auto limit = clock::now() + std::chrono::seconds(5);
+          auto busy = [&] {
+            for (auto& rt : runtimes) {
+              const auto l = rt->loop().load();
+              if (l.running + l.waiting > 0)
+                return true;
+            }
+            return false;
+          };
+          while (moved > 0 && busy() && clock::now() < limit)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
         },
         [&](caf::error& err) { log("the router did not answer the drain (" + sys.render(err) + "); leaving anyway"); });
   }

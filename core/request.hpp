@@ -49,7 +49,7 @@ struct request_draft {
   std::uint32_t ttft_ms = 0;
   /// Who the request is for (scheduling share and limits, docs/protocol.md); empty = the
   /// unnamed default tenant. See valid_tenant_name.
-  std::string tenant;
+  std::string tenant{};
   /// The tenant's scheduling weight, set by the router from its config (never by a client);
   /// > 0 and finite. Workers' schedulers divide the tenant's virtual token counts by it.
   double tenant_weight = 1.0;

@@ -95,6 +95,7 @@ void on_submit(gw_self self, const std::string& identity, proto::submit_msg m, c
   actors::generate_request req;
   req.id = gid;
   req.draft = std::move(std::get<request_draft>(draft));
+  req.window = m.stream ? m.window.value_or(0) : 0;  // a request that does not stream needs no credits
   ++st.io->live;
   self->send(st.io->router, std::move(req));
 }
@@ -139,6 +140,9 @@ caf::behavior gateway_actor(gw_self self, std::shared_ptr<zmq_gateway::impl> io)
           self->send(st.io->router, actors::cancel_request{*g});
         else
           log::debug("gateway", "cancel for an id that is not live: ignored", {{"id", c->id.value()}});
+      } else if (auto* cr = std::get_if<proto::credit_msg>(&decoded)) {
+        if (auto g = st.book.lookup(identity, cr->id))  // not live: ignored, as a cancel is
+          self->send(st.io->router, actors::credit_request{*g, cr->tokens});
       } else if (std::holds_alternative<proto::stats_msg>(decoded)) {
         auto io = st.io;
         const auto live = st.book.live();

@@ -22,10 +22,13 @@ proto::stats_reply flatten_stats(const actors::router_stats& rs, std::size_t gat
   v["router.worker_lost"] = static_cast<double>(rs.worker_lost);
   v["router.resumed"] = static_cast<double>(rs.resumed);
   v["router.draining"] = rs.draining;
+  v["router.kv_shipped"] = static_cast<double>(rs.kv_shipped);
+  v["router.kv_shipped_tokens"] = static_cast<double>(rs.kv_shipped_tokens);
   for (const auto& l : rs.loads) {
     const auto p = "worker." + std::to_string(l.wid.value()) + ".";
     v[p + "waiting"] = l.waiting;
     v[p + "running"] = l.running;
+    v[p + "paused"] = l.paused;
     v[p + "waiting_tokens"] = static_cast<double>(l.waiting_tokens);
     v[p + "running_tokens"] = static_cast<double>(l.running_tokens);
     v[p + "free_blocks"] = l.free_blocks;

@@ -97,6 +97,9 @@ std::string render_prometheus(const actors::router_stats& rs, const http_side& h
   router_counter("requests_resumed_total",
                  "Resumptions: requests moved mid-stream to another worker (lost or drained), continuing exactly.",
                  rs.resumed);
+  router_counter("kv_shipped_total", "Drain moves whose K/V went along to the next worker instead of being recomputed.",
+                 rs.kv_shipped);
+  router_counter("kv_shipped_tokens_total", "Tokens whose K/V drain moves carried.", rs.kv_shipped_tokens);
   auto gauge = [&](const char* name, const char* help, double v) {
     w.head(p + name, "gauge", help);
     w.sample(p + name, "", v);
@@ -171,6 +174,7 @@ std::string render_stats_json(const actors::router_stats& rs, const http_side& h
               {"cancelled", rs.cancelled},   {"timed_out", rs.timed_out},     {"overloaded", rs.overloaded},
               {"rejected", rs.rejected},     {"replaced", rs.replaced},       {"worker_lost", rs.worker_lost},
               {"resumed", rs.resumed},       {"draining", rs.draining},
+              {"kv_shipped", rs.kv_shipped}, {"kv_shipped_tokens", rs.kv_shipped_tokens},
               {"prompt_tokens", all.prompt_tokens}, {"generation_tokens", all.generation_tokens},
               {"cached_tokens", all.cached_tokens}};
   json workers = json::array();

@@ -55,6 +55,8 @@ std::optional<std::string> validate(const submit_msg& m) {
     return too_long("tenant", m.tenant.size(), max_tenant_bytes);
   if (!lf::valid_tenant_name(m.tenant))
     return std::string("tenant must be valid UTF-8 without control characters");
+  if (m.window && (*m.window < 1 || *m.window > max_window))
+    return "window must be in [1, " + std::to_string(max_window) + "] (got " + std::to_string(*m.window) + ")";
   // Sizes only: the sampling rules (ranges of temperature, top_p, max_tokens, the stop strings'
   // contents) are checked once, with the rest of the request, by lf::validate_request.
   const auto params = to_sampling_params(m);
@@ -126,12 +128,13 @@ std::optional<client_request_id> request_of(const server_message& m) noexcept {
 bool operator==(const submit_msg& a, const submit_msg& b) {
   return std::tie(a.id, a.prompt, a.messages, a.adapter, a.temperature, a.top_k, a.top_p,
                   a.repetition_penalty, a.seed, a.max_tokens, a.stop, a.ignore_eos, a.stream,
-                  a.deadline_ms, a.ttft_ms, a.tenant)
+                  a.deadline_ms, a.window, a.ttft_ms, a.tenant)
          == std::tie(b.id, b.prompt, b.messages, b.adapter, b.temperature, b.top_k, b.top_p,
                      b.repetition_penalty, b.seed, b.max_tokens, b.stop, b.ignore_eos, b.stream,
-                     b.deadline_ms, b.ttft_ms, b.tenant);
+                     b.deadline_ms, b.window, b.ttft_ms, b.tenant);
 }
 bool operator==(const cancel_msg& a, const cancel_msg& b) { return a.id == b.id; }
+bool operator==(const credit_msg& a, const credit_msg& b) { return a.id == b.id && a.tokens == b.tokens; }
 bool operator==(const stats_msg&, const stats_msg&) { return true; }
 bool operator==(const ping_msg&, const ping_msg&) { return true; }
 bool operator==(const accepted_msg& a, const accepted_msg& b) { return a.id == b.id; }
@@ -166,6 +169,7 @@ bool operator==(const decode_error& a, const decode_error& b) {
 
 bool operator!=(const submit_msg& a, const submit_msg& b) { return !(a == b); }
 bool operator!=(const cancel_msg& a, const cancel_msg& b) { return !(a == b); }
+bool operator!=(const credit_msg& a, const credit_msg& b) { return !(a == b); }
 bool operator!=(const stats_msg& a, const stats_msg& b) { return !(a == b); }
 bool operator!=(const ping_msg& a, const ping_msg& b) { return !(a == b); }
 bool operator!=(const accepted_msg& a, const accepted_msg& b) { return !(a == b); }

@@ -55,6 +55,8 @@ inline constexpr std::size_t max_adapter_bytes = 128;
 inline constexpr std::size_t max_tenant_bytes = 64;
 /// Longest deadline: one day.
 inline constexpr std::uint64_t max_deadline_ms = 86'400'000;
+/// Largest credit window and credit grant, in tokens.
+inline constexpr std::uint32_t max_window = 1u << 20;
 /// Longest server-side text field (token delta, full text, error message).
 inline constexpr std::size_t max_text_bytes = std::size_t{512} << 10;
 /// Longest short name (finish_reason, stats key).
@@ -80,6 +82,10 @@ struct submit_msg {
   bool ignore_eos = false;             ///< keep going past end-of-text (load tests)
   bool stream = true;                  ///< false => no token messages, done carries the text
   std::optional<std::uint64_t> deadline_ms;  ///< relative to arrival at the gateway, in [1, max]
+  /// Credit window (streaming): the server streams at most this many tokens beyond the credits
+  /// the client has granted (credit_msg), then pauses the request, which leaves the batch until
+  /// credits come. In [1, max_window]; absent => unlimited (no credits needed).
+  std::optional<std::uint32_t> window;
   /// First-token target, relative to arrival, in [1, max_deadline_ms]: admission refuses a
   /// request predicted to miss it (deadline_unmeetable); it never ends an admitted one.
   std::optional<std::uint64_t> ttft_ms;
@@ -95,6 +101,13 @@ struct submit_msg {
 /// Cancel a live request; ignored when the id is unknown or already finished.
 struct cancel_msg {
   client_request_id id;
+};
+
+/// Grants a streaming request with a window `tokens` more tokens (the application consumed
+/// that many). Ignored when the id is unknown, already finished or has no window.
+struct credit_msg {
+  client_request_id id;
+  std::uint32_t tokens = 0;  ///< in [1, max_window]
 };
 
 /// Ask for a stats_reply.
@@ -181,7 +194,7 @@ struct drained_msg {
 };
 
 /// Anything a client sends.
-using client_message = std::variant<submit_msg, cancel_msg, stats_msg, ping_msg, drain_msg>;
+using client_message = std::variant<submit_msg, cancel_msg, stats_msg, ping_msg, drain_msg, credit_msg>;
 /// Anything the server sends.
 using server_message = std::variant<accepted_msg, token_msg, done_msg, error_msg, cancelled_msg,
                                     stats_reply, pong_msg, drained_msg>;
@@ -194,7 +207,8 @@ struct decode_error {
 };
 
 /// decode_client's result: a client message or a decode_error.
-using client_decode_result = std::variant<submit_msg, cancel_msg, stats_msg, ping_msg, drain_msg, decode_error>;
+using client_decode_result =
+  std::variant<submit_msg, cancel_msg, stats_msg, ping_msg, drain_msg, credit_msg, decode_error>;
 /// decode_server's result: a server message or a decode_error.
 using server_decode_result = std::variant<accepted_msg, token_msg, done_msg, error_msg,
                                           cancelled_msg, stats_reply, pong_msg, drained_msg, decode_error>;
@@ -205,6 +219,7 @@ using server_decode_result = std::variant<accepted_msg, token_msg, done_msg, err
 /// rejects it.
 std::string encode(const submit_msg& m);
 std::string encode(const cancel_msg& m);
+std::string encode(const credit_msg& m);
 std::string encode(const stats_msg& m);
 std::string encode(const ping_msg& m);
 std::string encode(const accepted_msg& m);
@@ -253,6 +268,7 @@ std::optional<client_request_id> request_of(const server_message& m) noexcept;
 
 bool operator==(const submit_msg& a, const submit_msg& b);
 bool operator==(const cancel_msg& a, const cancel_msg& b);
+bool operator==(const credit_msg& a, const credit_msg& b);
 bool operator==(const stats_msg& a, const stats_msg& b);
 bool operator==(const ping_msg& a, const ping_msg& b);
 bool operator==(const accepted_msg& a, const accepted_msg& b);
@@ -271,6 +287,7 @@ bool operator==(const decode_error& a, const decode_error& b);
 /// !(a == b), for each type above.
 bool operator!=(const submit_msg& a, const submit_msg& b);
 bool operator!=(const cancel_msg& a, const cancel_msg& b);
+bool operator!=(const credit_msg& a, const credit_msg& b);
 bool operator!=(const stats_msg& a, const stats_msg& b);
 bool operator!=(const ping_msg& a, const ping_msg& b);
 bool operator!=(const accepted_msg& a, const accepted_msg& b);

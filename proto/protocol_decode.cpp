@@ -167,6 +167,8 @@ void read_submit(field_reader& r, submit_msg& m) {
   m.ignore_eos = r.get_bool("ignore_eos", presence::optional).value_or(false);
   m.stream = r.get_bool("stream", presence::optional).value_or(true);
   m.deadline_ms = r.get_uint("deadline_ms", presence::optional, max_deadline_ms);
+  if (auto w = r.get_uint("window", presence::optional, max_window))
+    m.window = static_cast<std::uint32_t>(*w);
   m.ttft_ms = r.get_uint("ttft_ms", presence::optional, max_deadline_ms);
   if (auto tenant = r.get_str("tenant", presence::optional, max_tenant_bytes))
     m.tenant = std::move(*tenant);
@@ -234,6 +236,13 @@ void read_error(field_reader& r, error_msg& m) {
   m.message = r.get_str("message", presence::required, max_text_bytes).value_or("");
   if (auto retry = r.get_uint("retry_after_ms", presence::optional, u32_max))
     m.retry_after_ms = static_cast<std::uint32_t>(*retry);
+}
+
+void read_credit(field_reader& r, credit_msg& m) {
+  m.id = read_id(r);
+  m.tokens = static_cast<std::uint32_t>(r.get_uint("tokens", presence::required, max_window).value_or(0));
+  if (r.ok() && m.tokens == 0)
+    r.fail("tokens must be in [1, " + std::to_string(max_window) + "] (got 0)");
 }
 
 void read_drain(field_reader& r, drain_msg& m) {
@@ -339,8 +348,10 @@ client_decode_result decode_client(std::string_view bytes) {
       return finish_message<ping_msg, result>(f, read_nothing<ping_msg>);
     if (f.type == "drain")
       return finish_message<drain_msg, result>(f, read_drain);
+    if (f.type == "credit")
+      return finish_message<credit_msg, result>(f, read_credit);
     return error("unknown message type " + detail::quote(f.type)
-                   + " (a client sends submit, cancel, stats, ping or drain)",
+                   + " (a client sends submit, cancel, credit, stats, ping or drain)",
                  f.id);
   });
 }

@@ -118,8 +118,8 @@ std::string encode(const submit_msg& m) {
   const bool with_messages = !m.messages.empty();
   const auto n = 7
                  + count({with_prompt, with_messages, !m.adapter.empty(), m.seed.has_value(),
-                          !m.stop.empty(), m.ignore_eos, m.deadline_ms.has_value(), m.ttft_ms.has_value(),
-                          !m.tenant.empty()});
+                          !m.stop.empty(), m.ignore_eos, m.deadline_ms.has_value(), m.window.has_value(),
+                          m.ttft_ms.has_value(), !m.tenant.empty()});
   frame_writer w("submit", n);
   w.field("id", m.id);
   if (with_prompt)
@@ -151,6 +151,8 @@ std::string encode(const submit_msg& m) {
   w.field_bool("stream", m.stream);
   if (m.deadline_ms)
     w.field_u64("deadline_ms", *m.deadline_ms);
+  if (m.window)
+    w.field_u64("window", *m.window);
   if (m.ttft_ms)
     w.field_u64("ttft_ms", *m.ttft_ms);
   if (!m.tenant.empty())
@@ -159,6 +161,13 @@ std::string encode(const submit_msg& m) {
 }
 
 std::string encode(const cancel_msg& m) { return encode_id_only("cancel", m); }
+
+std::string encode(const credit_msg& m) {
+  frame_writer w("credit", 2);
+  w.field("id", m.id);
+  w.field_u64("tokens", m.tokens);
+  return w.take();
+}
 std::string encode(const stats_msg&) { return frame_writer("stats", 0).take(); }
 std::string encode(const ping_msg&) { return frame_writer("ping", 0).take(); }
 std::string encode(const accepted_msg& m) { return encode_id_only("accepted", m); }

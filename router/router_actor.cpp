@@ -125,6 +125,25 @@ void router_state::on_failed(actors::worker_failed& msg) {
     end(*e, std::move(msg.ev), false);
 }
 
+void router_state::on_moved(actors::worker_moved& msg) {
+  auto* e = owned(msg.rid, msg.wid);
+  if (!e)
+    return;  // ended meanwhile (cancel, deadline) or its worker was lost first
+  if (!move_again(*e)) {
+    end(*e, actors::error_event{{}, serve_errc::worker_lost,
+                                "its worker was drained and the request has moved "
+                                  + std::to_string(e->resumed) + " times already", 0},
+        false);
+    return;
+  }
+  if (!msg.kv.empty()) {
+    ++counters_.kv_shipped;
+    counters_.kv_shipped_tokens += msg.kv.tokens.size();
+    e->kv = std::move(msg.kv);
+  }
+  dispatch();
+}
+
 void router_state::on_down(const caf::down_msg& dm) {
   for (auto& [id, w] : workers_)
     if (w.handle.address() == dm.source)
@@ -185,9 +204,19 @@ std::pair<std::uint32_t, std::uint32_t> router_state::drain(const std::string& n
   for (auto rid : moving) {
     auto& e = routes_.at(rid);
     const auto from = e.worker;
-    if (!move_again(e))
+    if (!e.sent.empty() && e.resumed >= cfg_.max_resumptions)
       continue;  // out of resumptions: it stays where it is and finishes there
-    self_->send(workers_.at(from).handle, actors::worker_cancel{rid});
+    if (cfg_.ship_kv) {
+      // It moves when its worker answers with worker_moved, sent after its last token, with the
+      // K/V of what that worker computed; until then it streams from there as before.
+      if (!e.moving) {
+        e.moving = true;
+        self_->send(workers_.at(from).handle, actors::worker_cancel{rid, true});
+      }
+    } else {
+      move_again(e);
+      self_->send(workers_.at(from).handle, actors::worker_cancel{rid});
+    }
     ++moved;
   }
   if (drained > 0 || moved > 0)
@@ -227,6 +256,7 @@ actors::router_actor::behavior_type router_impl(router_state::self_ptr self, rou
   return {
     [self](actors::generate_request& req) { self->state.submit(req); },
     [self](const actors::cancel_request& msg) { self->state.cancel(msg); },
+    [self](const actors::credit_request& msg) { self->state.credit(msg); },
     [self](actors::register_worker& info) -> caf::result<actors::worker_id> {
       auto handle = caf::actor_cast<actors::worker_actor>(self->current_sender());
       if (!handle)
@@ -237,6 +267,7 @@ actors::router_actor::behavior_type router_impl(router_state::self_ptr self, rou
     [self](actors::worker_token& msg) { self->state.on_token(msg); },
     [self](actors::worker_done& msg) { self->state.on_done(msg); },
     [self](actors::worker_failed& msg) { self->state.on_failed(msg); },
+    [self](actors::worker_moved& msg) { self->state.on_moved(msg); },
     [self](actors::expire_atom, actors::route_id rid) { self->state.expire(rid); },
     [self](actors::stranded_atom, actors::route_id rid, std::uint32_t moves) { self->state.stranded(rid, moves); },
     [self](caf::get_atom) -> actors::router_stats { return self->state.stats(); },

@@ -58,6 +58,10 @@ struct router_config {
   /// may end it sooner); then it ends with worker_lost rather than wait for a worker that may
   /// never come.
   std::chrono::milliseconds move_wait{30000};
+  /// Drains move a request with its computed K/V (the drained worker exports its whole blocks,
+  /// the next one imports them) instead of recomputing them there: measured ~10x shorter pauses
+  /// (docs/benchmarks.md, "Resumption"). A lost worker's requests are always recomputed.
+  bool ship_kv = true;
   /// What requests are validated against (core/request.hpp). context_window and vocab_size 0 =>
   /// those of the registered workers (the smallest); set from the model, they also refuse the
   /// registration of a worker whose model is smaller, so a validated request fits every worker.

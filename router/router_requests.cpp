@@ -99,6 +99,7 @@ void router_state::submit(actors::generate_request& req) {
     e.sink = sink;
     e.sink_addr = addr;
     e.cost = cost_of(valid);
+    e.allowance = req.window;
     e.accepted = router_clock::now();
     if (const auto timeout = valid.timeout_ms(); timeout > 0) {
       e.deadline = router_clock::now() + std::chrono::milliseconds(timeout);
@@ -152,7 +153,8 @@ void router_state::place(route_entry& e, worker_entry& w) {
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*e.deadline - router_clock::now());
     left = static_cast<std::uint32_t>(std::max<std::int64_t>(ms.count(), 1));
   }
-  self_->send(w.handle, actors::worker_submit{e.rid, e.client_id, e.req, left, e.sent});
+  self_->send(w.handle, actors::worker_submit{e.rid, e.client_id, e.req, left, e.sent, std::move(e.kv), e.allowance});
+  e.kv = {};  // shipped once: a second move recomputes
 }
 
 void router_state::unplace(route_entry& e) {
@@ -174,6 +176,7 @@ bool router_state::move_again(route_entry& e) {
   if (!e.sent.empty() && e.resumed >= cfg_.max_resumptions)
     return false;
   unplace(e);
+  e.moving = false;
   if (e.sent.empty()) {
     ++counters_.replaced;
   } else {
@@ -320,6 +323,21 @@ void router_state::cancel(const actors::cancel_request& msg) {
     return;  // unknown or already ended: its terminal event is on its way or delivered
   end(routes_.at(it->second), actors::error_event{msg.id, serve_errc::cancelled, "cancelled by the client", 0},
       true);
+}
+
+void router_state::credit(const actors::credit_request& msg) {
+  auto addr = caf::actor_cast<caf::actor_addr>(self_->current_sender());
+  auto it = by_client_.find({addr, msg.id.value()});
+  if (it == by_client_.end())
+    return;  // ended: nothing to grant
+  auto& e = routes_.at(it->second);
+  if (e.allowance == 0 || msg.tokens == 0)
+    return;  // no window: it never waits for credits
+  e.allowance = static_cast<std::uint32_t>(
+    std::min<std::uint64_t>(std::uint64_t{e.allowance} + msg.tokens, UINT32_MAX));
+  if (e.state != route_state::queued)
+    if (auto w = workers_.find(e.worker); w != workers_.end())
+      self_->send(w->second.handle, actors::worker_credit{e.rid, e.allowance});
 }
 
 void router_state::expire(actors::route_id rid) {

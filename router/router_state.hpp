@@ -35,6 +35,9 @@ struct route_entry {
   std::vector<std::int32_t> sent;        ///< tokens sent to the sink: what a resumption continues after
   std::uint32_t resumed = 0;             ///< mid-stream moves so far
   std::uint32_t moves = 0;               ///< moves of any kind (resumed or placed again)
+  bool moving = false;                   ///< drained: its worker was asked to ship its K/V (worker_moved)
+  worker::kv_blob kv;                    ///< K/V shipped from its drained worker, for the next placement
+  std::uint32_t allowance = 0;           ///< credit window + credits granted (token index bound); 0: unlimited
   std::uint64_t cost = 0;                ///< estimated tokens (placement load)
   double expect = 0;                     ///< expected tokens (prompt + expected output), admission
   bool started = false;                  ///< its first token has arrived
@@ -84,6 +87,8 @@ public:
   // -- clients (router_requests.cpp) --
   void submit(actors::generate_request& req);
   void cancel(const actors::cancel_request& msg);
+  /// Raises the request's allowance and tells its worker (a paused request goes on).
+  void credit(const actors::credit_request& msg);
   void expire(actors::route_id rid);
   /// A moved request still waiting for a worker `move_wait` after its move `moves` ends.
   void stranded(actors::route_id rid, std::uint32_t moves);
@@ -96,6 +101,8 @@ public:
   void on_token(actors::worker_token& msg);
   void on_done(actors::worker_done& msg);
   void on_failed(actors::worker_failed& msg);
+  /// The drained worker let `rid` go (with its K/V): it moves on now.
+  void on_moved(actors::worker_moved& msg);
   void on_down(const caf::down_msg& dm);
   actors::router_stats stats() const;
   /// Drains the workers of `node` (a node name: its workers are "node/N"; or one worker's name):

@@ -21,7 +21,7 @@ commands:
               [--policy round_robin|least_loaded|adapter_affinity] [--queue-limit N]
               [--scheduling vtc|fcfs (across tenants)] [--deadline-admission on|off]
               [--deadline-margin F (0.1)]
-              [--drain-timeout S] [--ready-file PATH] [--log-level debug|info|warn|error|off]
+              [--drain-kv ship|recompute] [--drain-timeout S] [--ready-file PATH] [--log-level debug|info|warn|error|off]
               [--log-format text|json] [--http HOST:PORT [--model-name NAME]]
               router + workers + ZeroMQ gateway in one process (default model: models/default);
               --http adds the OpenAI-compatible API, /metrics, /health, /ready and the dashboard;
@@ -36,7 +36,8 @@ commands:
               the cluster's workers, load and counters
   drain       NODE [--endpoint EP] [--server-key KEY|FILE] [--client-key DIR/NAME]
               place nothing more on NODE's workers (or on worker NODE/N) and move their running
-              requests to other workers, which continue them exactly; the node may then leave
+              requests to other workers, which continue them exactly (with their K/V, unless
+              the router's drain_kv is "recompute"); the node may then leave
   node        CONFIG --name NODE [--drain-timeout S] [--ready-file PATH] [--log-level L]
               [--log-format text|json]
               run one node of a cluster config (docs/cluster.md): the router node (router +

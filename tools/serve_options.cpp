@@ -64,6 +64,10 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
   s.router.max_queue = static_cast<std::size_t>(a.integer_in("queue-limit", 256, 0, 1'000'000));
   s.router.max_inflight_per_worker = static_cast<std::uint32_t>(
     a.integer_in("max-inflight-per-worker", 2 * w.max_seqs, 1, 1'000'000));
+  const auto drain_kv = a.str("drain-kv", "ship");
+  if (drain_kv != "ship" && drain_kv != "recompute")
+    throw std::invalid_argument("--drain-kv must be ship or recompute (got '" + drain_kv + "')");
+  s.router.ship_kv = drain_kv == "ship";
   const auto scheduling = a.str("scheduling", "vtc");
   auto sp = parse_scheduling_policy(scheduling);
   if (!sp)

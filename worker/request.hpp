@@ -42,6 +42,17 @@ struct request_timings {
   double total_ms = 0;  ///< until the terminal result
 };
 
+/// A sequence's computed K/V, moved from a drained worker to the next one so that it resumes
+/// without recomputing them (serving_loop::cancel with ship_kv, serving_loop::submit). Whole
+/// blocks only: `tokens` is a multiple of the block size long.
+struct kv_blob {
+  std::string format;                ///< step_engine::kv_format() of the engine that wrote it
+  std::vector<std::int32_t> tokens;  ///< the tokens of the positions it holds: prompt, then generated
+  std::string bytes;                 ///< tokens.size() / block size blocks, step_engine::read_kv()
+
+  bool empty() const noexcept { return tokens.empty(); }
+};
+
 /// The single terminal event of a request.
 struct request_result {
   request_outcome outcome = request_outcome::finished;
@@ -52,6 +63,10 @@ struct request_result {
   std::vector<std::int32_t> tokens;  ///< generated ids
   usage_counts usage;
   request_timings timings;
+  /// Ended by cancel(id, ship_kv = true): the request moves to another worker. `kv` holds its
+  /// computed K/V (empty when it had none, or the engine cannot move K/V).
+  bool moved = false;
+  kv_blob kv;
 };
 
 /// Callbacks of one request, invoked on the serving loop's thread: on_token once per sampled

@@ -97,6 +97,7 @@ scheduler::load scheduler::get_load() const {
   }
   l.free_blocks = blocks_.num_free_blocks();
   l.preemptions = preemptions_;
+  l.paused = paused_;
   return l;
 }
 
@@ -139,11 +140,45 @@ std::optional<std::string> scheduler::add(seq_spec spec, time_point) {
   return std::nullopt;
 }
 
+bool scheduler::pause(cache::seq_id id) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end() || it->second.paused)
+    return false;
+  auto& st = it->second;
+  if (st.phase == seq_phase::waiting) {
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), id));
+    left_waiting(st);
+  } else {
+    running_.erase(std::find(running_.begin(), running_.end(), id));
+    blocks_.free(id);
+    st.phase = seq_phase::waiting;
+  }
+  st.paused = true;
+  ++paused_;
+  return true;
+}
+
+bool scheduler::resume(cache::seq_id id) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end() || !it->second.paused)
+    return false;
+  it->second.paused = false;
+  it->second.head = true;
+  --paused_;
+  waiting_.push_front(id);
+  entered_waiting(it->second);
+  return true;
+}
+
+bool scheduler::paused(cache::seq_id id) const { return state_of(id).paused; }
+
 bool scheduler::finish(cache::seq_id id) {
   auto it = seqs_.find(id);
   if (it == seqs_.end())
     return false;
-  if (it->second.phase == seq_phase::waiting) {
+  if (it->second.paused) {
+    --paused_;  // neither waiting nor running
+  } else if (it->second.phase == seq_phase::waiting) {
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), id));
     left_waiting(it->second);
   } else {
@@ -196,6 +231,14 @@ void scheduler::expire(time_point now, step_plan& plan) {
   for (auto id : waiting_)
     if (expired(id))
       plan.expired.push_back(id);
+  if (paused_ > 0) {
+    std::vector<cache::seq_id> paused;
+    for (const auto& [id, st] : seqs_)
+      if (st.paused && expired(id))
+        paused.push_back(id);
+    std::sort(paused.begin(), paused.end());  // a stable order for the report
+    plan.expired.insert(plan.expired.end(), paused.begin(), paused.end());
+  }
   for (auto id : plan.expired)
     finish(id);
 }
@@ -253,6 +296,7 @@ void scheduler::admit(step_plan& plan, std::uint32_t& budget,
     if (!blocks_.allocate(id, st.tokens, st.adapter))
       return;
     st.phase = seq_phase::prefilling;
+    st.head = false;
     running_.push_back(id);
     waiting_.erase(it);
     left_waiting(st);
@@ -269,14 +313,14 @@ std::deque<cache::seq_id>::iterator scheduler::next_waiting(
   if (cfg_.policy == scheduling_policy::fcfs) {
     return std::find_if(waiting_.begin(), waiting_.end(), [&](cache::seq_id id) { return ready(state_of(id)); });
   }
-  // vtc: a preempted sequence first (it was admitted once: the head of the queue), then the
+  // vtc: a preempted or resumed sequence first (admitted once: the head of the queue), then the
   // oldest ready sequence of the tenant with the smallest counter.
   std::unordered_map<std::string, std::deque<cache::seq_id>::iterator> oldest;
   for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
     const auto& st = state_of(*it);
     if (!ready(st))
       continue;
-    if (st.preemptions > 0)
+    if (st.head)
       return it;
     oldest.emplace(st.tenant, it);  // keeps the first, the oldest
   }
@@ -316,6 +360,7 @@ cache::seq_id scheduler::preempt_newest(step_plan& plan) {
   blocks_.free(victim);
   auto& st = state_of(victim);
   st.phase = seq_phase::waiting;
+  st.head = true;
   ++st.preemptions;
   ++preemptions_;
   // Victims come newest first, so pushing each to the front leaves the older one ahead.

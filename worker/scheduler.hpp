@@ -147,6 +147,8 @@ public:
     std::uint32_t free_blocks = 0;
     /// Preemptions since construction.
     std::uint64_t preemptions = 0;
+    /// Paused sequences (pause()): neither waiting nor running.
+    std::uint32_t paused = 0;
   };
 
   /// The scheduler allocates from `blocks`, which must outlive it and which nobody else should
@@ -188,7 +190,20 @@ public:
   /// unknown (already finished or expired).
   bool finish(cache::seq_id id);
 
-  /// Whether `id` is waiting or running.
+  /// Takes `id` out of the batch until resume() (a client that has not granted credits): a
+  /// running sequence's blocks are freed as in a preemption (its full computed blocks stay in
+  /// the prefix cache, so re-admission recomputes little), a waiting one leaves the queue. A
+  /// paused sequence is never scheduled, holds no blocks, still expires at its deadline and may
+  /// be finished. Call it between steps (after complete()). False if `id` is unknown or paused.
+  bool pause(cache::seq_id id);
+
+  /// Puts a paused sequence back at the head of the waiting queue. False if it is not paused.
+  bool resume(cache::seq_id id);
+
+  /// Whether `id` is paused. Throws std::out_of_range for an unknown id.
+  bool paused(cache::seq_id id) const;
+
+  /// Whether `id` is waiting, running or paused.
   bool contains(cache::seq_id id) const;
 
   /// `id`'s phase. Throws std::out_of_range for an unknown id (likewise the accessors below).
@@ -227,7 +242,7 @@ public:
   /// Counts and pending work, for load reports. O(waiting + running).
   load get_load() const;
 
-  /// Nothing waiting or running.
+  /// Nothing waiting or running (paused sequences wait for their credits, not for the engine).
   bool idle() const noexcept { return waiting_.empty() && running_.empty(); }
 
   /// The limits in force.
@@ -242,7 +257,11 @@ private:
     std::optional<time_point> deadline;
     seq_phase phase = seq_phase::waiting;
     std::uint32_t preemptions = 0;
+    bool paused = false;  ///< phase waiting, but not in the waiting queue
     std::string tenant;
+    /// Goes before any tenant's turn when next admitted (it was preempted, or resumed after a
+    /// pause: it was admitted before).
+    bool head = false;
 
     std::uint32_t num_generated() const noexcept {
       return static_cast<std::uint32_t>(tokens.size()) - prompt_size;
@@ -294,6 +313,7 @@ private:
   vtc fair_;
   std::unordered_map<std::string, std::uint32_t> tenant_waiting_;  // waiting sequences per tenant
   std::unordered_map<std::string, std::uint32_t> tenant_seqs_;     // live sequences per tenant
+  std::uint32_t paused_ = 0;
 };
 
 } // namespace lf::worker

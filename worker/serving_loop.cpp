@@ -54,13 +54,15 @@ serving_loop::~serving_loop() {
 }
 
 request_id serving_loop::submit(validated_request req, std::optional<time_point> deadline,
-                                request_callbacks cb, std::vector<std::int32_t> resume) {
+                                request_callbacks cb, std::vector<std::int32_t> resume, kv_blob kv,
+                                std::uint32_t allowance) {
   request_id id;
   {
     std::lock_guard<std::mutex> g(mtx_);
     id = request_id{next_id_++};
     if (!stopping_) {
-      inbox_.push_back({id, std::move(req), deadline, std::move(cb), clock_type::now(), std::move(resume)});
+      inbox_.push_back({id, std::move(req), deadline, std::move(cb), clock_type::now(), std::move(resume),
+                        std::move(kv), allowance});
       cv_.notify_one();
       return id;
     }
@@ -71,11 +73,11 @@ request_id serving_loop::submit(validated_request req, std::optional<time_point>
   return id;
 }
 
-bool serving_loop::cancel(request_id id) {
+bool serving_loop::cancel(request_id id, bool ship_kv) {
   std::lock_guard<std::mutex> g(mtx_);
   if (id.value() == 0 || id.value() >= next_id_)
     return false;
-  cancels_.push_back(id);
+  cancels_.emplace_back(id, ship_kv);
   cv_.notify_one();
   return true;
 }
@@ -93,6 +95,15 @@ void serving_loop::stop(bool drain) {
     thread_.join();
 }
 
+bool serving_loop::credit(request_id id, std::uint32_t allowance) {
+  std::lock_guard<std::mutex> g(mtx_);
+  if (id.value() == 0 || id.value() >= next_id_)
+    return false;
+  credits_.emplace_back(id, allowance);
+  cv_.notify_one();
+  return true;
+}
+
 load_report serving_loop::load() const {
   std::lock_guard<std::mutex> g(mtx_);
   return load_;
@@ -100,16 +111,19 @@ load_report serving_loop::load() const {
 
 void serving_loop::take_inbox(time_point now) {
   std::deque<inbox_item> items;
-  std::vector<request_id> cancels;
+  std::vector<std::pair<request_id, bool>> cancels;
+  std::vector<std::pair<request_id, std::uint32_t>> credits;
   {
     std::lock_guard<std::mutex> g(mtx_);
     items.swap(inbox_);
     cancels.swap(cancels_);
+    credits.swap(credits_);
   }
   for (auto& it : items) {
     auto lr = std::make_unique<live_request>(std::move(it.req), it.deadline, std::move(it.cb),
                                              cfg_.seed + it.id.value(), it.submitted);
     auto& r = *lr;
+    r.allowance = it.allowance;
     live_.emplace(it.id, std::move(lr));
     if (!r.req.adapter().empty()) {
       if (adapters_ == nullptr) {
@@ -135,21 +149,40 @@ void serving_loop::take_inbox(time_point now) {
     if (cfg_.mode == batching_mode::continuous) {
       auto tokens = r.req.prompt();
       tokens.insert(tokens.end(), r.generated.begin(), r.generated.end());
+      if (!it.kv.empty())
+        import_kv(it.id, r.adapter, tokens, it.kv);
       const auto left = r.req.params().max_tokens - static_cast<int>(r.generated.size());
       seq_spec spec{cache::seq_id{it.id.value()}, std::move(tokens), r.adapter,
                     static_cast<std::uint32_t>(left), r.deadline, r.req.tenant(), r.req.tenant_weight()};
       if (auto err = sched_.add(std::move(spec), now))
         end(it.id, failure(serve_errc::prompt_too_long, *err));
+      else
+        pause_if_out_of_credit(it.id, r);  // resumed with its allowance used up
     } else {
       static_queue_.push_back(it.id);
     }
   }
-  for (auto id : cancels) {
+  for (auto [id, allowance] : credits) {
+    auto it = live_.find(id);
+    if (it == live_.end())
+      continue;
+    auto& lr = *it->second;
+    lr.allowance = std::max(lr.allowance, allowance);
+    const cache::seq_id seq{id.value()};
+    if (sched_.contains(seq) && sched_.paused(seq) && lr.generated.size() < lr.allowance)
+      sched_.resume(seq);
+  }
+  for (auto [id, ship] : cancels) {
     if (!live_.count(id))
       continue;  // already ended, or still in a static batch that checks cancels itself
+    auto res = failure(serve_errc::cancelled, ship ? "moved to another worker" : "cancelled");
+    if (ship) {
+      res.moved = true;
+      res.kv = export_kv(id);  // before finish() frees the blocks
+    }
     sched_.finish(cache::seq_id{id.value()});
     static_queue_.erase(std::remove(static_queue_.begin(), static_queue_.end(), id), static_queue_.end());
-    end(id, failure(serve_errc::cancelled, "cancelled"));
+    end(id, std::move(res));
   }
 }
 
@@ -164,10 +197,20 @@ bool serving_loop::replay(request_id id, live_request& lr, const std::vector<std
   return true;
 }
 
+void serving_loop::pause_if_out_of_credit(request_id id, live_request& lr) {
+  const cache::seq_id seq{id.value()};
+  if (lr.allowance == 0 || lr.generated.size() < lr.allowance || !sched_.contains(seq) || sched_.paused(seq))
+    return;
+  sched_.pause(seq);
+  std::lock_guard<std::mutex> g(mtx_);
+  ++load_.pauses;
+}
+
 void serving_loop::end(request_id id, request_result res) {
   auto it = live_.find(id);
   if (it == live_.end())
     return;
+
   auto lr = std::move(it->second);
   live_.erase(it);
   if (lr->holds_adapter)

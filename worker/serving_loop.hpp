@@ -76,6 +76,12 @@ struct load_report {
   /// streaming and ending requests); idle waits are not counted.
   double forward_ms = 0, sample_ms = 0, step_ms = 0;
   std::uint64_t working_steps = 0;
+  /// K/V moved with requests (cancel with ship_kv; submit with a blob): tokens exported, tokens
+  /// imported into the prefix cache, and blobs that could not be used (recomputed instead).
+  std::uint64_t kv_exported_tokens = 0, kv_imported_tokens = 0, kv_refused = 0;
+  /// Requests paused now for want of credits (not counted in waiting or running), and pauses so far.
+  std::uint32_t paused = 0;
+  std::uint64_t pauses = 0;
 };
 
 /// See the file comment.
@@ -109,12 +115,29 @@ public:
   /// engine's rows do not depend on the batch). If the resumed tokens already end the request
   /// (end of text, a stop string, max_tokens), it finishes at once. Continuous batching only: the
   /// static modes end a resumed request with worker_lost.
+  ///
+  /// `kv`: the K/V an earlier worker computed for prompt + resume (see cancel's ship_kv). When
+  /// its format is this engine's, its tokens are a prefix of prompt + resume and the pool has
+  /// room, its blocks are written into the prefix cache before the request queues, so admission
+  /// finds them there and computes only the rest (the last partial block). Otherwise it is
+  /// ignored and everything is recomputed: a blob never changes what a request generates.
+  ///
+  /// `allowance`: credit-based streaming. The request streams tokens with index < allowance, then
+  /// pauses: it leaves the batch (its blocks freed as in a preemption; the full ones stay in the
+  /// prefix cache) and waits, holding no batch slot, until credit() raises the allowance. Its
+  /// deadline still runs. 0 => unlimited.
   request_id submit(validated_request req, std::optional<time_point> deadline, request_callbacks cb,
-                    std::vector<std::int32_t> resume = {});
+                    std::vector<std::int32_t> resume = {}, kv_blob kv = {}, std::uint32_t allowance = 0);
+
+  /// Raises a request's allowance (never lowers it); a paused request goes back to the head of
+  /// the waiting queue. Thread-safe; false if the request is unknown.
+  bool credit(request_id id, std::uint32_t allowance);
 
   /// Cancels a request in any state; its blocks are freed and on_done(cancelled) follows.
-  /// Returns false if the request is unknown or already ended.
-  bool cancel(request_id id);
+  /// `ship_kv`: the request is moving to another worker: the result says so (`moved`) and, in
+  /// continuous batching, carries the K/V of its computed whole blocks (`kv`) for that worker's
+  /// submit(). Returns false if the request is unknown or already ended.
+  bool cancel(request_id id, bool ship_kv = false);
 
   /// Stops taking requests. drain = true: finish everything in flight first; false: cancel it.
   /// Blocks until the loop thread has ended.
@@ -138,6 +161,16 @@ private:
   std::pair<std::string, std::string> advance(live_request& lr, std::int32_t token) const;
   /// Replays a resumed request's earlier tokens (see submit); false if they ended it.
   bool replay(request_id id, live_request& lr, const std::vector<std::int32_t>& tokens);
+  /// Pauses `id` if it has used its allowance (see submit).
+  void pause_if_out_of_credit(request_id id, live_request& lr);
+  /// A request the static batch saw cancelled: its result, `moved` if cancel() asked to ship.
+  request_result cancelled_or_moved(request_id id);
+  /// The K/V of `id`'s computed whole blocks (empty if none, or the engine cannot move K/V).
+  kv_blob export_kv(request_id id);
+  /// Writes `kv` into the prefix cache as `adapter`'s blocks for `tokens` (see submit); the
+  /// tokens it imported (0 if it could not: a foreign format, other tokens, a short pool).
+  std::uint32_t import_kv(request_id id, cache::adapter_id adapter, const std::vector<std::int32_t>& tokens,
+                          const kv_blob& kv);
   void publish_load();
   /// Whether a waiting request of adapter `a` may start now (readiness, single-adapter turn).
   bool adapter_usable(cache::adapter_id a) const;
@@ -159,7 +192,8 @@ private:
   mutable std::mutex mtx_;
   std::condition_variable cv_;
   std::deque<inbox_item> inbox_;
-  std::vector<request_id> cancels_;
+  std::vector<std::pair<request_id, bool>> cancels_;  ///< with ship_kv
+  std::vector<std::pair<request_id, std::uint32_t>> credits_;  ///< new allowances
   bool stopping_ = false, drain_ = false;
   bool adapter_news_ = false;  ///< an adapter load settled since the loop last looked
   std::uint64_t next_id_ = 1;

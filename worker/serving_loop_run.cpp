@@ -22,7 +22,9 @@ void serving_loop::run() {
     {
       std::unique_lock<std::mutex> lk(mtx_);
       // Sleep only when there is nothing to run; static mode waits for its batch inside.
-      cv_.wait(lk, [&] { return stopping_ || !inbox_.empty() || !cancels_.empty() || !live_.empty(); });
+      cv_.wait(lk, [&] {
+        return stopping_ || !inbox_.empty() || !cancels_.empty() || !credits_.empty() || !live_.empty();
+      });
     }
     take_inbox(clock_type::now());
     fail_adapter_waiters();
@@ -207,7 +209,9 @@ void serving_loop::on_sampled(request_id id, std::int32_t token, std::optional<t
   if (!reason.empty()) {
     sched_.finish(cache::seq_id{id.value()});
     end(id, finished(reason));
+    return;
   }
+  pause_if_out_of_credit(id, lr);
 }
 
 void serving_loop::run_static_batch() {
@@ -264,7 +268,7 @@ void serving_loop::run_static_batch() {
       return true;
     std::lock_guard<std::mutex> g(mtx_);
     return (stopping_ && !drain_)
-           || std::find(cancels_.begin(), cancels_.end(), ids[row]) != cancels_.end();
+           || std::any_of(cancels_.begin(), cancels_.end(), [&](auto& c) { return c.first == ids[row]; });
   };
   engine::generation_batch_result res;
   try {
@@ -292,7 +296,7 @@ void serving_loop::run_static_batch() {
         if (lr.deadline && clock_type::now() >= *lr.deadline)
           end(ids[i], failure(serve_errc::timeout, "deadline passed before the request finished"));
         else
-          end(ids[i], failure(serve_errc::cancelled, "cancelled"));
+          end(ids[i], cancelled_or_moved(ids[i]));
         break;
     }
   }
@@ -305,6 +309,7 @@ void serving_loop::publish_load() {
   std::lock_guard<std::mutex> g(mtx_);
   load_.waiting = l.waiting + static_cast<std::uint32_t>(static_queue_.size());
   load_.running = l.running;
+  load_.paused = l.paused;
   load_.waiting_tokens = l.waiting_tokens;
   load_.running_tokens = l.running_tokens;
   load_.free_blocks = blocks_.num_free_blocks();

@@ -44,6 +44,7 @@ struct serving_loop::live_request {
   bool started = false;
   cache::adapter_id adapter = cache::base_model;  ///< the registry's id for req.adapter
   bool holds_adapter = false;  ///< acquired from the adapter manager; released by end()
+  std::uint32_t allowance = 0;  ///< streams tokens with index < allowance; 0 => unlimited
 };
 
 struct serving_loop::inbox_item {
@@ -53,6 +54,8 @@ struct serving_loop::inbox_item {
   request_callbacks cb;
   time_point submitted;
   std::vector<std::int32_t> resume;
+  kv_blob kv;
+  std::uint32_t allowance = 0;
 };
 
 } // namespace lf::worker

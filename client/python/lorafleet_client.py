@@ -56,10 +56,13 @@ class Result:
 class Request:
     """One in-flight request: iterate it for text deltas, await result() for the end."""
 
-    def __init__(self, client: "Client", rid: int, stream: bool):
+    def __init__(self, client: "Client", rid: int, stream: bool, window: Optional[int] = None):
         self.id = rid
         self._client = client
         self._stream = stream
+        self._window = window if stream else None
+        self._ungranted = 0  # deltas the application took and the server has not been granted
+        self._iterating = False
         self._queue: asyncio.Queue = asyncio.Queue()
         self._done: asyncio.Future = asyncio.get_running_loop().create_future()
         self._text: List[str] = []
@@ -93,6 +96,7 @@ class Request:
         return self._iterate()
 
     async def _iterate(self):
+        self._iterating = True
         while True:
             delta = await self._queue.get()
             if delta is None:
@@ -100,9 +104,26 @@ class Request:
                     raise self._done.exception()
                 return
             yield delta
+            # The application took the delta: credit it back, half a window at a time.
+            if self._window:
+                self._ungranted += 1
+                if self._ungranted >= max(1, self._window // 2) and not self._done.done():
+                    await self._client._send({"type": "credit", "id": self.id, "tokens": self._ungranted})
+                    self._ungranted = 0
+
+    async def _consume(self) -> None:
+        try:
+            async for _ in self._iterate():
+                pass
+        except Exception:  # the same error reaches the caller through result()
+            pass
 
     async def result(self, timeout: Optional[float] = None) -> Result:
-        """The finished request; raises LorafleetError for an error reply."""
+        """The finished request; raises LorafleetError for an error reply. With a window and
+        nobody iterating the stream, this consumes it (granting credits) while it waits."""
+        if self._window and not self._iterating:
+            self._iterating = True
+            asyncio.ensure_future(self._consume())
         return await asyncio.wait_for(asyncio.shield(self._done), timeout)
 
     async def cancel(self) -> None:
@@ -189,9 +210,14 @@ class Client:
                      top_k: int = 0, top_p: float = 1.0, repetition_penalty: float = 1.0,
                      seed: Optional[int] = None, stop: Optional[List[str]] = None,
                      ignore_eos: bool = False, stream: bool = True,
-                     deadline_ms: Optional[int] = None, ttft_ms: Optional[int] = None,
-                     tenant: Optional[str] = None) -> Request:
+                     deadline_ms: Optional[int] = None, window: Optional[int] = None,
+                     ttft_ms: Optional[int] = None, tenant: Optional[str] = None) -> Request:
         """Sends one request and returns its handle at once (no round trip).
+
+        `window` (streaming): the server runs at most this many tokens ahead of what the
+        application has taken from the stream; the client grants credits as it iterates, so a
+        consumer that stops reading stops the request's generation (it leaves the batch) instead
+        of piling tokens up. None: unlimited.
 
         tenant: who the request is for (scheduling share, per-tenant limits; at most 64 bytes),
         else the client's; a gateway that knows this client's CURVE key by name uses that.
@@ -218,12 +244,14 @@ class Client:
             msg["ignore_eos"] = True
         if deadline_ms is not None:
             msg["deadline_ms"] = deadline_ms
+        if window is not None and stream:
+            msg["window"] = window
         if ttft_ms is not None:
             msg["ttft_ms"] = ttft_ms
         tenant = tenant if tenant is not None else self.tenant
         if tenant:
             msg["tenant"] = tenant
-        req = Request(self, rid, stream)
+        req = Request(self, rid, stream, window)
         self._live[rid] = req
         await self._send(msg)
         if self.timeout is not None:

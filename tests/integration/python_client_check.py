@@ -63,8 +63,40 @@ async def main(endpoint):
             assert (await b.generate(prompt="Hi", max_tokens=3)).usage["completion_tokens"] >= 1
         # Draining a name no worker has drains nothing.
         assert await c.drain("no-such-node") == {"workers": 0, "moved": 0}
+        await credits(c)
     await refused_frames_fail_at_once(endpoint)
     print("python client: ok")
+
+
+def paused(stats):
+    return sum(v for k, v in stats.items() if k.startswith("worker.") and k.endswith(".paused"))
+
+
+async def credits(c):
+    """A window: iterating grants credits; a reader that stops holds the request at its window,
+    off the batch, until it reads on; result() alone consumes (and grants) for the caller."""
+    want = await c.generate(prompt="Once upon a time", max_tokens=30, temperature=0, ignore_eos=True)
+    r = await c.submit(prompt="Once upon a time", max_tokens=30, temperature=0, ignore_eos=True, window=4)
+    parts = []
+    async for d in r:
+        parts.append(d)
+        if len(parts) == 2:
+            # Stop reading for a while: the server stops at the window and pauses the request.
+            for _ in range(300):
+                if paused(await c.stats()) == 1:
+                    break
+                await asyncio.sleep(0.01)
+            assert paused(await c.stats()) == 1, await c.stats()
+            assert len(r._tokens) == 4, r._tokens  # the window, not one token more
+    res = await r.result()
+    assert "".join(parts) == res.text == want.text, (parts, res.text, want.text)
+    r = await c.submit(prompt="Once upon a time", max_tokens=30, temperature=0, ignore_eos=True, window=3)
+    assert (await r.result(timeout=60)).text == want.text
+    for _ in range(300):
+        if paused(await c.stats()) == 0:
+            break
+        await asyncio.sleep(0.01)
+    assert paused(await c.stats()) == 0
 
 
 async def refused_frames_fail_at_once(endpoint):

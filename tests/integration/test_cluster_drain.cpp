@@ -64,7 +64,9 @@ TEST_CASE("three nodes as processes: SIGTERM on a busy worker node and `loraflee
   const auto s = c.stats();
   CHECK(s.at("router.worker_lost") == 0);
   CHECK(s.at("router.resumed") >= 1);
+  CHECK(s.at("router.kv_shipped") >= 1);  // the drained requests took their K/V along (200-token streams)
   std::cerr << "SIGTERM of w2, then drain of w1, under load: " << done << " done, "
-            << s.at("router.resumed") << " resumed, " << s.at("router.replaced") << " placed again\n";
+            << s.at("router.resumed") << " resumed, " << s.at("router.replaced") << " placed again, "
+            << s.at("router.kv_shipped") << " moved with " << s.at("router.kv_shipped_tokens") << " tokens of K/V\n";
   REQUIRE(c.stop(60s));
 }

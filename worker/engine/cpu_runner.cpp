@@ -10,6 +10,36 @@ namespace lf::engine {
 cpu_runner::cpu_runner(cpu_model& model, kernels::kv_cache& kv, cache::adapter_lookup_fn adapters)
   : model_(model), kv_(kv), adapters_(std::move(adapters)) {
   model.check_kv(kv);  // at construction, not at the first step
+  // FNV-1a over the position embeddings: cheap, and different for any two distinct checkpoints
+  // (and for the random models tests make with different seeds).
+  std::uint64_t h = 1469598103934665603ull;
+  const auto& wpe = model.weights().wpe;
+  const auto* p = reinterpret_cast<const unsigned char*>(wpe.data());
+  for (std::size_t i = 0; i < wpe.size() * sizeof(float); ++i)
+    h = (h ^ p[i]) * 1099511628211ull;
+  const auto& s = kv.shape();
+  format_ = "lf-kv1 " + std::string(kernels::to_string(s.type)) + " L" + std::to_string(s.layers) + " H"
+            + std::to_string(s.heads) + " D" + std::to_string(s.head_dim) + " B" + std::to_string(s.block_size)
+            + " " + std::string(to_string(model.weights().dtype)) + " wpe:" + std::to_string(h);
+}
+
+std::size_t cpu_runner::kv_block_bytes() const { return kernels::kv_cache::bytes_per_block(kv_.shape()); }
+
+void cpu_runner::read_kv(const std::vector<cache::block_id>& blocks, std::string& out) const {
+  const auto per = kv_block_bytes();
+  const auto at = out.size();
+  out.resize(at + per * blocks.size());
+  for (std::size_t i = 0; i < blocks.size(); ++i)
+    kv_.read_block(blocks[i].value(), reinterpret_cast<std::byte*>(out.data() + at + i * per));
+}
+
+void cpu_runner::write_kv(const std::vector<cache::block_id>& blocks, std::string_view bytes) {
+  const auto per = kv_block_bytes();
+  if (bytes.size() != per * blocks.size())
+    throw std::invalid_argument("cpu_runner::write_kv: " + std::to_string(bytes.size()) + " bytes for "
+                                + std::to_string(blocks.size()) + " blocks of " + std::to_string(per));
+  for (std::size_t i = 0; i < blocks.size(); ++i)
+    kv_.write_block(blocks[i].value(), reinterpret_cast<const std::byte*>(bytes.data() + i * per));
 }
 
 void cpu_runner::step(const std::vector<engine_chunk>& chunks) {

@@ -4,6 +4,7 @@
 /// store. Rows are ordered by adapter so each adapter's rows are one contiguous run.
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "cache/adapter_manager.hpp"
@@ -26,11 +27,18 @@ public:
   std::size_t vocab_size() const override { return model_.vocab_size(); }
   /// On the model's thread pool.
   void for_rows(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn) override;
+  /// "lf-kv1 <type> L.. H.. D.. B.. <compute dtype> wpe:<hash>": the store's layout and the
+  /// model (its position embeddings' FNV-1a hash stands for its weights).
+  std::string kv_format() const override { return format_; }
+  std::size_t kv_block_bytes() const override;
+  void read_kv(const std::vector<cache::block_id>& blocks, std::string& out) const override;
+  void write_kv(const std::vector<cache::block_id>& blocks, std::string_view bytes) override;
 
 private:
   cpu_model& model_;
   kernels::kv_cache& kv_;
   cache::adapter_lookup_fn adapters_;
+  std::string format_;
   cpu_step step_;
   std::vector<std::int32_t> tables_;
   std::vector<std::size_t> logit_index_;  ///< chunk's logits row -> model output row

@@ -6,6 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "cache/ids.hpp"
@@ -42,6 +45,27 @@ public:
   virtual void for_rows(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn) {
     if (n > 0)
       fn(0, n);
+  }
+
+  // -- moving K/V between engines (a drained worker ships its sequences' blocks) --
+
+  /// Names the K/V bytes' format: store type, shape, block size and the model they came from.
+  /// Bytes read by read_kv() may be written by the write_kv() of any engine whose kv_format() is
+  /// equal. Empty (the default): this engine cannot move K/V; its sequences are recomputed.
+  virtual std::string kv_format() const { return {}; }
+
+  /// Bytes one block takes in read_kv()'s output.
+  virtual std::size_t kv_block_bytes() const { return 0; }
+
+  /// Appends the K/V of `blocks`, in order, to `out` (kv_block_bytes() each).
+  virtual void read_kv(const std::vector<cache::block_id>& /*blocks*/, std::string& /*out*/) const {
+    throw std::logic_error("step_engine: this engine cannot move K/V");
+  }
+
+  /// Writes read_kv()'s bytes of blocks.size() blocks into `blocks`, in order. Throws
+  /// std::invalid_argument if `bytes` does not hold exactly that many blocks.
+  virtual void write_kv(const std::vector<cache::block_id>& /*blocks*/, std::string_view /*bytes*/) {
+    throw std::logic_error("step_engine: this engine cannot move K/V");
   }
 };
 

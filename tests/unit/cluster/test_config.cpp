@@ -22,6 +22,7 @@ TEST_CASE("a minimal config gets the documented defaults", "[cluster][config]") 
   CHECK(c.tokenizer_dir.empty());
   CHECK(c.gateway_listen == "tcp://127.0.0.1:5555");
   CHECK(c.router_cfg.placement.policy == router::placement_policy::least_loaded);
+  CHECK(c.router_cfg.ship_kv);
   CHECK(c.heartbeat_interval == std::chrono::milliseconds(1000));
   CHECK(c.heartbeat_timeout == std::chrono::milliseconds(5000));
   REQUIRE(c.nodes.size() == 1);
@@ -63,6 +64,7 @@ queue_limit = 12
 max_inflight_per_worker = 7
 retry_after_ms = 250
 adapter_load_cost_tokens = 300
+drain_kv = "recompute"
 scheduling = "fcfs"
 prompt_token_weight = 0.5
 output_token_weight = 3
@@ -142,6 +144,7 @@ report_interval_ms = 20
   CHECK(c.max_per_connection == 99);
   CHECK(c.router_cfg.placement.policy == router::placement_policy::adapter_affinity);
   CHECK(c.router_cfg.placement.adapter_load_cost_tokens == 300);
+  CHECK_FALSE(c.router_cfg.ship_kv);
   CHECK(c.router_cfg.queue_limit == 12);
   CHECK(c.router_cfg.max_inflight_per_worker == 7);
   CHECK(c.router_cfg.retry_after_ms == 250);

@@ -93,6 +93,9 @@ TEST_CASE("values out of range or not in the allowed set", "[cluster][config][er
   i = d.issue(with("\n[router]\nplacement = \"random\"\n"));
   CHECK(i.key == "router.placement");
   CHECK_THAT(i.reason, Contains("round_robin"));
+  i = d.issue(with("\n[router]\ndrain_kv = \"teleport\"\n"));
+  CHECK(i.key == "router.drain_kv");
+  CHECK_THAT(i.reason, Contains("\"ship\" or \"recompute\""));
   i = d.issue(replaced("count = 2", "count = 2\ndevice = \"cuda:0\""));
   CHECK(i.key == "nodes[1].workers.device");
   CHECK_THAT(i.reason, Contains("cpu"));

@@ -66,6 +66,28 @@ TEST_CASE("client messages round trip", "[protocol]") {
   check_client_round_trip(ping_msg{});
   check_client_round_trip(drain_msg{"w1"});
   check_client_round_trip(drain_msg{"w1/2"});
+  check_client_round_trip(credit_msg{client_request_id{7}, 1});
+  check_client_round_trip(credit_msg{client_request_id{7}, max_window});
+  auto windowed = full_submit();
+  windowed.window = 64;
+  check_client_round_trip(windowed);
+}
+
+TEST_CASE("credit windows and grants are bounded and named in the refusal", "[protocol][credit]") {
+  auto m = full_submit();
+  for (std::uint32_t bad : {0u, max_window + 1}) {
+    m.window = bad;
+    const auto r = decode_client(encode(m));
+    REQUIRE(std::holds_alternative<decode_error>(r));
+    CHECK_THAT(std::get<decode_error>(r).message, Catch::Contains("window"));
+    CHECK(std::get<decode_error>(r).id == m.id);
+  }
+  const auto zero = decode_client(encode(credit_msg{client_request_id{9}, 0}));
+  REQUIRE(std::holds_alternative<decode_error>(zero));
+  CHECK_THAT(std::get<decode_error>(zero).message, Catch::Contains("tokens must be in [1, "));
+  CHECK(std::get<decode_error>(zero).id == client_request_id{9});
+  m.window.reset();
+  CHECK_FALSE(expect_message<submit_msg>(decode_client(encode(m))).window);  // absent: unlimited
 }
 
 TEST_CASE("server messages round trip", "[protocol]") {

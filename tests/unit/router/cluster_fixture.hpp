@@ -37,14 +37,22 @@ using backend_factory = std::function<actors::worker_backend()>;
 /// of 8 tokens): its tokens depend only on each sequence's own tokens, so a request gets the same
 /// text alone or in any batch; `step` is the simulated time of one engine step (about the tiny
 /// GPT-2's, so a long request is still streaming when a test kills its worker).
+/// `kv`: the engine keeps a fake K/V store (fake_engine::enable_kv), so drains ship K/V.
 inline backend_factory fake_worker(std::uint32_t max_seqs = 8,
-                                   std::chrono::microseconds step = std::chrono::microseconds(2000)) {
+                                   std::chrono::microseconds step = std::chrono::microseconds(2000),
+                                   bool kv = false) {
   return [=] {
     struct owner {
       fake_engine engine;
       worker::serving_loop loop;
-      owner(worker::serving_config cfg, std::chrono::microseconds t)
-        : engine(50257, t), loop(engine, tokenizer(), cfg) {}
+      owner(worker::serving_config cfg, std::chrono::microseconds t, bool kv)
+        : engine(make_engine(cfg, t, kv)), loop(engine, tokenizer(), cfg) {}
+      static fake_engine make_engine(const worker::serving_config& cfg, std::chrono::microseconds t, bool kv) {
+        fake_engine e(50257, t);
+        if (kv)
+          e.enable_kv(cfg.block_size, cfg.num_blocks);
+        return e;
+      }
     };
     worker::serving_config cfg;
     cfg.sched.max_seqs = max_seqs;
@@ -52,7 +60,7 @@ inline backend_factory fake_worker(std::uint32_t max_seqs = 8,
     cfg.num_blocks = 256;
     cfg.block_size = 8;
     cfg.eos_id = tokenizer().eos_id();
-    auto o = std::make_shared<owner>(cfg, step);
+    auto o = std::make_shared<owner>(cfg, step, kv);
     actors::worker_backend b;
     b.loop = &o->loop;
     b.context_window = 256;

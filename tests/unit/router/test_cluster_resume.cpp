@@ -79,7 +79,11 @@ bool worker_one_streaming(const client& k) {
 /// Two workers under round robin, the undisturbed run of batch(1000) done (`ref`), and
 /// batch(0, unseeded) streaming on both (`cl`), worker 1's share a few tokens in.
 struct mid_stream {
-  explicit mid_stream(bool unseeded) : reqs(batch(0, unseeded)) {
+  /// `kv`: the workers' engines keep a (fake) K/V store, so a drain ships it.
+  explicit mid_stream(bool unseeded, bool kv = false, bool ship = true)
+    : c{round_robin(ship), {test::fake_worker(8, std::chrono::microseconds(2000), kv),
+                            test::fake_worker(8, std::chrono::microseconds(2000), kv)}},
+      reqs(batch(0, unseeded)) {
     for (auto& r : batch(1000, false))
       ref.submit(r);
     REQUIRE(ref.run_until_terminals(16));
@@ -87,12 +91,13 @@ struct mid_stream {
       cl.submit(r);
     REQUIRE(cl.run_until(worker_one_streaming));
   }
-  static router_config round_robin() {
+  static router_config round_robin(bool ship) {
     router_config rc;
     rc.placement.policy = placement_policy::round_robin;
+    rc.ship_kv = ship;
     return rc;
   }
-  cluster c{round_robin(), {test::fake_worker(8), test::fake_worker(8)}};
+  cluster c;
   client ref{c.sys, c.router};
   client cl{c.sys, c.router};
   std::vector<generate_request> reqs;
@@ -136,9 +141,12 @@ TEST_CASE("a worker killed mid-stream: its requests resume exactly on another wo
   check_reproduced(c, cl, unseeded);
 }
 
-TEST_CASE("draining a worker moves its running requests and places nothing there again",
-          "[cluster][resume]") {
-  mid_stream m(false);
+namespace {
+
+/// Drains worker 1 of a mid_stream run and checks every request continued exactly on worker 2.
+/// Returns the router's stats after the run and worker 2's load.
+std::pair<router_stats, worker::load_report> check_drain(bool kv, bool ship) {
+  mid_stream m(false, kv, ship);
   auto& c = m.c;
   auto& ref = m.ref;
   auto& cl = m.cl;
@@ -178,6 +186,34 @@ TEST_CASE("draining a worker moves its running requests and places nothing there
   cl.self->request(c.router, std::chrono::seconds(10), drain_atom::value, std::string("w"))
     .receive([&](std::uint32_t w, std::uint32_t m) { CHECK((w == 0 && m == 0)); },
              [&](const caf::error& e) { FAIL(caf::to_string(e)); });
+  const auto l = c.loops[1]->load();
+  CHECK(l.kv_refused == 0);
+  return {stats, l};
+}
+
+} // namespace
+
+TEST_CASE("draining a worker moves its running requests and places nothing there again",
+          "[cluster][resume]") {
+  auto [s, w2] = check_drain(false, true);  // the engine cannot move K/V: moved requests are recomputed
+  CHECK(s.kv_shipped == 0);
+  CHECK(w2.kv_imported_tokens == 0);
+}
+
+TEST_CASE("draining a worker moves its requests with their K/V: the next worker computes only the rest",
+          "[cluster][resume][kv_ship]") {
+  auto [s, w2] = check_drain(true, true);
+  CHECK(s.kv_shipped >= 4);
+  CHECK(s.kv_shipped_tokens > 0);
+  // Worker 2 wrote what its prefix cache did not hold already (the reference run's prompts).
+  CHECK(w2.kv_imported_tokens > 0);
+  CHECK(w2.kv_imported_tokens <= s.kv_shipped_tokens);
+}
+
+TEST_CASE("with ship_kv off a drain recomputes as before", "[cluster][resume][kv_ship]") {
+  auto [s, w2] = check_drain(true, false);
+  CHECK(s.kv_shipped == 0);
+  CHECK(w2.kv_imported_tokens == 0);
 }
 
 TEST_CASE("a request without a seed is given one at admission and done reports it", "[cluster][resume]") {

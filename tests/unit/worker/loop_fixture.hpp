@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
+#include <stdexcept>
 #include <map>
 #include <mutex>
 #include <string>
@@ -39,16 +41,46 @@ public:
   explicit fake_engine(std::size_t vocab = 50257, std::chrono::microseconds step_time = {})
     : vocab_(vocab), step_time_(step_time) {}
 
+  /// A fake K/V store (`num_blocks` blocks of `block_size` slots holding each position's token),
+  /// so K/V can move between fake engines (kv_format "fake-kv"); from then on a chunk's next token
+  /// also depends on the sum of the store over all its positions, so K/V that is missing or
+  /// wrong (a bad import) changes what the engine generates.
+  void enable_kv(std::uint32_t block_size, std::uint32_t num_blocks) {
+    kv_block_ = block_size;
+    kv_.assign(std::size_t{block_size} * num_blocks, 0);
+  }
+  std::string kv_format() const override { return kv_block_ ? "fake-kv B" + std::to_string(kv_block_) : ""; }
+  std::size_t kv_block_bytes() const override { return kv_block_ * sizeof(std::int32_t); }
+  void read_kv(const std::vector<cache::block_id>& blocks, std::string& out) const override {
+    for (auto b : blocks)
+      out.append(reinterpret_cast<const char*>(kv_.data() + std::size_t{b.value()} * kv_block_), kv_block_bytes());
+  }
+  void write_kv(const std::vector<cache::block_id>& blocks, std::string_view bytes) override {
+    if (bytes.size() != blocks.size() * kv_block_bytes())
+      throw std::invalid_argument("fake_engine::write_kv: wrong size");
+    for (std::size_t i = 0; i < blocks.size(); ++i)
+      std::memcpy(kv_.data() + std::size_t{blocks[i].value()} * kv_block_, bytes.data() + i * kv_block_bytes(),
+                  kv_block_bytes());
+  }
+
   void step(const std::vector<engine::engine_chunk>& chunks) override {
     if (step_time_.count() > 0)
       std::this_thread::sleep_for(step_time_);
     rows_.clear();
     for (auto& c : chunks) {
       ++tokens_computed_;
+      std::int64_t kv_sum = 0;
+      if (kv_block_ > 0) {
+        auto slot = [&](std::int64_t p) { return std::size_t{(*c.table)[p / kv_block_].value()} * kv_block_ + p % kv_block_; };
+        for (std::int64_t k = 0; k < c.count; ++k)
+          kv_[slot(c.start + k)] = c.tokens[k];
+        for (std::int64_t p = 0; p < c.start + c.count; ++p)
+          kv_sum += kv_[slot(p)];
+      }
       if (!c.want_logits)
         continue;
       auto last = c.tokens[c.count - 1];
-      auto next = static_cast<std::size_t>(last * 31 + 7 * (c.start + c.count)) % (vocab_ - 1);
+      auto next = static_cast<std::size_t>(last * 31 + 7 * (c.start + c.count) + 13 * kv_sum) % (vocab_ - 1);
       std::vector<float> row(vocab_, 0.0f);
       row[next] = 10.0f;
       rows_.push_back(std::move(row));
@@ -64,6 +96,8 @@ private:
   std::chrono::microseconds step_time_;
   std::vector<std::vector<float>> rows_;
   std::uint64_t steps_ = 0, tokens_computed_ = 0;
+  std::uint32_t kv_block_ = 0;
+  std::vector<std::int32_t> kv_;
 };
 
 /// Collects every request's streamed text and terminal result; counts terminals to catch doubles.

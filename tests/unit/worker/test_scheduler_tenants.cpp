@@ -88,3 +88,27 @@ TEST_CASE("vtc: a cold adapter does not hold up its tenant's turn for others", "
   CHECK(show(h.step(t0, ready)) == "2@0+4*");
   CHECK(show(h.s.waiting()) == "1");
 }
+
+TEST_CASE("vtc with credits: a resumed sequence goes first, a paused one is not waiting for its tenant", "[scheduler][tenants][pause]") {
+  harness h{scheduler_config{1, 64}, 64};
+  h.add(1, iota_tokens(4), 8, base_model, std::nullopt, "a");
+  h.add(2, iota_tokens(4, 100), 8, base_model, std::nullopt, "b");
+  h.add(3, iota_tokens(4, 200), 8, base_model, std::nullopt, "b");
+  CHECK(show(h.step()) == "1@0+4*");
+  for (int k = 0; k < 3; ++k)
+    h.step();  // a: 4 + 3 x 2 = 10
+  REQUIRE(h.s.pause(sid(1)));  // its client stopped reading
+  CHECK(show(h.step()) == "2@0+4*");
+  REQUIRE(h.s.resume(sid(1)));
+  REQUIRE(h.s.finish(sid(2)));
+  // b has had 4, a 10: b's turn by the counters, but 1 was admitted before and goes first.
+  CHECK(h.s.counters().counter("b") < h.s.counters().counter("a"));
+  CHECK(show(h.step()) == "1@4+4*");  // its first block from the prefix cache
+
+  h.add(4, iota_tokens(4, 300), 8, base_model, std::nullopt, "c");
+  CHECK(h.s.counters().is_backlogged("c"));
+  REQUIRE(h.s.pause(sid(4)));  // waiting, then paused: c has nothing waiting
+  CHECK_FALSE(h.s.counters().is_backlogged("c"));
+  REQUIRE(h.s.resume(sid(4)));
+  CHECK(h.s.counters().is_backlogged("c"));
+}

@@ -1,5 +1,6 @@
 #include "worker/engine/kernels/kv_cache.hpp"
 
+#include <cstring>
 #include <stdexcept>
 
 namespace lf::kernels {
@@ -55,6 +56,45 @@ kv_layer kv_cache::layer(int l) const noexcept {
   return {shape_.type, shape_.heads, shape_.head_dim, shape_.block_size, k_[i].data(), v_[i].data(),
           q ? reinterpret_cast<float*>(ks_[i].data()) : nullptr,
           q ? reinterpret_cast<float*>(vs_[i].data()) : nullptr};
+}
+
+namespace {
+
+/// The four regions of block `b` in layer `l`: K, V (head_bytes per head), then the K and V
+/// scales of int8 (block_size floats per head). fn(pointer, bytes) visits them in that order.
+template <class F>
+void for_block_regions(const kv_layer& l, std::uint32_t b, F&& fn) {
+  const std::size_t heads = static_cast<std::size_t>(l.heads);
+  const std::size_t kv_bytes = l.head_bytes() * heads;
+  fn(l.k + b * kv_bytes, kv_bytes);
+  fn(l.v + b * kv_bytes, kv_bytes);
+  if (l.type == kv_type::int8) {
+    const std::size_t n = heads * static_cast<std::size_t>(l.block_size);
+    fn(reinterpret_cast<std::byte*>(l.k_scale + b * n), n * sizeof(float));
+    fn(reinterpret_cast<std::byte*>(l.v_scale + b * n), n * sizeof(float));
+  }
+}
+
+} // namespace
+
+void kv_cache::read_block(std::uint32_t b, std::byte* out) const {
+  if (b >= shape_.num_blocks)
+    throw std::out_of_range("kv_cache::read_block: block outside the pool");
+  for (int l = 0; l < shape_.layers; ++l)
+    for_block_regions(layer(l), b, [&](const std::byte* p, std::size_t n) {
+      std::memcpy(out, p, n);
+      out += n;
+    });
+}
+
+void kv_cache::write_block(std::uint32_t b, const std::byte* in) {
+  if (b >= shape_.num_blocks)
+    throw std::out_of_range("kv_cache::write_block: block outside the pool");
+  for (int l = 0; l < shape_.layers; ++l)
+    for_block_regions(layer(l), b, [&](std::byte* p, std::size_t n) {
+      std::memcpy(p, in, n);
+      in += n;
+    });
 }
 
 } // namespace lf::kernels

@@ -64,6 +64,14 @@ public:
   static std::uint32_t blocks_for_budget(std::size_t budget, kv_shape s) noexcept;
 
   kv_layer layer(int l) const noexcept;
+
+  /// Copies block `b` (every layer's K and V, and the int8 scales) into `out`, which must hold
+  /// bytes_per_block(shape()) bytes. Layer-major: per layer K, V, then K and V scales. Throws
+  /// std::out_of_range for a block outside the pool.
+  void read_block(std::uint32_t b, std::byte* out) const;
+  /// Overwrites block `b` with read_block's bytes (of a cache of the same shape but for
+  /// num_blocks). Throws std::out_of_range for a block outside the pool.
+  void write_block(std::uint32_t b, const std::byte* in);
   const kv_shape& shape() const noexcept { return shape_; }
   std::size_t bytes() const noexcept { return bytes_per_block(shape_) * shape_.num_blocks; }
 
