@@ -158,6 +158,7 @@ void router_state::place(route_entry& e, worker_entry& w) {
 }
 
 void router_state::unplace(route_entry& e) {
+  tenant_unplaced(e);  // also when its worker is gone already (worker_lost forgets it first)
   auto it = workers_.find(e.worker);
   if (it == workers_.end())
     return;
@@ -169,7 +170,6 @@ void router_state::unplace(route_entry& e) {
     if (a != w.placed_adapters.end() && --a->second == 0)
       w.placed_adapters.erase(a);
   }
-  tenant_unplaced(e);
 }
 
 bool router_state::move_again(route_entry& e) {

@@ -174,3 +174,25 @@ TEST_CASE("deadlines: a queued request whose turn comes too late is dropped befo
   CHECK(dropped >= 1);
   CHECK(done + dropped + timed_out == n);
 }
+
+TEST_CASE("tenants: a request moved off a killed worker does not keep its tenant's in-flight slot", "[cluster][tenants]") {
+  router_config rc;
+  tenant_limits one;
+  one.max_inflight = 1;
+  rc.tenants.tenants["t"] = one;
+  cluster c(rc, {test::fake_worker(), test::fake_worker()});
+  client cl(c.sys, c.router);
+  cl.submit(for_tenant(1, "t", 200));
+  cl.submit(for_tenant(2, "t", 4));  // waits: t has one in flight
+  // Request 1's first token: it is running on worker 1 (the first of two idle workers).
+  REQUIRE(cl.run_until([](const client& k) { return k.log.count(1) && !k.log.at(1).tokens.empty(); }));
+  caf::anon_send_exit(c.workers[0], caf::exit_reason::kill);
+  // 1 resumes on worker 2; when it ends, t's one slot is free and 2 runs (it does not wait for
+  // a slot its tenant lost with the dead worker).
+  REQUIRE(cl.run_until_terminals(2, std::chrono::seconds(30)));
+  REQUIRE(cl.log[1].done);
+  CHECK(cl.log[1].done->resumed == 1);
+  CHECK(cl.log[2].done);
+  CHECK(cl.log[1].done_rank == 0);
+  CHECK(cl.stats().inflight == 0);
+}
