@@ -93,7 +93,10 @@ void vtc::charge(const std::string& tenant, std::uint64_t prompt_tokens, std::ui
   const double cost = w_.prompt * static_cast<double>(prompt_tokens) + w_.output * static_cast<double>(output_tokens);
   if (cost == 0)
     return;
-  t_[tenant].counter += cost / weight(tenant);
+  auto [it, fresh] = t_.try_emplace(tenant);
+  it->second.counter += cost / weight(tenant);
+  if (fresh && t_.size() >= prune_at_)
+    prune();
 }
 
 double vtc::counter(const std::string& tenant) const {
@@ -128,13 +131,24 @@ double vtc::backlogged_weight() const {
 
 void vtc::prune() {
   const double f = floor();
-  std::vector<std::string> gone;
+  std::vector<std::pair<double, std::string>> idle;
   for (const auto& [name, e] : t_)
-    if (!e.backlogged && e.counter <= f && name != last_left_)
-      gone.push_back(name);
-  for (const auto& name : gone)
-    t_.erase(name);
-  prune_at_ = std::max<std::size_t>(1024, 2 * t_.size());
+    if (!e.backlogged && name != last_left_)
+      idle.emplace_back(e.counter, name);
+  // First the counters the lift would bring to the floor anyway; then, past max_tenants, the
+  // smallest idle ones (a returning tenant may then start lower than it would have: a small
+  // unfairness, against memory that grows with every name a client invents).
+  auto above = std::partition(idle.begin(), idle.end(), [f](const auto& x) { return x.first <= f; });
+  auto drop = static_cast<std::size_t>(above - idle.begin());
+  if (t_.size() - drop > max_tenants) {
+    const auto more = std::min(idle.size(), t_.size() - max_tenants) - drop;
+    std::nth_element(above, above + static_cast<std::ptrdiff_t>(more), idle.end());
+    drop += more;
+  }
+  for (std::size_t i = 0; i < drop; ++i)
+    t_.erase(idle[i].second);
+  // Amortised: the next pruning after as many new names again, at most 1024 past the cap.
+  prune_at_ = std::max<std::size_t>(1024, std::min(2 * t_.size(), max_tenants + 1024));
 }
 
 } // namespace lf

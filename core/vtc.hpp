@@ -21,7 +21,7 @@
 ///
 /// Memory: counters of idle tenants at or below the floor (the smallest backlogged counter, or
 /// c_l) are dropped as the table grows; the lift would bring them to the floor anyway, so
-/// forgetting them changes no decision.
+/// forgetting them changes no decision. Past max_tenants counters, the smallest idle ones go too.
 
 #include <cstddef>
 #include <cstdint>
@@ -101,6 +101,9 @@ public:
 
   /// Tenants with a counter kept.
   std::size_t size() const noexcept { return t_.size(); }
+
+  /// Counters kept at most when pruning (idle tenants above the floor go, smallest first).
+  static constexpr std::size_t max_tenants = 65536;
 
   /// The token weights in force.
   const vtc_weights& weights() const noexcept { return w_; }

@@ -158,3 +158,12 @@ TEST_CASE("vtc: counters of many idle tenants are forgotten without changing a p
   CHECK(v.counter("t3") == v.counter("big"));
   CHECK(v.pick() == "big");  // tie at 1000: big waited longest
 }
+
+TEST_CASE("vtc: tenants only ever charged (served without waiting) do not grow the table without bound", "[vtc]") {
+  vtc v;
+  for (int i = 0; i < 100000; ++i)
+    v.charge("user-" + std::to_string(i), 10, 1);  // every request a new name, never queued
+  CHECK(v.size() <= vtc::max_tenants + 1024);
+  v.backlogged("x");
+  CHECK(v.pick() == "x");
+}
