@@ -99,7 +99,7 @@ void router_state::submit(actors::generate_request& req) {
     e.sink = sink;
     e.sink_addr = addr;
     e.cost = cost_of(valid);
-    e.allowance = req.window;
+    e.credits = credit_window(req.window);
     e.accepted = router_clock::now();
     if (const auto timeout = valid.timeout_ms(); timeout > 0) {
       e.deadline = router_clock::now() + std::chrono::milliseconds(timeout);
@@ -153,7 +153,7 @@ void router_state::place(route_entry& e, worker_entry& w) {
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*e.deadline - router_clock::now());
     left = static_cast<std::uint32_t>(std::max<std::int64_t>(ms.count(), 1));
   }
-  self_->send(w.handle, actors::worker_submit{e.rid, e.client_id, e.req, left, e.sent, std::move(e.kv), e.allowance});
+  self_->send(w.handle, actors::worker_submit{e.rid, e.client_id, e.req, left, e.sent, std::move(e.kv), e.credits.bound()});
   e.kv = {};  // shipped once: a second move recomputes
 }
 
@@ -331,13 +331,11 @@ void router_state::credit(const actors::credit_request& msg) {
   if (it == by_client_.end())
     return;  // ended: nothing to grant
   auto& e = routes_.at(it->second);
-  if (e.allowance == 0 || msg.tokens == 0)
-    return;  // no window: it never waits for credits
-  e.allowance = static_cast<std::uint32_t>(
-    std::min<std::uint64_t>(std::uint64_t{e.allowance} + msg.tokens, UINT32_MAX));
+  if (!e.credits.grant(msg.tokens))
+    return;  // no window (it never waits for credits), or nothing changes
   if (e.state != route_state::queued)
     if (auto w = workers_.find(e.worker); w != workers_.end())
-      self_->send(w->second.handle, actors::worker_credit{e.rid, e.allowance});
+      self_->send(w->second.handle, actors::worker_credit{e.rid, e.credits.bound()});
 }
 
 void router_state::expire(actors::route_id rid) {

@@ -16,6 +16,7 @@
 #include <caf/result.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include "core/credit_window.hpp"
 #include "router/admission_queue.hpp"
 #include "router/router_actor.hpp"
 
@@ -37,7 +38,7 @@ struct route_entry {
   std::uint32_t moves = 0;               ///< moves of any kind (resumed or placed again)
   bool moving = false;                   ///< drained: its worker was asked to ship its K/V (worker_moved)
   worker::kv_blob kv;                    ///< K/V shipped from its drained worker, for the next placement
-  std::uint32_t allowance = 0;           ///< credit window + credits granted (token index bound); 0: unlimited
+  credit_window credits;                 ///< window + credits granted: how far it may stream
   std::uint64_t cost = 0;                ///< estimated tokens (placement load)
   double expect = 0;                     ///< expected tokens (prompt + expected output), admission
   bool started = false;                  ///< its first token has arrived

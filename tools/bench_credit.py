@@ -107,6 +107,35 @@ def one_run(args, mode):
             serve.kill()
 
 
+def write_svg(path, tok_s, args):
+    """Bars: the median of each mode, dots: each round."""
+    labels = {"none": "no stalled client", "credit": f"stalled, window {args.window}",
+              "raw": "stalled, no window"}
+    top = max(max(v) for v in tok_s.values()) * 1.15
+    w, h, left, base, bar = 520, 300, 70, 250, 90
+    y = lambda v: base - (base - 30) * v / top
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
+           f'<text x="{w / 2}" y="18" text-anchor="middle">the {args.concurrency} other clients\' output tok/s '
+           f'({args.stalled} stalled streams)</text>',
+           f'<line x1="{left}" y1="{base}" x2="{w - 10}" y2="{base}" stroke="black"/>']
+    for i in range(5):
+        v = top * i / 4
+        out.append(f'<text x="{left - 6}" y="{y(v) + 4:.0f}" text-anchor="end">{v:.0f}</text>')
+        out.append(f'<line x1="{left}" y1="{y(v):.0f}" x2="{w - 10}" y2="{y(v):.0f}" stroke="#ddd"/>')
+    for k, (m, vals) in enumerate(tok_s.items()):
+        x = left + 30 + k * (bar + 60)
+        med = statistics.median(vals)
+        color = {"none": "#888", "credit": "#2a7", "raw": "#c44"}[m]
+        out.append(f'<rect x="{x}" y="{y(med):.0f}" width="{bar}" height="{base - y(med):.0f}" fill="{color}"/>')
+        for v in vals:
+            out.append(f'<circle cx="{x + bar / 2}" cy="{y(v):.1f}" r="3" fill="black"/>')
+        out.append(f'<text x="{x + bar / 2}" y="{base + 16}" text-anchor="middle">{labels[m]}</text>')
+        out.append(f'<text x="{x + bar / 2}" y="{y(med) - 6:.0f}" text-anchor="middle">{med:.0f}</text>')
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lorafleet", default="build/release/tools/lorafleet")
@@ -120,6 +149,7 @@ def main():
     ap.add_argument("--requests", type=int, default=96)
     ap.add_argument("--input", type=int, default=32)
     ap.add_argument("--output", type=int, default=32)
+    ap.add_argument("--svg", default="", help="also draw the others' throughput per mode (SVG)")
     ap.add_argument("--stalled-client", default="")
     ap.add_argument("--endpoint", default="")
     args = ap.parse_args()
@@ -132,6 +162,8 @@ def main():
             runs[m].append(one_run(args, m))
             print(f"round {r + 1} {m}: {runs[m][-1]}", file=sys.stderr, flush=True)
     ref = statistics.median(x["tok_s"] for x in runs["none"])
+    if args.svg:
+        write_svg(args.svg, {m: [x["tok_s"] for x in runs[m]] for m in modes}, args)
     print("| stalled client | others' output tok/s (median) | vs none | completed | server RSS growth MB | "
           "paused after | running after |")
     print("| --- | --- | --- | --- | --- | --- | --- |")

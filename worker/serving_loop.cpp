@@ -123,7 +123,7 @@ void serving_loop::take_inbox(time_point now) {
     auto lr = std::make_unique<live_request>(std::move(it.req), it.deadline, std::move(it.cb),
                                              cfg_.seed + it.id.value(), it.submitted);
     auto& r = *lr;
-    r.allowance = it.allowance;
+    r.credits = credit_window(it.allowance);
     live_.emplace(it.id, std::move(lr));
     if (!r.req.adapter().empty()) {
       if (adapters_ == nullptr) {
@@ -167,9 +167,9 @@ void serving_loop::take_inbox(time_point now) {
     if (it == live_.end())
       continue;
     auto& lr = *it->second;
-    lr.allowance = std::max(lr.allowance, allowance);
+    lr.credits.raise_to(allowance);
     const cache::seq_id seq{id.value()};
-    if (sched_.contains(seq) && sched_.paused(seq) && lr.generated.size() < lr.allowance)
+    if (sched_.contains(seq) && sched_.paused(seq) && !lr.credits.exhausted(lr.generated.size()))
       sched_.resume(seq);
   }
   for (auto [id, ship] : cancels) {
@@ -199,7 +199,7 @@ bool serving_loop::replay(request_id id, live_request& lr, const std::vector<std
 
 void serving_loop::pause_if_out_of_credit(request_id id, live_request& lr) {
   const cache::seq_id seq{id.value()};
-  if (lr.allowance == 0 || lr.generated.size() < lr.allowance || !sched_.contains(seq) || sched_.paused(seq))
+  if (!lr.credits.exhausted(lr.generated.size()) || !sched_.contains(seq) || sched_.paused(seq))
     return;
   sched_.pause(seq);
   std::lock_guard<std::mutex> g(mtx_);

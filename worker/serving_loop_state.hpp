@@ -1,6 +1,7 @@
 #pragma once
 // Private to the serving loop's two source files: what the loop thread keeps per request.
 
+#include "core/credit_window.hpp"
 #include "worker/engine/sampler.hpp"
 #include "worker/engine/text_stream.hpp"
 #include "worker/serving_loop.hpp"
@@ -44,7 +45,7 @@ struct serving_loop::live_request {
   bool started = false;
   cache::adapter_id adapter = cache::base_model;  ///< the registry's id for req.adapter
   bool holds_adapter = false;  ///< acquired from the adapter manager; released by end()
-  std::uint32_t allowance = 0;  ///< streams tokens with index < allowance; 0 => unlimited
+  credit_window credits;  ///< how far it may stream (submit's allowance, raised by credit())
 };
 
 struct serving_loop::inbox_item {

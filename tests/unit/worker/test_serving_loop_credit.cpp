@@ -14,10 +14,7 @@ using lf::test::fake_engine;
 
 namespace {
 
-const lf::engine::tokenizer& tok() {
-  static auto t = lf::engine::tokenizer::from_dir(std::string(LF_SOURCE_DIR) + "/models/tokenizer");
-  return t;
-}
+const lf::engine::tokenizer& tok() { return lf::test::repo_tokenizer(); }
 
 serving_config config() {
   serving_config c;

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "tests/unit/engine/lora_fixture.hpp"
+#include "tests/unit/worker/model_fixture.hpp"
 #include "tests/unit/worker/loop_fixture.hpp"
 #include "worker/engine/cpu_lora.hpp"
 #include "worker/engine/cpu_runner.hpp"
@@ -21,21 +22,7 @@ using namespace lf::engine;
 
 namespace {
 
-struct fixture {
-  lf::test::temp_dir tmp;
-  std::string dir = lf::test::write_tiny_model(tmp);
-  std::string other = lf::test::write_tiny_model(tmp, "other", dtype::f32, false, true, 7);
-  gpt2_config mc = gpt2_config::load(dir + "/config.json");
-  tokenizer tok = tokenizer::from_dir(dir);
-  std::string root = tmp / "adapters";
-
-  fixture() { write_peft_adapter(root + "/one", lf::test::tiny_adapter(mc, 1)); }
-};
-
-fixture& fx() {
-  static fixture f;
-  return f;
-}
+lf::test::model_fixture& fx() { return lf::test::model_fx(); }
 
 /// One worker: model, K/V store, runner, adapters, loop.
 struct worker_under_test {

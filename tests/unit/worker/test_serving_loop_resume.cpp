@@ -9,6 +9,7 @@
 #include <set>
 
 #include "tests/unit/engine/lora_fixture.hpp"
+#include "tests/unit/worker/model_fixture.hpp"
 #include "tests/unit/worker/loop_fixture.hpp"
 #include "worker/engine/cpu_lora.hpp"
 #include "worker/engine/cpu_runner.hpp"
@@ -19,20 +20,7 @@ using namespace lf::engine;
 
 namespace {
 
-struct fixture {
-  lf::test::temp_dir tmp;
-  std::string dir = lf::test::write_tiny_model(tmp);
-  gpt2_config mc = gpt2_config::load(dir + "/config.json");
-  tokenizer tok = tokenizer::from_dir(dir);
-  std::string root = tmp / "adapters";
-
-  fixture() { write_peft_adapter(root + "/one", lf::test::tiny_adapter(mc, 1)); }
-};
-
-fixture& fx() {
-  static fixture f;
-  return f;
-}
+lf::test::model_fixture& fx() { return lf::test::model_fx(); }
 
 /// The requests: greedy and seeded, base and adapter, penalties, a stop string, end of text.
 std::vector<lf::request_draft> requests() {
