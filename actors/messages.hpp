@@ -179,6 +179,14 @@ struct request_ended {
   route_id rid;
 };
 
+/// What one adapter's loads cost a worker (cache::adapter_load_record on the wire).
+struct adapter_load_cost {
+  std::string name;
+  std::uint64_t loads = 0;
+  double last_load_ms = 0;
+  std::uint64_t bytes = 0;
+};
+
 /// Worker -> router, periodically and on request: a snapshot of the worker's load.
 struct worker_load {
   worker_id wid;
@@ -191,6 +199,7 @@ struct worker_load {
   std::vector<std::string> servable;  ///< adapters it can load (its adapter directory)
   std::string name;                   ///< filled by the router from register_worker
   std::uint32_t paused = 0;           ///< requests paused for want of credits
+  std::vector<adapter_load_cost> loads_by_adapter;  ///< every adapter it loaded, with what loading cost
 };
 
 /// The router's measurements of the requests one worker served; worker 0 (an invalid id):
@@ -300,10 +309,15 @@ typename Inspector::result_type inspect(Inspector& f, request_ended& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, adapter_load_cost& x) {
+  return f(caf::meta::type_name("lf.adapter_load_cost"), x.name, x.loads, x.last_load_ms, x.bytes);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_load& x) {
   return f(caf::meta::type_name("lf.worker_load"), x.wid, x.waiting, x.running, x.waiting_tokens,
            x.running_tokens, x.free_blocks, x.total_blocks, x.finished, x.failed, x.cancelled,
-           x.adapters, x.preemptions, x.adapter_loads, x.servable, x.name, x.paused);
+           x.adapters, x.preemptions, x.adapter_loads, x.servable, x.name, x.paused, x.loads_by_adapter);
 }
 
 template <class Inspector>

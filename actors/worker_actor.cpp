@@ -52,6 +52,8 @@ worker_load snapshot(const worker_state& st) {
   w.servable = st.backend.servable_adapters ? st.backend.servable_adapters() : w.adapters;
   w.preemptions = l.preemptions;
   w.paused = l.paused;
+  if (st.backend.adapter_records)
+    w.loads_by_adapter = st.backend.adapter_records();
   w.adapter_loads = l.adapters.loads;
   return w;
 }

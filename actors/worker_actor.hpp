@@ -46,6 +46,8 @@ struct worker_backend {
   std::function<std::vector<std::string>()> loaded_adapters;
   /// Adapters it can load (load reports, /v1/models); not set => only those loaded.
   std::function<std::vector<std::string>()> servable_adapters;
+  /// Every adapter it loaded and what the loads cost (load reports, `status`); not set => none.
+  std::function<std::vector<adapter_load_cost>()> adapter_records;
 };
 
 /// A backend over a worker_runtime (shares its ownership).

@@ -17,6 +17,12 @@ worker_backend backend_of(std::shared_ptr<worker::worker_runtime> rt) {
   auto* raw = rt.get();
   b.loaded_adapters = [raw] { return raw->adapters(); };
   b.servable_adapters = [raw] { return raw->servable_adapters(); };
+  b.adapter_records = [raw] {
+    std::vector<adapter_load_cost> out;
+    for (auto& r : raw->adapter_records())
+      out.push_back({r.name, r.loads, r.last_load_ms, r.bytes});
+    return out;
+  };
   b.owner = std::move(rt);
   return b;
 }

@@ -77,6 +77,7 @@ void adapter_manager::loader_main() {
     std::shared_ptr<const adapter_payload> w;
     serve_errc code = serve_errc::unknown_adapter;
     std::string why;
+    const auto started = adapter_clock::now();
     try {
       w = load_(j.name);
       if (!w) {
@@ -94,6 +95,15 @@ void adapter_manager::loader_main() {
     {
       std::lock_guard<std::mutex> g(mtx_);
       const auto now = adapter_clock::now();
+      auto& rec = records_[j.name];
+      rec.name = j.name;
+      if (w) {
+        ++rec.loads;
+        rec.last_load_ms = std::chrono::duration<double, std::milli>(now - started).count();
+        rec.bytes = w->bytes();
+      } else {
+        ++rec.failures;
+      }
       adapter_actions a;
       if (w) {
         a = cache_.loaded(j.id, w->bytes(), now);
@@ -151,6 +161,15 @@ std::vector<std::string> adapter_manager::resident_names() const {
   std::vector<std::string> out;
   for (auto id : cache_.resident())
     out.push_back(cache_.info(id).name);
+  return out;
+}
+
+std::vector<adapter_load_record> adapter_manager::load_records() const {
+  std::lock_guard<std::mutex> g(mtx_);
+  std::vector<adapter_load_record> out;
+  out.reserve(records_.size());
+  for (const auto& [name, r] : records_)
+    out.push_back(r);
   return out;
 }
 

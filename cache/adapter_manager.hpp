@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -53,6 +54,15 @@ using adapter_load_fn = std::function<std::shared_ptr<const adapter_payload>(con
 /// Checks a name before it is registered: an error message, or "" if the name is acceptable.
 /// Refused names end their requests with serve_errc::invalid_request and are never registered.
 using adapter_name_check = std::function<std::string(const std::string&)>;
+
+/// What one adapter's loads have cost on this worker (residency reports, `status`).
+struct adapter_load_record {
+  std::string name;
+  std::uint64_t loads = 0;     ///< successful loads (a reload after an eviction counts again)
+  std::uint64_t failures = 0;  ///< failed loads
+  double last_load_ms = 0;     ///< how long the last successful load took
+  std::size_t bytes = 0;       ///< its weights, at the last successful load
+};
 
 /// The weights of a ready adapter, or nullptr. What engines are given to find adapters.
 using adapter_lookup_fn = std::function<std::shared_ptr<const adapter_payload>(adapter_id)>;
@@ -108,6 +118,8 @@ public:
   /// Names of the resident adapters, most recently acquired first (for placement by affinity).
   std::vector<std::string> resident_names() const;
 
+  /// Every adapter this manager tried to load, by name, with what its loads cost.
+  std::vector<adapter_load_record> load_records() const;
   /// Loads settled (ready or failed) since construction; a waiter compares it with what it saw.
   std::uint64_t settled_count() const;
 
@@ -134,6 +146,7 @@ private:
   std::mutex listener_mtx_;
   std::function<void()> listener_;  ///< guarded by listener_mtx_
   std::uint64_t settled_ = 0;
+  std::map<std::string, adapter_load_record> records_;  ///< guarded by mtx_
   bool stopping_ = false;
   std::vector<std::thread> loaders_;
 };

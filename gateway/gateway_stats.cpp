@@ -1,5 +1,7 @@
 #include "gateway/gateway_stats.hpp"
 
+#include <algorithm>
+#include <map>
 #include <string>
 
 namespace lf::gateway {
@@ -38,6 +40,36 @@ proto::stats_reply flatten_stats(const actors::router_stats& rs, std::size_t gat
     v[p + "cancelled"] = static_cast<double>(l.cancelled);
     v[p + "adapters"] = static_cast<double>(l.adapters.size());
   }
+  // Adapter residency: "adapter.NAME.resident" (workers holding it now), ".loads" (loads over
+  // every worker, reloads after evictions included) and ".last_load_ms" (the slowest worker's
+  // last load). Names whose keys would pass the protocol's name limit, and adapters past the
+  // entry budget, are left out (`adapters_unlisted` counts them).
+  struct agg {
+    double resident = 0, loads = 0, last_ms = 0;
+  };
+  std::map<std::string, agg> by_name;
+  for (const auto& l : rs.loads) {
+    for (const auto& a : l.adapters)
+      by_name[a].resident += 1;
+    for (const auto& rec : l.loads_by_adapter) {
+      auto& x = by_name[rec.name];
+      x.loads += static_cast<double>(rec.loads);
+      x.last_ms = std::max(x.last_ms, rec.last_load_ms);
+    }
+  }
+  double unlisted = 0;
+  const std::string longest = ".last_load_ms";
+  for (const auto& [name, x] : by_name) {
+    const auto p = "adapter." + name;
+    if (p.size() + longest.size() > proto::max_name_bytes || v.size() + 3 > proto::max_stats_entries - 1) {
+      ++unlisted;
+      continue;
+    }
+    v[p + ".resident"] = x.resident;
+    v[p + ".loads"] = x.loads;
+    v[p + ".last_load_ms"] = x.last_ms;
+  }
+  v["gateway.adapters_unlisted"] = unlisted;
   return r;
 }
 

@@ -180,6 +180,10 @@ std::vector<std::string> worker_runtime::adapters() const {
   return impl_->adapters ? impl_->adapters->resident_names() : std::vector<std::string>{};
 }
 
+std::vector<cache::adapter_load_record> worker_runtime::adapter_records() const {
+  return impl_->adapters ? impl_->adapters->load_records() : std::vector<cache::adapter_load_record>{};
+}
+
 std::vector<std::string> worker_runtime::servable_adapters() const {
   auto& i = *impl_;
   if (i.settings.adapter_dir.empty())

@@ -69,6 +69,10 @@ public:
   /// listed again at most every 5 seconds. Thread-safe.
   std::vector<std::string> servable_adapters() const;
 
+  /// What each adapter's loads have cost here (adapter_manager::load_records); empty without
+  /// an adapter directory.
+  std::vector<cache::adapter_load_record> adapter_records() const;
+
 private:
   struct impl;
   std::unique_ptr<impl> impl_;

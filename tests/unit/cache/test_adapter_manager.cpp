@@ -186,3 +186,26 @@ TEST_CASE("an over-budget cache loads queued adapters as references go", "[adapt
   mgr.release(b.id);
   mgr.release(c.id);
 }
+
+TEST_CASE("load records count each adapter's loads and failures and time the last load", "[adapter_manager]") {
+  fake_loader loader;
+  loader.bytes = 300;
+  adapter_manager mgr(config(), loader.fn());
+  CHECK(mgr.load_records().empty());
+  auto a = mgr.acquire("alpha");
+  auto bad = mgr.acquire("missing-beta");
+  REQUIRE(mgr.wait_settled(a.id, 30s) == adapter_state::ready);
+  REQUIRE(mgr.wait_settled(bad.id, 30s) == adapter_state::failed);
+  const auto recs = mgr.load_records();
+  REQUIRE(recs.size() == 2);
+  CHECK(recs[0].name == "alpha");  // by name
+  CHECK(recs[0].loads == 1);
+  CHECK(recs[0].failures == 0);
+  CHECK(recs[0].bytes == 300);
+  CHECK(recs[0].last_load_ms >= 0);
+  CHECK(recs[1].name == "missing-beta");
+  CHECK(recs[1].loads == 0);
+  CHECK(recs[1].failures == 1);
+  mgr.release(a.id);
+  mgr.release(bad.id);
+}

@@ -1,0 +1,29 @@
+// The stats reply's adapter residency: per adapter the workers holding it, its loads over every
+// worker and the slowest last load; names too long for a stats key are counted, not sent.
+#include <catch2/catch.hpp>
+
+#include "gateway/gateway_stats.hpp"
+
+using namespace lf;
+
+TEST_CASE("stats show where each adapter is resident and what loading it cost", "[gateway][stats]") {
+  actors::router_stats rs;
+  actors::worker_load w1, w2;
+  w1.wid = actors::worker_id{1};
+  w1.adapters = {"alpha", "beta"};
+  w1.loads_by_adapter = {{"alpha", 2, 40.5, 1000}, {"beta", 1, 12.0, 500}, {"gamma", 1, 9.0, 500}};
+  w2.wid = actors::worker_id{2};
+  w2.adapters = {"alpha", std::string(200, 'x')};
+  w2.loads_by_adapter = {{"alpha", 1, 55.0, 1000}, {std::string(200, 'x'), 1, 3.0, 10}};
+  rs.loads = {w1, w2};
+  const auto v = gateway::flatten_stats(rs, 0).values;
+  CHECK(v.at("adapter.alpha.resident") == 2);
+  CHECK(v.at("adapter.alpha.loads") == 3);
+  CHECK(v.at("adapter.alpha.last_load_ms") == 55.0);
+  CHECK(v.at("adapter.beta.resident") == 1);
+  CHECK(v.at("adapter.gamma.resident") == 0);  // loaded once, evicted since
+  CHECK(v.at("adapter.gamma.loads") == 1);
+  CHECK(v.at("gateway.adapters_unlisted") == 1);
+  for (const auto& [k, x] : v)
+    CHECK(k.size() <= proto::max_name_bytes);
+}
