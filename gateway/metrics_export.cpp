@@ -164,6 +164,22 @@ std::string render_prometheus(const actors::router_stats& rs, const http_side& h
               [](const wl& l) { return l.preemptions; });
   load_metric("adapter_loads_total", "counter", "LoRA adapters loaded.", [](const wl& l) { return l.adapter_loads; });
   load_metric("adapters_resident", "gauge", "LoRA adapters resident now.", [](const wl& l) { return l.adapters.size(); });
+  // Per (worker, adapter): where each adapter is resident and what loading it cost there.
+  w.head(p + "adapter_resident", "gauge", "1 while the worker holds the adapter.");
+  for (const auto& l : rs.loads)
+    for (const auto& a : l.adapters)
+      w.sample(p + "adapter_resident", worker_labels(l) + ",adapter=\"" + label(a) + "\"", 1);
+  w.head(p + "adapter_loads_by_name_total", "counter", "Loads of the adapter on the worker (reloads included).");
+  for (const auto& l : rs.loads)
+    for (const auto& r : l.loads_by_adapter)
+      w.sample(p + "adapter_loads_by_name_total", worker_labels(l) + ",adapter=\"" + label(r.name) + "\"",
+               static_cast<double>(r.loads));
+  w.head(p + "adapter_last_load_seconds", "gauge", "How long the adapter's last load on the worker took.");
+  for (const auto& l : rs.loads)
+    for (const auto& r : l.loads_by_adapter)
+      if (r.loads > 0)
+        w.sample(p + "adapter_last_load_seconds", worker_labels(l) + ",adapter=\"" + label(r.name) + "\"",
+                 r.last_load_ms / 1000.0);
   return w.take();
 }
 

@@ -23,6 +23,7 @@ actors::router_stats sample_stats() {
   l.adapters = {"kjv"};
   l.servable = {"kjv", "pirate"};
   l.preemptions = 4;
+  l.loads_by_adapter = {{"kjv", 2, 250.0, 4096}, {"pirate", 1, 80.0, 4096}};
   rs.loads.push_back(l);
   actors::worker_metrics m;
   m.wid = actors::worker_id{1};
@@ -72,6 +73,9 @@ TEST_CASE("Prometheus text: typed metrics, per-worker labels, cumulative buckets
   CHECK(has_line(text, R"(lorafleet:kv_blocks_used{worker="node-a/1",worker_id="1"} 25)"));
   CHECK(has_line(text, R"(lorafleet:kv_cache_usage_perc{worker="node-a/1",worker_id="1"} 0.25)"));
   CHECK(has_line(text, R"(lorafleet:num_preemptions_total{worker="node-a/1",worker_id="1"} 4)"));
+  CHECK(has_line(text, R"(lorafleet:adapter_resident{worker="node-a/1",worker_id="1",adapter="kjv"} 1)"));
+  CHECK(has_line(text, R"(lorafleet:adapter_loads_by_name_total{worker="node-a/1",worker_id="1",adapter="pirate"} 1)"));
+  CHECK(has_line(text, R"(lorafleet:adapter_last_load_seconds{worker="node-a/1",worker_id="1",adapter="kjv"} 0.25)"));
   CHECK(has_line(text, "# TYPE lorafleet:time_to_first_token_seconds histogram"));
   CHECK(has_line(text, R"(lorafleet:time_to_first_token_seconds_bucket{worker="node-a/1",worker_id="1",le="0.005"} 1)"));
   CHECK(has_line(text, R"(lorafleet:time_to_first_token_seconds_bucket{worker="node-a/1",worker_id="1",le="0.5"} 2)"));
