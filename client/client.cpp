@@ -75,6 +75,15 @@ struct client::impl {
     wake_out.send(zmq::buffer(frame), zmq::send_flags::none);
   }
 
+  /// post(frame) if request `id` is in flight; false (nothing sent) otherwise.
+  bool post_if_live(proto::client_request_id id, const std::string& frame) {
+    std::lock_guard<std::mutex> g(m);
+    if (!live.count(id.value()))
+      return false;
+    wake_out.send(zmq::buffer(frame), zmq::send_flags::none);
+    return true;
+  }
+
   /// Ends `id` with `r` (I/O thread).
   void finish(std::uint64_t id, result r) {
     stream_callbacks cb;
@@ -295,26 +304,10 @@ std::future<result> client::submit(proto::submit_msg m) {
   return f;
 }
 
-bool client::cancel(proto::client_request_id id) {
-  {
-    std::lock_guard<std::mutex> g(impl_->m);
-    if (!impl_->live.count(id.value()))
-      return false;
-  }
-  impl_->post(proto::encode(proto::cancel_msg{id}));
-  return true;
-}
+bool client::cancel(proto::client_request_id id) { return impl_->post_if_live(id, proto::encode(proto::cancel_msg{id})); }
 
 bool client::grant(proto::client_request_id id, std::uint32_t tokens) {
-  if (tokens == 0)
-    return false;
-  {
-    std::lock_guard<std::mutex> g(impl_->m);
-    if (!impl_->live.count(id.value()))
-      return false;
-  }
-  impl_->post(proto::encode(proto::credit_msg{id, tokens}));
-  return true;
+  return tokens > 0 && impl_->post_if_live(id, proto::encode(proto::credit_msg{id, tokens}));
 }
 
 std::optional<std::chrono::microseconds> client::ping(std::chrono::milliseconds timeout) {

@@ -204,7 +204,7 @@ std::pair<std::uint32_t, std::uint32_t> router_state::drain(const std::string& n
   for (auto rid : moving) {
     auto& e = routes_.at(rid);
     const auto from = e.worker;
-    if (!e.sent.empty() && e.resumed >= cfg_.max_resumptions)
+    if (out_of_moves(e))
       continue;  // out of resumptions: it stays where it is and finishes there
     if (cfg_.ship_kv) {
       // It moves when its worker answers with worker_moved, sent after its last token, with the

@@ -172,8 +172,12 @@ void router_state::unplace(route_entry& e) {
   }
 }
 
+bool router_state::out_of_moves(const route_entry& e) const {
+  return !e.sent.empty() && e.resumed >= cfg_.max_resumptions;
+}
+
 bool router_state::move_again(route_entry& e) {
-  if (!e.sent.empty() && e.resumed >= cfg_.max_resumptions)
+  if (out_of_moves(e))
     return false;
   unplace(e);
   e.moving = false;

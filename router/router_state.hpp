@@ -121,6 +121,8 @@ private:
   /// `e`'s worker is lost or drained: `e` goes back to the front of the queue, to be resumed
   /// after the tokens it has sent; false (and nothing changed) when it has used its resumptions.
   bool move_again(route_entry& e);
+  /// `e` has streamed and used its max_resumptions: moving it again would end it.
+  bool out_of_moves(const route_entry& e) const;
   /// The requests placed on a worker for which `on` holds, newest first (the order to move them in).
   std::vector<actors::route_id> placed_on(const std::function<bool(actors::worker_id)>& on) const;
   void dispatch();

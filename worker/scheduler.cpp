@@ -145,14 +145,9 @@ bool scheduler::pause(cache::seq_id id) {
   if (it == seqs_.end() || it->second.paused)
     return false;
   auto& st = it->second;
-  if (st.phase == seq_phase::waiting) {
-    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), id));
-    left_waiting(st);
-  } else {
-    running_.erase(std::find(running_.begin(), running_.end(), id));
-    blocks_.free(id);
-    st.phase = seq_phase::waiting;
-  }
+  unlist(id, st);
+  blocks_.free(id);  // no-op for a waiting sequence: it holds no blocks
+  st.phase = seq_phase::waiting;
   st.paused = true;
   ++paused_;
   return true;
@@ -172,19 +167,25 @@ bool scheduler::resume(cache::seq_id id) {
 
 bool scheduler::paused(cache::seq_id id) const { return state_of(id).paused; }
 
+void scheduler::unlist(cache::seq_id id, const seq_state& st) {
+  if (st.paused)
+    return;  // neither waiting nor running
+  if (st.phase == seq_phase::waiting) {
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), id));
+    left_waiting(st);
+  } else {
+    running_.erase(std::find(running_.begin(), running_.end(), id));
+  }
+}
+
 bool scheduler::finish(cache::seq_id id) {
   auto it = seqs_.find(id);
   if (it == seqs_.end())
     return false;
-  if (it->second.paused) {
-    --paused_;  // neither waiting nor running
-  } else if (it->second.phase == seq_phase::waiting) {
-    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), id));
-    left_waiting(it->second);
-  } else {
-    running_.erase(std::find(running_.begin(), running_.end(), id));
-  }
-  blocks_.free(id); // no-op for a waiting sequence: it holds no blocks
+  if (it->second.paused)
+    --paused_;
+  unlist(id, it->second);
+  blocks_.free(id); // no-op for a waiting or paused sequence: it holds no blocks
   if (auto t = tenant_seqs_.find(it->second.tenant); t != tenant_seqs_.end() && --t->second == 0) {
     fair_.clear_weight(t->first);
     tenant_seqs_.erase(t);

@@ -301,6 +301,10 @@ private:
   /// Plans [num_computed, +min(rest, budget)) of a prefilling sequence; false if budget is 0.
   bool plan_prefill(cache::seq_id id, step_plan& plan, std::uint32_t& budget);
 
+  /// Takes `id` out of the waiting queue (with its tenant's bookkeeping) or the running list,
+  /// whichever holds it; a paused sequence is in neither. Blocks and phase are left as they are.
+  void unlist(cache::seq_id id, const seq_state& st);
+
   /// Frees the newest running sequence's blocks and puts it at the head of the waiting queue.
   cache::seq_id preempt_newest(step_plan& plan);
 

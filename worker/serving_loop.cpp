@@ -75,7 +75,7 @@ request_id serving_loop::submit(validated_request req, std::optional<time_point>
 
 bool serving_loop::cancel(request_id id, bool ship_kv) {
   std::lock_guard<std::mutex> g(mtx_);
-  if (id.value() == 0 || id.value() >= next_id_)
+  if (!issued(id))
     return false;
   cancels_.emplace_back(id, ship_kv);
   cv_.notify_one();
@@ -97,7 +97,7 @@ void serving_loop::stop(bool drain) {
 
 bool serving_loop::credit(request_id id, std::uint32_t allowance) {
   std::lock_guard<std::mutex> g(mtx_);
-  if (id.value() == 0 || id.value() >= next_id_)
+  if (!issued(id))
     return false;
   credits_.emplace_back(id, allowance);
   cv_.notify_one();
@@ -175,11 +175,9 @@ void serving_loop::take_inbox(time_point now) {
   for (auto [id, ship] : cancels) {
     if (!live_.count(id))
       continue;  // already ended, or still in a static batch that checks cancels itself
-    auto res = failure(serve_errc::cancelled, ship ? "moved to another worker" : "cancelled");
-    if (ship) {
-      res.moved = true;
+    auto res = cancelled(ship);
+    if (ship)
       res.kv = export_kv(id);  // before finish() frees the blocks
-    }
     sched_.finish(cache::seq_id{id.value()});
     static_queue_.erase(std::remove(static_queue_.begin(), static_queue_.end(), id), static_queue_.end());
     end(id, std::move(res));

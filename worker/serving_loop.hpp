@@ -161,6 +161,8 @@ private:
   std::pair<std::string, std::string> advance(live_request& lr, std::int32_t token) const;
   /// Replays a resumed request's earlier tokens (see submit); false if they ended it.
   bool replay(request_id id, live_request& lr, const std::vector<std::int32_t>& tokens);
+  /// Whether submit() has returned `id` (it may have ended since). mtx_ held.
+  bool issued(request_id id) const { return id.value() != 0 && id.value() < next_id_; }
   /// Pauses `id` if it has used its allowance (see submit).
   void pause_if_out_of_credit(request_id id, live_request& lr);
   /// A request the static batch saw cancelled: its result, `moved` if cancel() asked to ship.

@@ -16,9 +16,7 @@ request_result serving_loop::cancelled_or_moved(request_id id) {
     std::lock_guard<std::mutex> g(mtx_);
     ship = std::any_of(cancels_.begin(), cancels_.end(), [&](auto& c) { return c.first == id && c.second; });
   }
-  auto res = failure(serve_errc::cancelled, ship ? "moved to another worker" : "cancelled");
-  res.moved = ship;
-  return res;
+  return cancelled(ship);
 }
 
 kv_blob serving_loop::export_kv(request_id id) {

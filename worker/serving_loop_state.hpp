@@ -25,6 +25,14 @@ inline request_result failure(serve_errc code, std::string message) {
   return r;
 }
 
+/// The result of cancel(id, ship_kv): a plain cancellation, or (ship_kv) `moved` (its K/V, if
+/// any, is the caller's to add).
+inline request_result cancelled(bool ship_kv) {
+  auto r = failure(serve_errc::cancelled, ship_kv ? "moved to another worker" : "cancelled");
+  r.moved = ship_kv;
+  return r;
+}
+
 /// A request the loop thread owns.
 struct serving_loop::live_request {
   live_request(validated_request r, std::optional<time_point> d, request_callbacks c,
