@@ -113,6 +113,7 @@ adapter_actions adapter_cache::release(adapter_id id) {
     e.info.state = adapter_state::absent;  // nobody waits for it any more
     --queued_count_;
   }
+  drop_if_retired(id, e, out);
   fit_budget(out);
   start_queued(out);
   return out;
@@ -140,6 +141,7 @@ adapter_actions adapter_cache::loaded(adapter_id id, std::size_t bytes,
   bytes_ += bytes;
   ++counters_.loads;
   out.settled.push_back(id);
+  drop_if_retired(id, e, out);
   fit_budget(out);
   start_queued(out);
   return out;
@@ -220,13 +222,34 @@ bool adapter_cache::evict_one(adapter_actions& out) {
     }
   if (victim == nullptr)
     return false;
-  victim->info.state = adapter_state::absent;
-  bytes_ -= victim->info.bytes;
-  victim->info.bytes = 0;
+  evict(victim_id, *victim, out);
+  return true;
+}
+
+void adapter_cache::evict(adapter_id id, entry& e, adapter_actions& out) {
+  e.info.state = adapter_state::absent;
+  bytes_ -= e.info.bytes;
+  e.info.bytes = 0;
   --resident_count_;
   ++counters_.evictions;
-  out.evict.push_back(victim_id);
-  return true;
+  out.evict.push_back(id);
+}
+
+void adapter_cache::drop_if_retired(adapter_id id, entry& e, adapter_actions& out) {
+  if (e.retired && e.info.refs == 0 && e.info.state == adapter_state::ready)
+    evict(id, e, out);
+}
+
+adapter_actions adapter_cache::retire(const std::string& name) {
+  adapter_actions out;
+  auto found = by_name_.find(name);
+  if (found == by_name_.end())
+    return out;
+  auto& e = at(found->second);
+  e.retired = true;
+  drop_if_retired(found->second, e, out);
+  start_queued(out);
+  return out;
 }
 
 void adapter_cache::collect_names() {

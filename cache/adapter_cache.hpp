@@ -129,6 +129,12 @@ public:
   /// Throws std::logic_error if `id` is not loading.
   adapter_actions loaded(adapter_id id, std::size_t bytes, adapter_clock::time_point now);
 
+  /// Adapter `name` is withdrawn (removed from the cluster's registry, or superseded by a newer
+  /// version): evicted now if nobody holds it, else as soon as its last reference is released
+  /// (a load in progress finishes first). A later acquire still works (a request placed before
+  /// the withdrawal) and the adapter is evicted again when that one ends. Unknown names: no-op.
+  adapter_actions retire(const std::string& name);
+
   /// A load started by start_loads failed. Throws std::logic_error if `id` is not loading.
   adapter_actions load_failed(adapter_id id, serve_errc error, std::string message,
                               adapter_clock::time_point now);
@@ -157,6 +163,7 @@ private:
     std::uint64_t last_use = 0;   ///< acquire stamp, for LRU
     adapter_clock::time_point failed_at{};
     std::uint64_t queued_at = 0;  ///< FIFO order of queued loads
+    bool retired = false;         ///< evicted whenever it has no reference (retire())
   };
 
   entry& at(adapter_id id);
@@ -170,6 +177,10 @@ private:
   void start_queued(adapter_actions& out);
   /// Evicts the least recently used unreferenced ready adapter; false if there is none.
   bool evict_one(adapter_actions& out);
+  /// Evicts ready adapter `id` (unreferenced).
+  void evict(adapter_id id, entry& e, adapter_actions& out);
+  /// Evicts `id` if it is retired, ready and unreferenced.
+  void drop_if_retired(adapter_id id, entry& e, adapter_actions& out);
   /// Forgets unreferenced absent/failed names when the registry is full.
   void collect_names();
   std::uint32_t occupied() const noexcept { return resident_count_ + loading_count_; }

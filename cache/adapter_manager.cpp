@@ -54,6 +54,19 @@ void adapter_manager::release(adapter_id id) {
   apply(cache_.release(id));
 }
 
+void adapter_manager::retire(const std::string& name) {
+  std::lock_guard<std::mutex> g(mtx_);
+  apply(cache_.retire(name));
+}
+
+bool adapter_manager::prefetch(const std::string& name) {
+  auto r = acquire(name);
+  if (r.state == adapter_state::failed)
+    return false;
+  release(r.id);
+  return true;
+}
+
 void adapter_manager::apply(const adapter_actions& a) {
   for (auto id : a.evict)
     weights_.erase(id);

@@ -93,6 +93,15 @@ public:
   /// adapter_cache::release.
   void release(adapter_id id);
 
+  /// adapter_cache::retire: `name` is evicted once no request holds it.
+  void retire(const std::string& name);
+
+  /// Starts loading `name` in the background if it is absent and a slot is free or can be freed
+  /// by evicting an unreferenced adapter (acquire, then release at once: the adapter stays
+  /// resident, least recently used first, until evicted). False if the name was refused or its
+  /// last load failed recently.
+  bool prefetch(const std::string& name);
+
   /// `id`'s state.
   adapter_state state(adapter_id id) const;
 

@@ -214,3 +214,46 @@ TEST_CASE("a full registry forgets unreferenced names, never reusing ids", "[ada
   CHECK(c.find("a") == base_model);
   CHECK(c.find("b") == b.id);
 }
+
+TEST_CASE("a retired adapter is evicted when its last holder releases it", "[adapter_cache]") {
+  auto c = make(1000);
+  const auto old_version = acquire_loaded(c, "tone@1", 100);
+  const auto other = acquire_loaded(c, "other", 100);
+  c.release(other);
+  auto r = c.retire("tone@1");
+  CHECK(r.evict.empty());  // a request still holds it
+  CHECK(c.state(old_version) == adapter_state::ready);
+  auto a = c.release(old_version);
+  CHECK(a.evict == std::vector<adapter_id>{old_version});
+  CHECK(c.state(old_version) == adapter_state::absent);
+  CHECK(c.state(other) == adapter_state::ready);  // not retired: stays for LRU
+  CHECK(c.stats().bytes == 100);
+}
+
+TEST_CASE("retiring an unreferenced adapter evicts it at once and unknown names are ignored",
+          "[adapter_cache]") {
+  auto c = make(1000);
+  const auto id = acquire_loaded(c, "gone", 100);
+  c.release(id);
+  CHECK(c.state(id) == adapter_state::ready);
+  CHECK(c.retire("gone").evict == std::vector<adapter_id>{id});
+  CHECK(c.stats().loaded == 0);
+  CHECK(c.retire("never-seen").evict.empty());
+}
+
+TEST_CASE("a retired adapter whose load is in flight is dropped when the load ends unheld",
+          "[adapter_cache]") {
+  auto c = make(1000);
+  auto r = c.acquire("late", t0);
+  REQUIRE(r.state == adapter_state::loading);
+  c.retire("late");
+  c.release(r.id);  // its request was cancelled while loading
+  auto a = c.loaded(r.id, 100, t0);
+  CHECK(a.evict == std::vector<adapter_id>{r.id});
+  CHECK(c.stats().loaded == 0);
+  // A request placed before the withdrawal may still acquire it: it loads again, then goes.
+  auto again = c.acquire("late", t0);
+  CHECK(again.state == adapter_state::loading);
+  c.loaded(again.id, 100, t0);
+  CHECK(c.release(again.id).evict == std::vector<adapter_id>{again.id});
+}

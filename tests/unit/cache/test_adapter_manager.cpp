@@ -209,3 +209,20 @@ TEST_CASE("load records count each adapter's loads and failures and time the las
   mgr.release(a.id);
   mgr.release(bad.id);
 }
+
+TEST_CASE("prefetch loads an adapter nobody holds and retire frees it", "[adapter_manager]") {
+  fake_loader loader;
+  adapter_manager mgr(config(), loader.fn());
+  CHECK(mgr.prefetch("warm"));
+  auto id = mgr.acquire("warm").id;  // a request arrives: the prefetched load is shared
+  REQUIRE(mgr.wait_settled(id, 30s) == adapter_state::ready);
+  CHECK(loader.count("warm") == 1);
+  mgr.retire("warm");
+  CHECK(mgr.ready(id));  // the request still holds it
+  auto held = mgr.get(id);
+  std::weak_ptr<const adapter_payload> watch = held;
+  held.reset();
+  mgr.release(id);
+  CHECK(mgr.state(id) == adapter_state::absent);
+  CHECK(watch.expired());  // its memory is gone with its last request
+}
