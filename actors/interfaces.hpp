@@ -27,6 +27,9 @@ using worker_actor = caf::typed_actor<
   caf::reacts_to<worker_submit>,                 // from the router
   caf::reacts_to<worker_cancel>,                 // from the router
   caf::reacts_to<worker_credit>,                 // from the router
+  caf::reacts_to<worker_adapters>,               // from the router: registry events
+  caf::reacts_to<worker_prefetch>,               // from the router
+  caf::replies_to<adapter_check>::with<adapter_checked>,  // from the router: before an add
   caf::reacts_to<request_ended>,                 // from its own serving loop
   caf::reacts_to<report_atom>,                   // its own report timer
   caf::replies_to<caf::get_atom>::with<worker_load>>;  // a load snapshot now
@@ -51,6 +54,8 @@ using router_actor = caf::typed_actor<
   caf::replies_to<caf::get_atom>::with<router_stats>,
   caf::replies_to<caf::wait_for_atom, std::uint32_t>::with<router_stats>,
   // Operators and leaving worker nodes: drain a node (its name, or the name of one worker).
-  caf::replies_to<drain_atom, std::string>::with<std::uint32_t, std::uint32_t>>;
+  caf::replies_to<drain_atom, std::string>::with<std::uint32_t, std::uint32_t>,
+  // Operators: the adapter registry (list, add, update, remove).
+  caf::replies_to<adapter_command>::with<adapter_reply>>;
 
 } // namespace lf::actors

@@ -26,6 +26,7 @@
 #include <caf/meta/type_name.hpp>
 #include <caf/type_id.hpp>
 
+#include "actors/adapter_messages.hpp"
 #include "actors/ids.hpp"
 #include "core/metrics.hpp"
 #include "core/request.hpp"
@@ -425,6 +426,12 @@ CAF_BEGIN_TYPE_ID_BLOCK(lorafleet, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_moved))
   CAF_ADD_TYPE_ID(lorafleet, (lf::actors::credit_request))
   CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_credit))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::adapter_command))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::adapter_reply))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::adapter_check))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::adapter_checked))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_adapters))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_prefetch))
 CAF_END_TYPE_ID_BLOCK(lorafleet)
 
 namespace lf::actors {

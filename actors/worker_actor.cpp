@@ -164,6 +164,27 @@ worker_actor::behavior_type worker_impl(worker_self self, worker_backend backend
         st.backend.loop->credit(it->second, msg.allowance);
     },
     [self](const request_ended& msg) { self->state.live.erase(msg.rid); },
+    [self](const worker_adapters& msg) {
+      if (self->state.backend.apply_adapter_events)
+        self->state.backend.apply_adapter_events(msg.events);
+    },
+    [self](const worker_prefetch& msg) {
+      if (self->state.backend.prefetch_adapter)
+        self->state.backend.prefetch_adapter(msg.key);
+    },
+    [self](const adapter_check& msg) -> adapter_checked {
+      adapter_checked out;
+      if (!self->state.backend.check_adapter) {
+        out.error = "worker " + self->state.opts.name + " cannot check adapters";
+        return out;
+      }
+      try {
+        out.source = self->state.backend.check_adapter(msg.path, msg.max_rank);
+      } catch (const std::exception& e) {
+        out.error = e.what();
+      }
+      return out;
+    },
     [self](report_atom) {
       auto& st = self->state;
       self->send(st.router, snapshot(st));

@@ -10,6 +10,9 @@
 ///              get_atom ──> worker_load (reply)                   │
 ///   loop thread: on_token ──> worker_token ───────────────────────┘──> router
 ///                on_done  ──> worker_done | worker_failed ──> router; request_ended ──> self
+///              worker_adapters ──> the registry copy (adapter files by NAME@V)
+///              adapter_check ──> adapter_checked (before the router registers an adapter)
+///              worker_prefetch ──> background load
 ///   router down ──> cancel everything in the loop, quit
 ///
 /// When the actor ends (killed or otherwise), its state's destructor cancels every request it
@@ -48,6 +51,14 @@ struct worker_backend {
   std::function<std::vector<std::string>()> servable_adapters;
   /// Every adapter it loaded and what the loads cost (load reports, `status`); not set => none.
   std::function<std::vector<adapter_load_cost>()> adapter_records;
+  /// Applies the cluster registry's events (worker_runtime::apply_adapter_events); not set =>
+  /// ignored (the worker serves only its adapter directory).
+  std::function<void(const std::vector<cache::adapter_event>&)> apply_adapter_events;
+  /// Loads a registered version in the background; not set => ignored.
+  std::function<bool(const std::string&)> prefetch_adapter;
+  /// Checks an adapter directory before it is registered (worker_runtime::check_adapter: throws
+  /// with the reason); not set => checks are refused.
+  std::function<cache::adapter_source(const std::string&, std::uint32_t)> check_adapter;
 };
 
 /// A backend over a worker_runtime (shares its ownership).

@@ -21,6 +21,15 @@ check_failure fail(serve_errc code, std::string message) { return {code, std::mo
 bool valid_adapter_name(std::string_view name) noexcept {
   if (name.empty() || name.size() > max_adapter_name_length)
     return false;
+  if (const auto at = name.rfind('@'); at != std::string_view::npos) {
+    const auto version = name.substr(at + 1);
+    if (version.empty() || version.size() > 9 || version[0] == '0')
+      return false;
+    for (char c : version)
+      if (c < '0' || c > '9')
+        return false;
+    name = name.substr(0, at);
+  }
   bool component_start = true;
   for (char c : name) {
     if (c == '/') {

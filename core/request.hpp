@@ -103,8 +103,9 @@ inline constexpr std::size_t max_adapter_name_length = 128;
 
 /// Adapter names are relative paths under the adapter root: letters, digits, '-', '_' and '.',
 /// with single '/' between components, no component starting with '.', at most
-/// max_adapter_name_length bytes ("shakespeare", "styles/kjv"). The empty name (base model)
-/// is not a valid adapter name.
+/// max_adapter_name_length bytes ("shakespeare", "styles/kjv"), optionally followed by "@V", a
+/// registered version (V decimal, 1 to 9 digits, no leading zero: "styles/kjv@3"). The empty
+/// name (base model) is not a valid adapter name.
 bool valid_adapter_name(std::string_view name) noexcept;
 
 /// Longest tenant name accepted, in bytes.

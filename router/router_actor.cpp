@@ -23,8 +23,9 @@ std::string_view to_string(route_state s) noexcept {
   return "queued";
 }
 
-void router_state::init(self_ptr self, router_config cfg) {
+void router_state::init(self_ptr self, router_config cfg, std::shared_ptr<adapter_store> adapters) {
   self_ = self;
+  adapters_ = std::move(adapters);
   cfg_ = std::move(cfg);
   placer_ = placer(cfg_.placement);
   queue_ = admission_queue<actors::route_id>(cfg_.max_queue, cfg_.tenants.scheduling, cfg_.tenants.token_weights);
@@ -48,8 +49,10 @@ router_state::~router_state() {
 caf::result<actors::worker_id> router_state::add_worker(actors::worker_actor handle,
                                                        actors::register_worker info) {
   for (auto& [id, w] : workers_)
-    if (w.handle == handle)
+    if (w.handle == handle) {
+      replay_adapters(w);  // back after a partition: it may have missed events
       return id;  // registered twice (e.g. a retry): same id
+    }
   const auto& l = cfg_.limits;
   if ((l.context_window > 0 && info.context_window < l.context_window)
       || (l.vocab_size > 0 && info.vocab_size < l.vocab_size)) {
@@ -69,6 +72,7 @@ caf::result<actors::worker_id> router_state::add_worker(actors::worker_actor han
   w.info = std::move(info);
   metrics_of(id).name = w.info.name;
   self_->monitor(handle);
+  replay_adapters(w);  // before any request is placed there
   log::info("router", "worker registered",
             {{"worker", w.info.name}, {"wid", id.value()}, {"context", w.info.context_window},
              {"kv_blocks", w.info.total_blocks}, {"max_seqs", w.info.max_seqs},
@@ -250,8 +254,9 @@ actors::router_stats router_state::stats() const {
 
 namespace {
 
-actors::router_actor::behavior_type router_impl(router_state::self_ptr self, router_config cfg) {
-  self->state.init(self, std::move(cfg));
+actors::router_actor::behavior_type router_impl(router_state::self_ptr self, router_config cfg,
+                                                std::shared_ptr<adapter_store> adapters) {
+  self->state.init(self, std::move(cfg), std::move(adapters));
   self->set_down_handler([self](const caf::down_msg& dm) { self->state.on_down(dm); });
   return {
     [self](actors::generate_request& req) { self->state.submit(req); },
@@ -280,13 +285,28 @@ actors::router_actor::behavior_type router_impl(router_state::self_ptr self, rou
       self->state.await_workers(n, rp);
       return rp;
     },
+    [self](actors::adapter_command& cmd) -> caf::result<actors::adapter_reply> {
+      auto rp = self->make_response_promise<actors::adapter_reply>();
+      self->state.adapter_command(std::move(cmd), rp);
+      return rp;
+    },
   };
 }
 
 } // namespace
 
 actors::router_actor spawn_router(caf::actor_system& sys, router_config cfg) {
-  return sys.spawn(router_impl, std::move(cfg));
+  auto adapters = std::make_shared<adapter_store>();
+  if (!cfg.adapter_log.empty()) {
+    std::string warning;
+    adapters->file = std::make_unique<adapter_log_file>(cfg.adapter_log, adapters->registry, warning);
+    if (!warning.empty())
+      log::warn("router", warning);
+    log::info("router", "adapter registry replayed",
+              {{"log", cfg.adapter_log}, {"events", adapters->registry.last_seq()},
+               {"adapters", adapters->registry.list().size()}});
+  }
+  return sys.spawn(router_impl, std::move(cfg), std::move(adapters));
 }
 
 } // namespace lf::router

@@ -26,6 +26,13 @@
 /// A request without a seed gets one at admission (reported in done_event::seed), so a resumed
 /// request draws what the undisturbed one would have drawn.
 ///
+/// Adapters: a request names "NAME" (the registry's newest version, or an adapter of the workers'
+/// directories the registry does not know) or "NAME@V"; the router pins it to "NAME@V" before
+/// placing it, so it keeps that version wherever it runs, and refuses names the registry removed
+/// (unknown_adapter). adapter_command lists, adds (checked on a worker first), updates and removes
+/// registry entries; each change goes to the log file, then to every worker (worker_adapters; a
+/// worker that registers gets the whole log).
+///
 /// Every accepted request gets exactly one terminal event (done_event or error_event); events
 /// from a worker that no longer owns a request (it died, or the request was re-placed or ended)
 /// are dropped. Workers register with a register_worker message (works for remote workers too)
@@ -34,6 +41,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <caf/fwd.hpp>
 
@@ -78,6 +86,17 @@ struct router_config {
   double deadline_margin = 0.1;
   /// How the router measures its workers for those predictions.
   rate_meter_options meter;
+  /// The adapter registry's log file (router/adapter_log.hpp), replayed at start; "" keeps the
+  /// registry in memory only (lost when the router stops).
+  std::string adapter_log;
+  /// Directories `adapters add` / `update` may take adapters from (paths are resolved, symlinks
+  /// included, and must lie inside one); empty: every add is refused.
+  std::vector<std::string> adapter_roots;
+  /// Largest LoRA rank an add accepts.
+  std::uint32_t max_adapter_rank = 64;
+  /// Workers an added or updated adapter is loaded on at once, in the background (0: none; the
+  /// first request loads it).
+  std::uint32_t prefetch_copies = 1;
 };
 
 /// Where an accepted request is.
@@ -86,7 +105,8 @@ enum class route_state { queued, placed, streaming };
 /// "queued", "placed", "streaming".
 std::string_view to_string(route_state s) noexcept;
 
-/// Spawns a router. It runs until it is sent an exit message.
+/// Spawns a router. It runs until it is sent an exit message. Throws std::runtime_error when the
+/// adapter log cannot be read or replayed (naming the file and line).
 actors::router_actor spawn_router(caf::actor_system& sys, router_config cfg = {});
 
 } // namespace lf::router

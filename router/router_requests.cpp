@@ -57,6 +57,10 @@ void router_state::submit(actors::generate_request& req) {
     if (!req.draft.params.seed)
       req.draft.params.seed = seeds_();  // resumption needs a seed; `done` reports it
     req.draft.tenant_weight = cfg_.tenants.limits_of(req.draft.tenant).weight;
+    if (auto why = pin_adapter(req.draft)) {
+      ++counters_.rejected;
+      return reject(sink, req.id, serve_errc::unknown_adapter, std::move(*why));
+    }
     auto checked = validate_request(std::move(req.draft), limits());
     if (auto* bad = std::get_if<check_failure>(&checked)) {
       ++(bad->code == serve_errc::overloaded ? counters_.overloaded : counters_.rejected);

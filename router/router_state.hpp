@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -17,6 +18,7 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "core/credit_window.hpp"
+#include "router/adapter_log.hpp"
 #include "router/admission_queue.hpp"
 #include "router/router_actor.hpp"
 
@@ -61,6 +63,12 @@ struct worker_entry {
   bool draining = false;  ///< drained: nothing is placed here any more
 };
 
+/// The adapter registry and its log file (nullptr: memory only), opened by spawn_router.
+struct adapter_store {
+  cache::adapter_registry registry;
+  std::unique_ptr<adapter_log_file> file;
+};
+
 /// One tenant with live requests (forgotten when it has none).
 struct tenant_book {
   std::uint32_t live = 0;      ///< accepted, not ended
@@ -83,7 +91,7 @@ public:
   ~router_state();
 
   /// Called once from the behavior factory (CAF constructs states before their actor runs).
-  void init(self_ptr self, router_config cfg);
+  void init(self_ptr self, router_config cfg, std::shared_ptr<adapter_store> adapters);
 
   // -- clients (router_requests.cpp) --
   void submit(actors::generate_request& req);
@@ -112,6 +120,10 @@ public:
   std::pair<std::uint32_t, std::uint32_t> drain(const std::string& node);
   void await_workers(std::uint32_t n, caf::typed_response_promise<actors::router_stats> rp);
 
+  // -- the adapter registry (router_adapters.cpp) --
+  /// list / add / update / remove; add and update first have a worker check the files.
+  void adapter_command(actors::adapter_command cmd, caf::typed_response_promise<actors::adapter_reply> rp);
+
 private:
   /// The entry `rid` if `wid` owns it (events of a stale owner are dropped).
   route_entry* owned(actors::route_id rid, actors::worker_id wid);
@@ -138,6 +150,17 @@ private:
   void log_end(const route_entry& e, std::string_view outcome, const std::string& message,
                const actors::done_event* done) const;
   void sink_lost(const caf::actor_addr& addr);
+  /// Pins a request's adapter to the registry's "NAME@V" (unchanged for unregistered names);
+  /// the refusal's message when the registry removed it or has no such version.
+  std::optional<std::string> pin_adapter(request_draft& d) const;
+  /// Sends `w` the whole registry log (a worker that registers or registers again).
+  void replay_adapters(const worker_entry& w) const;
+  /// Logs, applies and broadcasts a registry event; the reply for the operator.
+  actors::adapter_reply commit_adapter_event(const cache::adapter_event& e);
+  /// The registry's rows (`name` empty: all), with the workers holding each newest version.
+  actors::adapter_reply adapter_rows(const std::string& name) const;
+  /// Workers to load a new version on now, least loaded first (prefetch_copies of them).
+  void prefetch(const std::string& key);
   // -- measurements (router_metrics.cpp) --
   /// The metrics of `wid` (worker 0: requests that never reached a worker).
   actors::worker_metrics& metrics_of(actors::worker_id wid);
@@ -185,6 +208,7 @@ private:
   double unstarted_ = 0;  ///< expected tokens of live requests without a first token
   bool dispatching_ = false;  ///< dispatch() is running (ending a request must not re-enter it)
   rate_meter meter_;
+  std::shared_ptr<adapter_store> adapters_;
 };
 
 } // namespace lf::router

@@ -89,7 +89,13 @@ struct worker_runtime::impl {
   std::unique_ptr<kernels::kv_cache> kv;
   // Static batching: the ATen model.
   std::unique_ptr<engine::gpt2_model> aten;
-  std::unique_ptr<cache::adapter_manager> adapters;  ///< null without an adapter_dir
+  /// The worker's copy of the cluster's adapter registry (the loader threads read it).
+  struct registry_copy {
+    std::mutex m;
+    cache::adapter_registry r;
+  };
+  std::shared_ptr<registry_copy> registry = std::make_shared<registry_copy>();
+  std::unique_ptr<cache::adapter_manager> adapters;
   std::unique_ptr<engine::step_engine> runner;
   std::unique_ptr<serving_loop> loop;
   mutable std::mutex listed_m;
@@ -106,8 +112,7 @@ struct worker_runtime::impl {
         log::warn("worker", *note);
       config = model->config();
       kv = std::make_unique<kernels::kv_cache>(kv_shape_of(s, config));
-      if (!s.adapter_dir.empty())
-        adapters = engine::make_cpu_lora_manager(s.adapter_dir, config, adapter_config(s));
+      adapters = engine::make_cpu_lora_manager(s.adapter_dir, config, adapter_config(s), sources());
       runner = std::make_unique<engine::cpu_runner>(*model, *kv, adapters ? adapters->lookup()
                                                                           : cache::adapter_lookup_fn{});
       settings.num_blocks = kv->shape().num_blocks;
@@ -118,8 +123,7 @@ struct worker_runtime::impl {
         engine::set_blas_threads(s.blas_threads);
       aten = std::make_unique<engine::gpt2_model>(engine::load_gpt2_weights(s.model_dir, dtype));
       config = aten->config();
-      if (!s.adapter_dir.empty())
-        adapters = engine::make_lora_manager(s.adapter_dir, *aten, adapter_config(s));
+      adapters = engine::make_lora_manager(s.adapter_dir, *aten, adapter_config(s), sources());
       runner = std::make_unique<no_step_engine>(static_cast<std::size_t>(config.vocab_size));
       if (settings.num_blocks == 0)
         settings.num_blocks = 1;  // no paged store in the static modes
@@ -131,6 +135,16 @@ struct worker_runtime::impl {
         return engine::generate(*m, tok, b, o);
       },
       adapters.get());
+  }
+
+  /// Registered keys' files, from the registry copy.
+  engine::adapter_source_fn sources() const {
+    return [reg = registry](const std::string& key) -> std::optional<cache::adapter_source> {
+      std::lock_guard<std::mutex> g(reg->m);
+      if (auto* s = reg->r.source(key))
+        return *s;
+      return std::nullopt;
+    };
   }
 
   static serving_config make_config(const worker_settings& s, std::uint32_t blocks, std::int32_t eos) {
@@ -177,11 +191,36 @@ std::uint32_t worker_runtime::block_size() const { return impl_->settings.block_
 const worker_settings& worker_runtime::settings() const { return impl_->settings; }
 
 std::vector<std::string> worker_runtime::adapters() const {
-  return impl_->adapters ? impl_->adapters->resident_names() : std::vector<std::string>{};
+  return impl_->adapters->resident_names();
 }
 
 std::vector<cache::adapter_load_record> worker_runtime::adapter_records() const {
-  return impl_->adapters ? impl_->adapters->load_records() : std::vector<cache::adapter_load_record>{};
+  return impl_->adapters->load_records();
+}
+
+void worker_runtime::apply_adapter_events(const std::vector<cache::adapter_event>& events) {
+  auto& i = *impl_;
+  std::vector<std::string> retired;
+  {
+    std::lock_guard<std::mutex> g(i.registry->m);
+    for (const auto& e : events) {
+      try {
+        if (i.registry->r.apply(e))
+          for (auto& key : i.registry->r.retired_by(e))
+            retired.push_back(std::move(key));
+      } catch (const std::invalid_argument& err) {
+        log::warn("worker", "adapter registry event skipped", {{"error", err.what()}});
+      }
+    }
+  }
+  for (const auto& key : retired)
+    i.adapters->retire(key);
+}
+
+bool worker_runtime::prefetch_adapter(const std::string& key) { return impl_->adapters->prefetch(key); }
+
+cache::adapter_source worker_runtime::check_adapter(const std::string& dir, std::uint32_t max_rank) const {
+  return engine::check_peft_adapter(dir, impl_->config, max_rank, adapter_config(impl_->settings).budget_bytes);
 }
 
 std::vector<std::string> worker_runtime::servable_adapters() const {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/adapter_registry.hpp"
 #include "worker/serving_loop.hpp"
 
 namespace lf::engine {
@@ -68,6 +69,19 @@ public:
   /// Names of the adapters it can serve: those in its adapter_dir (engine::list_adapter_ids),
   /// listed again at most every 5 seconds. Thread-safe.
   std::vector<std::string> servable_adapters() const;
+
+  /// Applies events of the cluster's adapter registry in order (a replay skips those it has; an
+  /// event that does not follow is logged and skipped) and retires the versions they withdraw:
+  /// each is evicted once no request holds it. Thread-safe.
+  void apply_adapter_events(const std::vector<cache::adapter_event>& events);
+
+  /// Starts loading `key` in the background if a slot is free or can be freed (prefetch); false
+  /// if refused.
+  bool prefetch_adapter(const std::string& key);
+
+  /// engine::check_peft_adapter against this worker's model and adapter cache budget: the source
+  /// of `dir`, or std::runtime_error saying what is wrong with it.
+  cache::adapter_source check_adapter(const std::string& dir, std::uint32_t max_rank) const;
 
   /// What each adapter's loads have cost here (adapter_manager::load_records); empty without
   /// an adapter directory.

@@ -31,12 +31,13 @@ const cpu_lora::factors* cpu_lora::find(int layer, lora_module m) const noexcept
 }
 
 std::unique_ptr<cache::adapter_manager> make_cpu_lora_manager(std::string root, const gpt2_config& base,
-                                                              cache::adapter_cache_config cfg) {
+                                                              cache::adapter_cache_config cfg,
+                                                              adapter_source_fn sources) {
   return make_peft_manager(std::move(root), base,
                            [base](const lora_adapter& a) -> std::shared_ptr<const cache::adapter_payload> {
                              return std::make_shared<const cpu_lora>(a, base);
                            },
-                           cfg);
+                           cfg, std::move(sources));
 }
 
 std::shared_ptr<const cpu_lora> find_cpu_lora(const cache::adapter_lookup_fn& lookup, cache::adapter_id id) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cache/adapter_manager.hpp"
+#include "worker/engine/peft_manager.hpp"
 #include "worker/engine/gpt2_config.hpp"
 #include "worker/engine/lora_adapter.hpp"
 
@@ -43,7 +44,8 @@ private:
 
 /// An adapter manager serving PEFT adapters from `root` as cpu_lora payloads for `base`.
 std::unique_ptr<cache::adapter_manager> make_cpu_lora_manager(std::string root, const gpt2_config& base,
-                                                              cache::adapter_cache_config cfg = {});
+                                                              cache::adapter_cache_config cfg = {},
+                                                              adapter_source_fn sources = {});
 
 /// The cpu_lora behind `lookup(id)`: nullptr for base_model. Throws std::runtime_error naming the
 /// adapter when it is not ready.

@@ -89,12 +89,13 @@ std::shared_ptr<const lora_weights> find_lora(const cache::adapter_lookup_fn& lo
 }
 
 std::unique_ptr<cache::adapter_manager> make_lora_manager(std::string root, const gpt2_model& model,
-                                                          cache::adapter_cache_config cfg) {
+                                                          cache::adapter_cache_config cfg,
+                                                          adapter_source_fn sources) {
   return make_peft_manager(std::move(root), model.config(),
                            [&model](const lora_adapter& a) -> std::shared_ptr<const cache::adapter_payload> {
                              return std::make_shared<const lora_weights>(a, model.config(), model.scalar_type());
                            },
-                           cfg);
+                           cfg, std::move(sources));
 }
 
 } // namespace lf::engine

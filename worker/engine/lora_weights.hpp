@@ -18,6 +18,7 @@
 
 #include "cache/adapter_manager.hpp"
 #include "worker/engine/lora_adapter.hpp"
+#include "worker/engine/peft_manager.hpp"
 
 namespace lf::engine {
 
@@ -87,6 +88,7 @@ std::shared_ptr<const lora_weights> find_lora(const cache::adapter_lookup_fn& lo
 /// An adapter manager serving PEFT adapters from `root` for `model` (peft_manager.hpp with
 /// lora_weights payloads). `model` must outlive it.
 std::unique_ptr<cache::adapter_manager> make_lora_manager(std::string root, const gpt2_model& model,
-                                                          cache::adapter_cache_config cfg = {});
+                                                          cache::adapter_cache_config cfg = {},
+                                                          adapter_source_fn sources = {});
 
 } // namespace lf::engine

@@ -132,11 +132,12 @@ TEST_CASE("validate_or_throw throws the refusal's message", "[request]") {
 }
 
 TEST_CASE("adapter names: relative paths of safe characters only", "[request]") {
-  for (auto ok : {"shakespeare", "styles/kjv", "a-b_c.d", "v1.2/x", "A9"})
+  for (auto ok : {"shakespeare", "styles/kjv", "a-b_c.d", "v1.2/x", "A9", "styles/kjv@3", "x@123456789"})
     CHECK(valid_adapter_name(ok));
   using namespace std::literals;
   for (auto bad : {""sv, "/abs"sv, "trail/"sv, "a//b"sv, ".hidden"sv, "a/../b"sv, ".."sv, "a/.b"sv,
-                   "sp ace"sv, "back\\slash"sv, "nul\0x"sv, "semi;colon"sv, "ü"sv})
+                   "sp ace"sv, "back\\slash"sv, "nul\0x"sv, "semi;colon"sv, "ü"sv, "x@"sv, "@2"sv,
+                   "x@0"sv, "x@07"sv, "x@1@2"sv, "x@v1"sv, "x@1234567890"sv, "x/@1"sv})
     CHECK_FALSE(valid_adapter_name(bad));
   CHECK(valid_adapter_name(std::string(max_adapter_name_length, 'a')));
   CHECK_FALSE(valid_adapter_name(std::string(max_adapter_name_length + 1, 'a')));

@@ -1,0 +1,174 @@
+// The router's adapter registry: operators' commands, the check on a worker before an add, the
+// log, broadcasting events to the workers, pinning requests to a version, prefetch.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "core/log.hpp"
+#include "router/router_state.hpp"
+
+namespace lf::router {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+actors::adapter_reply refusal(serve_errc code, std::string message) {
+  actors::adapter_reply r;
+  r.error = code;
+  r.message = std::move(message);
+  return r;
+}
+
+/// `path` resolved (symlinks too), if it lies strictly inside one of `roots`.
+std::optional<std::string> inside_roots(const std::string& path, const std::vector<std::string>& roots) {
+  std::error_code ec;
+  const auto p = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  if (ec)
+    return std::nullopt;
+  for (const auto& root : roots) {
+    const auto r = fs::weakly_canonical(fs::absolute(root, ec), ec);
+    if (ec)
+      continue;
+    const auto rel = p.lexically_relative(r);
+    if (!rel.empty() && rel != "." && *rel.begin() != "..")
+      return p.string();
+  }
+  return std::nullopt;
+}
+
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+} // namespace
+
+std::optional<std::string> router_state::pin_adapter(request_draft& d) const {
+  auto res = adapters_->registry.resolve(d.adapter);
+  if (res.error != serve_errc::none)
+    return std::move(res.message);
+  d.adapter = std::move(res.key);
+  return std::nullopt;
+}
+
+void router_state::replay_adapters(const worker_entry& w) const {
+  if (adapters_->registry.last_seq() > 0)
+    self_->send(w.handle, actors::worker_adapters{adapters_->registry.log()});
+}
+
+actors::adapter_reply router_state::adapter_rows(const std::string& name) const {
+  actors::adapter_reply r;
+  r.seq = adapters_->registry.last_seq();
+  for (auto& rec : adapters_->registry.list()) {
+    if (!name.empty() && rec.name != name)
+      continue;
+    const auto key = cache::adapter_key(rec.name, rec.latest);
+    std::uint32_t holders = 0;
+    for (const auto& [id, w] : workers_)
+      holders += std::count(w.last.adapters.begin(), w.last.adapters.end(), key) > 0 ? 1 : 0;
+    r.resident.push_back(rec.removed ? 0 : holders);
+    r.adapters.push_back(std::move(rec));
+  }
+  return r;
+}
+
+actors::adapter_reply router_state::commit_adapter_event(const cache::adapter_event& e) {
+  try {
+    if (adapters_->file)
+      adapters_->file->append(e);
+  } catch (const std::exception& err) {
+    log::error("router", "adapter log write failed", {{"error", err.what()}});
+    return refusal(serve_errc::internal, err.what());
+  }
+  adapters_->registry.apply(e);
+  for (const auto& [id, w] : workers_)
+    self_->send(w.handle, actors::worker_adapters{{e}});
+  const auto key = cache::adapter_key(e.name, e.version);
+  log::info("router", "adapter registry changed",
+            {{"op", cache::to_string(e.op)}, {"adapter", key}, {"seq", e.seq}, {"path", e.source.path}});
+  if (e.op != cache::adapter_op::remove)
+    prefetch(key);
+  return adapter_rows(e.name);
+}
+
+void router_state::prefetch(const std::string& key) {
+  std::vector<const worker_entry*> order;
+  for (const auto& [id, w] : workers_)
+    if (!w.draining)
+      order.push_back(&w);
+  std::stable_sort(order.begin(), order.end(),
+                   [](auto* a, auto* b) { return a->load_tokens < b->load_tokens; });
+  order.resize(std::min<std::size_t>(order.size(), cfg_.prefetch_copies));
+  for (auto* w : order)
+    self_->send(w->handle, actors::worker_prefetch{key});
+}
+
+void router_state::adapter_command(actors::adapter_command cmd,
+                                   caf::typed_response_promise<actors::adapter_reply> rp) {
+  auto& reg = adapters_->registry;
+  if (cmd.op == "list")
+    return static_cast<void>(rp.deliver(adapter_rows("")));
+  const auto op = cache::parse_adapter_op(cmd.op);
+  if (!op)
+    return static_cast<void>(rp.deliver(refusal(serve_errc::invalid_request,
+                                                "unknown adapter operation \"" + cmd.op
+                                                  + "\" (list, add, update, remove)")));
+  if (!valid_adapter_name(cmd.name) || cmd.name.find('@') != std::string::npos)
+    return static_cast<void>(rp.deliver(refusal(
+      serve_errc::invalid_request, "adapter name \"" + cmd.name
+                                     + "\" is not a relative path of [A-Za-z0-9._-] components")));
+  std::string why;
+  if (*op == cache::adapter_op::remove) {
+    auto e = reg.next(*op, cmd.name, {}, wall_ms(), why);
+    return static_cast<void>(rp.deliver(e ? commit_adapter_event(*e)
+                                          : refusal(serve_errc::unknown_adapter, why)));
+  }
+  // add / update: the state must allow it now (and again once the check is back) ...
+  if (!reg.next(*op, cmd.name, {}, 0, why))
+    return static_cast<void>(rp.deliver(refusal(*op == cache::adapter_op::add ? serve_errc::invalid_request
+                                                                             : serve_errc::unknown_adapter,
+                                                why)));
+  if (cfg_.adapter_roots.empty())
+    return static_cast<void>(rp.deliver(refusal(
+      serve_errc::invalid_request, "no adapter roots are configured, so nothing can be added "
+                                   "([router] adapter_roots, serve --adapter-roots)")));
+  auto path = inside_roots(cmd.path, cfg_.adapter_roots);
+  if (cmd.path.empty() || !path) {
+    std::string roots;
+    for (const auto& r : cfg_.adapter_roots)
+      roots += (roots.empty() ? "" : ", ") + r;
+    return static_cast<void>(rp.deliver(refusal(
+      serve_errc::invalid_request, "adapter path \"" + cmd.path + "\" is outside the allowed roots (" + roots + ")")));
+  }
+  // ... and a worker, which has the base model, checks the files.
+  const worker_entry* checker = nullptr;
+  for (const auto& [id, w] : workers_)
+    if (!w.draining && (checker == nullptr || w.load_tokens < checker->load_tokens))
+      checker = &w;
+  if (checker == nullptr)
+    return static_cast<void>(rp.deliver(refusal(
+      serve_errc::overloaded, "no worker has registered to check the adapter against its model; "
+                              "try again when one has")));
+  self_->request(checker->handle, std::chrono::seconds(60), actors::adapter_check{*path, cfg_.max_adapter_rank})
+    .then(
+      [this, rp, op = *op, name = cmd.name](actors::adapter_checked& c) mutable {
+        if (!c.error.empty())
+          return static_cast<void>(rp.deliver(refusal(serve_errc::invalid_request,
+                                                      "adapter " + name + " refused: " + c.error)));
+        std::string why2;
+        auto e = adapters_->registry.next(op, name, std::move(c.source), wall_ms(), why2);
+        rp.deliver(e ? commit_adapter_event(*e) : refusal(serve_errc::invalid_request, why2));
+      },
+      [rp](caf::error& err) mutable {
+        rp.deliver(refusal(serve_errc::internal, "the worker checking the adapter did not answer: "
+                                                   + caf::to_string(err)));
+      });
+}
+
+} // namespace lf::router
