@@ -57,6 +57,25 @@ struct client::impl {
   std::vector<std::promise<bool>> pongs;
   std::vector<std::promise<std::map<std::string, double>>> stats_waiters;
   std::vector<std::promise<proto::drained_msg>> drain_waiters;
+  std::vector<std::promise<proto::adapters_result>> adapter_waiters;
+  std::mutex adapters_call;  ///< one adapters() call at a time: their answers may overtake each other
+  std::size_t stale_adapter_answers = 0;  ///< answers of calls that timed out, still to come
+
+  /// Asks with `frame` and waits for the answer a reader thread puts in a promise of `waiters`.
+  template <class T>
+  std::optional<T> ask(std::vector<std::promise<T>>& waiters, const std::string& frame,
+                       std::chrono::milliseconds timeout) {
+    std::promise<T> p;
+    auto f = p.get_future();
+    {
+      std::lock_guard<std::mutex> g(m);
+      waiters.push_back(std::move(p));
+    }
+    post(frame);
+    if (f.wait_for(timeout) != std::future_status::ready)
+      return std::nullopt;
+    return f.get();
+  }
   std::uint64_t next_id = 1;
   std::atomic<bool> stopping{false};
   std::thread io;
@@ -129,6 +148,14 @@ struct client::impl {
           if (!drain_waiters.empty()) {  // answers come in the order asked
             drain_waiters.front().set_value(msg);
             drain_waiters.erase(drain_waiters.begin());
+          }
+        } else if constexpr (std::is_same_v<T, proto::adapters_result>) {
+          std::lock_guard<std::mutex> g(m);
+          if (stale_adapter_answers > 0)
+            --stale_adapter_answers;
+          else if (!adapter_waiters.empty()) {
+            adapter_waiters.front().set_value(msg);
+            adapter_waiters.erase(adapter_waiters.begin());
           }
         } else if constexpr (std::is_same_v<T, proto::stats_reply>) {
           std::lock_guard<std::mutex> g(m);
@@ -274,6 +301,8 @@ client::~client() {
     p.set_value({});
   for (auto& p : impl_->drain_waiters)
     p.set_value({});
+  for (auto& p : impl_->adapter_waiters)
+    p.set_value({});
 }
 
 proto::client_request_id client::submit(proto::submit_msg m, stream_callbacks cb) {
@@ -325,29 +354,24 @@ std::optional<std::chrono::microseconds> client::ping(std::chrono::milliseconds 
 }
 
 std::optional<std::map<std::string, double>> client::stats(std::chrono::milliseconds timeout) {
-  std::promise<std::map<std::string, double>> p;
-  auto f = p.get_future();
-  {
-    std::lock_guard<std::mutex> g(impl_->m);
-    impl_->stats_waiters.push_back(std::move(p));
-  }
-  impl_->post(proto::encode(proto::stats_msg{}));
-  if (f.wait_for(timeout) != std::future_status::ready)
-    return std::nullopt;
-  return f.get();
+  return impl_->ask(impl_->stats_waiters, proto::encode(proto::stats_msg{}), timeout);
 }
 
 std::optional<proto::drained_msg> client::drain(const std::string& node, std::chrono::milliseconds timeout) {
-  std::promise<proto::drained_msg> p;
-  auto f = p.get_future();
-  {
+  return impl_->ask(impl_->drain_waiters, proto::encode(proto::drain_msg{node}), timeout);
+}
+
+std::optional<proto::adapters_result> client::adapters(const proto::adapters_msg& m, std::chrono::milliseconds timeout) {
+  std::lock_guard<std::mutex> one(impl_->adapters_call);
+  auto r = impl_->ask(impl_->adapter_waiters, proto::encode(m), timeout);
+  if (!r) {
     std::lock_guard<std::mutex> g(impl_->m);
-    impl_->drain_waiters.push_back(std::move(p));
+    if (!impl_->adapter_waiters.empty()) {  // its answer may still come: drop it then
+      impl_->adapter_waiters.pop_back();
+      ++impl_->stale_adapter_answers;
+    }
   }
-  impl_->post(proto::encode(proto::drain_msg{node}));
-  if (f.wait_for(timeout) != std::future_status::ready)
-    return std::nullopt;
-  return f.get();
+  return r;
 }
 
 std::size_t client::in_flight() const {

@@ -93,6 +93,13 @@ struct router_settings {
   router::tenancy_options tenants;
   bool deadline_admission = true;   ///< [router] deadline_admission
   double deadline_margin = 0.1;     ///< [router] deadline_margin
+  /// [router] adapter_log: the adapter registry's log on the router node ("" = memory only).
+  std::string adapter_log;
+  /// [router] adapter_roots: where `adapters add` may take adapters from (default: the
+  /// cluster's adapter_dir, if set).
+  std::vector<std::string> adapter_roots;
+  std::uint32_t max_adapter_rank = 64;  ///< [router] max_adapter_rank
+  std::uint32_t prefetch_copies = 1;    ///< [router] prefetch_copies
 };
 
 /// CURVE on the client gateway ([security.clients]); keys are Z85 (40 characters).

@@ -72,6 +72,14 @@ void read_router(toml_reader& r, router_settings& rs, parse_state& st) {
   r.set_number("output_token_weight", rs.tenants.token_weights.output, 0, 1e6);
   r.set("deadline_admission", rs.deadline_admission);
   r.set_number("deadline_margin", rs.deadline_margin, 0, 0.9);
+  r.set_path("adapter_log", rs.adapter_log);
+  if (auto roots = r.strings("adapter_roots")) {
+    rs.adapter_roots.clear();
+    for (const auto& root : *roots)
+      rs.adapter_roots.push_back(resolve_path(st.dir, root));
+  }
+  r.set("max_adapter_rank", rs.max_adapter_rank, 1, 4096);
+  r.set("prefetch_copies", rs.prefetch_copies, 0, 1024);
   r.finish();
 }
 

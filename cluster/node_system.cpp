@@ -92,6 +92,12 @@ router::router_config router_config_for(const cluster_config& cfg) {
   r.tenants = cfg.router_cfg.tenants;
   r.deadline_admission = cfg.router_cfg.deadline_admission;
   r.deadline_margin = cfg.router_cfg.deadline_margin;
+  r.adapter_log = cfg.router_cfg.adapter_log;
+  r.adapter_roots = cfg.router_cfg.adapter_roots;
+  if (r.adapter_roots.empty() && !cfg.adapter_dir.empty())
+    r.adapter_roots = {cfg.adapter_dir};
+  r.max_adapter_rank = cfg.router_cfg.max_adapter_rank;
+  r.prefetch_copies = cfg.router_cfg.prefetch_copies;
   // The model's context window and vocabulary: every request is validated against them once.
   const auto model = worker::model_limits(worker_settings_for(cfg, cfg.router().workers));
   r.limits.context_window = model.context_window;

@@ -161,6 +161,16 @@ caf::behavior gateway_actor(gw_self self, std::shared_ptr<zmq_gateway::impl> io)
               io->send_out(identity, proto::encode(proto::drained_msg{node, workers, moved}));
             },
             router_silent(io, identity, "drain"));
+      } else if (auto* a = std::get_if<proto::adapters_msg>(&decoded)) {
+        auto io = st.io;
+        if (a->op != "list")
+          log::info("gateway", "adapter registry operation", {{"op", a->op}, {"adapter", a->name}, {"path", a->path}});
+        self->request(io->router, std::chrono::seconds(90), actors::adapter_command{a->op, a->name, a->path})
+          .then(
+            [io, identity](const actors::adapter_reply& r) {
+              io->send_out(identity, proto::encode(adapters_result_of(r)));
+            },
+            router_silent(io, identity, "adapters"));
       }
     },
     [self](refused_atom, const std::string& identity, std::uint64_t id, std::string why) {

@@ -1,6 +1,7 @@
 #include "gateway/gateway_stats.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <string>
 
@@ -71,6 +72,33 @@ proto::stats_reply flatten_stats(const actors::router_stats& rs, std::size_t gat
   }
   v["gateway.adapters_unlisted"] = unlisted;
   return r;
+}
+
+proto::adapters_result adapters_result_of(const actors::adapter_reply& r) {
+  proto::adapters_result out;
+  if (r.error != serve_errc::none)
+    out.error = r.error;
+  out.message = r.message;
+  out.seq = r.seq;
+  for (std::size_t i = 0; i < r.adapters.size(); ++i) {
+    const auto& a = r.adapters[i];
+    proto::adapter_row row;
+    row.name = a.name;
+    row.version = a.latest;
+    row.removed = a.removed;
+    row.path = a.source.path;
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(a.source.hash));
+    row.hash = hex;
+    row.rank = a.source.rank;
+    for (const auto& t : a.source.targets)
+      row.targets += (row.targets.empty() ? "" : ",") + t;
+    row.bytes = a.source.bytes;
+    row.updated_ms = a.updated_ms;
+    row.resident = i < r.resident.size() ? r.resident[i] : 0;
+    out.adapters.push_back(std::move(row));
+  }
+  return out;
 }
 
 } // namespace lf::gateway

@@ -10,4 +10,8 @@ namespace lf::gateway {
 /// Flattens `rs`; `gateway_live` is the gateway's own count of requests in flight.
 proto::stats_reply flatten_stats(const actors::router_stats& rs, std::size_t gateway_live);
 
+/// The router's answer to an adapter command as the wire's adapters_result (hashes as 16 hex
+/// digits).
+proto::adapters_result adapters_result_of(const actors::adapter_reply& r);
+
 } // namespace lf::gateway

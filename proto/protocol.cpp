@@ -115,7 +115,7 @@ std::optional<client_request_id> request_of(const server_message& m) noexcept {
     [](const auto& x) -> std::optional<client_request_id> {
       using T = std::decay_t<decltype(x)>;
       if constexpr (std::is_same_v<T, stats_reply> || std::is_same_v<T, pong_msg>
-                    || std::is_same_v<T, drained_msg>)
+                    || std::is_same_v<T, drained_msg> || std::is_same_v<T, adapters_result>)
         return std::nullopt;
       else
         return x.id;
@@ -181,6 +181,22 @@ bool operator!=(const error_msg& a, const error_msg& b) { return !(a == b); }
 bool operator!=(const cancelled_msg& a, const cancelled_msg& b) { return !(a == b); }
 bool operator!=(const stats_reply& a, const stats_reply& b) { return !(a == b); }
 bool operator!=(const pong_msg& a, const pong_msg& b) { return !(a == b); }
+bool operator==(const adapters_msg& a, const adapters_msg& b) {
+  return std::tie(a.op, a.name, a.path) == std::tie(b.op, b.name, b.path);
+}
+bool operator==(const adapters_result& a, const adapters_result& b) {
+  auto row = [](const adapter_row& r) {
+    return std::tie(r.name, r.version, r.removed, r.path, r.hash, r.rank, r.targets, r.bytes, r.updated_ms, r.resident);
+  };
+  if (std::tie(a.error, a.message, a.seq) != std::tie(b.error, b.message, b.seq) || a.adapters.size() != b.adapters.size())
+    return false;
+  for (std::size_t i = 0; i < a.adapters.size(); ++i)
+    if (row(a.adapters[i]) != row(b.adapters[i]))
+      return false;
+  return true;
+}
+bool operator!=(const adapters_msg& a, const adapters_msg& b) { return !(a == b); }
+bool operator!=(const adapters_result& a, const adapters_result& b) { return !(a == b); }
 bool operator!=(const drain_msg& a, const drain_msg& b) { return !(a == b); }
 bool operator!=(const drained_msg& a, const drained_msg& b) { return !(a == b); }
 bool operator!=(const decode_error& a, const decode_error& b) { return !(a == b); }

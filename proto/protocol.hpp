@@ -122,6 +122,20 @@ struct drain_msg {
   std::string node;  ///< non-empty, at most max_name_bytes
 };
 
+/// Longest adapter path in an adapters message, in bytes.
+inline constexpr std::size_t max_path_bytes = 4096;
+/// Most adapters in one adapters_result.
+inline constexpr std::size_t max_adapter_rows = 4096;
+
+/// Operator: the cluster's adapter registry. `op` "list"; "add" or "update" with `name` and
+/// `path` (a PEFT directory the router's node resolves inside its adapter roots); "remove" with
+/// `name`. Answered by adapters_result.
+struct adapters_msg {
+  std::string op;    ///< list, add, update or remove
+  std::string name;  ///< at most max_adapter_bytes; empty for list
+  std::string path;  ///< at most max_path_bytes; add and update only
+};
+
 // --- server -> client ---
 
 /// The request passed validation and admission; not terminal.
@@ -193,11 +207,35 @@ struct drained_msg {
   std::uint32_t moved = 0;    ///< running or queued-on-worker requests moved off them
 };
 
+/// One registry entry in an adapters_result.
+struct adapter_row {
+  std::string name;
+  std::uint32_t version = 0;  ///< newest version ("NAME@V" addresses older ones)
+  bool removed = false;
+  std::string path;
+  std::string hash;           ///< content hash, 16 hex digits
+  std::uint32_t rank = 0;
+  std::string targets;        ///< the modules it adapts, comma-separated ("attn.c_attn,mlp.c_fc")
+  std::uint64_t bytes = 0;    ///< weights in a worker's memory
+  std::int64_t updated_ms = 0;  ///< wall-clock ms of its last change
+  std::uint32_t resident = 0;   ///< live workers holding its newest version
+};
+
+/// Answer to adapters_msg: `error` absent => done, and `adapters` holds every name (list) or the
+/// one changed; present => refused, `message` says why.
+struct adapters_result {
+  std::optional<serve_errc> error;
+  std::string message;
+  std::uint64_t seq = 0;  ///< the registry log's newest event
+  std::vector<adapter_row> adapters;
+};
+
 /// Anything a client sends.
-using client_message = std::variant<submit_msg, cancel_msg, stats_msg, ping_msg, drain_msg, credit_msg>;
+using client_message =
+  std::variant<submit_msg, cancel_msg, stats_msg, ping_msg, drain_msg, credit_msg, adapters_msg>;
 /// Anything the server sends.
 using server_message = std::variant<accepted_msg, token_msg, done_msg, error_msg, cancelled_msg,
-                                    stats_reply, pong_msg, drained_msg>;
+                                    stats_reply, pong_msg, drained_msg, adapters_result>;
 
 /// Why a frame was rejected.
 struct decode_error {
@@ -208,10 +246,11 @@ struct decode_error {
 
 /// decode_client's result: a client message or a decode_error.
 using client_decode_result =
-  std::variant<submit_msg, cancel_msg, stats_msg, ping_msg, drain_msg, credit_msg, decode_error>;
+  std::variant<submit_msg, cancel_msg, stats_msg, ping_msg, drain_msg, credit_msg, adapters_msg, decode_error>;
 /// decode_server's result: a server message or a decode_error.
 using server_decode_result = std::variant<accepted_msg, token_msg, done_msg, error_msg,
-                                          cancelled_msg, stats_reply, pong_msg, drained_msg, decode_error>;
+                                          cancelled_msg, stats_reply, pong_msg, drained_msg,
+                                          adapters_result, decode_error>;
 
 // --- codec ---
 
@@ -231,6 +270,8 @@ std::string encode(const stats_reply& m);
 std::string encode(const pong_msg& m);
 std::string encode(const drain_msg& m);
 std::string encode(const drained_msg& m);
+std::string encode(const adapters_msg& m);
+std::string encode(const adapters_result& m);
 /// Encodes whichever message `m` holds.
 std::string encode(const client_message& m);
 /// Encodes whichever message `m` holds.
@@ -282,6 +323,8 @@ bool operator==(const stats_reply& a, const stats_reply& b);
 bool operator==(const pong_msg& a, const pong_msg& b);
 bool operator==(const drain_msg& a, const drain_msg& b);
 bool operator==(const drained_msg& a, const drained_msg& b);
+bool operator==(const adapters_msg& a, const adapters_msg& b);
+bool operator==(const adapters_result& a, const adapters_result& b);
 bool operator==(const decode_error& a, const decode_error& b);
 
 /// !(a == b), for each type above.
@@ -301,6 +344,8 @@ bool operator!=(const stats_reply& a, const stats_reply& b);
 bool operator!=(const pong_msg& a, const pong_msg& b);
 bool operator!=(const drain_msg& a, const drain_msg& b);
 bool operator!=(const drained_msg& a, const drained_msg& b);
+bool operator!=(const adapters_msg& a, const adapters_msg& b);
+bool operator!=(const adapters_result& a, const adapters_result& b);
 bool operator!=(const decode_error& a, const decode_error& b);
 
 } // namespace lf::proto

@@ -13,6 +13,7 @@
 #include <limits>
 #include <new>
 
+#include "proto/adapter_readers.hpp"
 #include "proto/field_reader.hpp"
 #include "proto/id_scan.hpp"
 #include "proto/protocol.hpp"
@@ -350,8 +351,10 @@ client_decode_result decode_client(std::string_view bytes) {
       return finish_message<drain_msg, result>(f, read_drain);
     if (f.type == "credit")
       return finish_message<credit_msg, result>(f, read_credit);
+    if (f.type == "adapters")
+      return finish_message<adapters_msg, result>(f, detail::read_adapters);
     return error("unknown message type " + detail::quote(f.type)
-                   + " (a client sends submit, cancel, credit, stats, ping or drain)",
+                   + " (a client sends submit, cancel, credit, stats, ping, drain or adapters)",
                  f.id);
   });
 }
@@ -378,8 +381,11 @@ server_decode_result decode_server(std::string_view bytes) {
       return finish_message<pong_msg, result>(f, read_nothing<pong_msg>);
     if (f.type == "drained")
       return finish_message<drained_msg, result>(f, read_drained);
+    if (f.type == "adapters_result")
+      return finish_message<adapters_result, result>(f, detail::read_adapters_result);
     return error("unknown message type " + detail::quote(f.type)
-                   + " (a server sends accepted, token, done, error, cancelled, stats, pong or drained)",
+                   + " (a server sends accepted, token, done, error, cancelled, stats, pong, drained or"
+                     " adapters_result)",
                  f.id);
   });
 }

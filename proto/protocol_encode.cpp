@@ -188,6 +188,39 @@ std::string encode(const drained_msg& m) {
   return w.take();
 }
 
+std::string encode(const adapters_msg& m) {
+  frame_writer w("adapters", 1 + (m.name.empty() ? 0 : 1) + (m.path.empty() ? 0 : 1));
+  w.field("op", m.op);
+  if (!m.name.empty())
+    w.field("name", m.name);
+  if (!m.path.empty())
+    w.field("path", m.path);
+  return w.take();
+}
+
+std::string encode(const adapters_result& m) {
+  frame_writer w("adapters_result", 3 + (m.error ? 1 : 0));
+  if (m.error)
+    w.field("code", to_string(*m.error));
+  w.field("message", m.message);
+  w.field_u64("seq", m.seq);
+  w.key("adapters").pack_array(static_cast<std::uint32_t>(m.adapters.size()));
+  for (const auto& r : m.adapters) {
+    w.packer().pack_map(10);
+    w.field("name", r.name);
+    w.field_u64("version", r.version);
+    w.field_bool("removed", r.removed);
+    w.field("path", r.path);
+    w.field("hash", r.hash);
+    w.field_u64("rank", r.rank);
+    w.field("targets", r.targets);
+    w.field_u64("bytes", r.bytes);
+    w.field_i64("updated_ms", r.updated_ms);
+    w.field_u64("resident", r.resident);
+  }
+  return w.take();
+}
+
 std::string encode(const token_msg& m) {
   frame_writer w("token", 4);
   w.field("id", m.id);

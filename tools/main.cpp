@@ -21,7 +21,8 @@ commands:
               [--policy round_robin|least_loaded|adapter_affinity] [--queue-limit N]
               [--scheduling vtc|fcfs (across tenants)] [--deadline-admission on|off]
               [--deadline-margin F (0.1)]
-              [--drain-kv ship|recompute] [--drain-timeout S] [--ready-file PATH] [--log-level debug|info|warn|error|off]
+              [--adapter-roots DIR,DIR (default: --adapters) --adapter-log FILE --max-adapter-rank R
+               --prefetch-copies N] [--drain-kv ship|recompute] [--drain-timeout S] [--ready-file PATH] [--log-level debug|info|warn|error|off]
               [--log-format text|json] [--http HOST:PORT [--model-name NAME]]
               router + workers + ZeroMQ gateway in one process (default model: models/default);
               --http adds the OpenAI-compatible API, /metrics, /health, /ready and the dashboard;
@@ -34,6 +35,12 @@ commands:
               send one request and stream the answer
   status      [ENDPOINT] [--server-key KEY|FILE] [--client-key DIR/NAME]
               the cluster's workers, load and counters
+  adapters    [list | add NAME PATH | update NAME PATH | remove NAME] [--endpoint EP]
+              [--server-key KEY|FILE] [--client-key DIR/NAME] [--timeout S]
+              the cluster's adapter registry: add checks PATH (inside the router's adapter
+              roots) on a worker, then every worker can serve NAME (newest version) or NAME@V;
+              update makes a new version (running requests keep theirs); remove refuses NAME
+              from then on and frees it once its last request ends
   drain       NODE [--endpoint EP] [--server-key KEY|FILE] [--client-key DIR/NAME]
               place nothing more on NODE's workers (or on worker NODE/N) and move their running
               requests to other workers, which continue them exactly (with their K/V, unless
@@ -148,6 +155,8 @@ int main(int argc, char** argv) {
       return lf::tools::cmd_client(argc, argv);
     if (cmd == "status")
       return lf::tools::cmd_status(argc, argv);
+    if (cmd == "adapters")
+      return lf::tools::cmd_adapters(argc, argv);
     if (cmd == "drain")
       return lf::tools::cmd_drain(argc, argv);
     if (cmd == "node")

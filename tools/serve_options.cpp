@@ -1,6 +1,7 @@
 #include "tools/serve_options.hpp"
 
 #include <filesystem>
+#include <sstream>
 #include <stdexcept>
 
 #include "gateway/host_port.hpp"
@@ -68,6 +69,17 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
   if (drain_kv != "ship" && drain_kv != "recompute")
     throw std::invalid_argument("--drain-kv must be ship or recompute (got '" + drain_kv + "')");
   s.router.ship_kv = drain_kv == "ship";
+  s.router.adapter_log = a.str("adapter-log");
+  if (a.has("adapter-roots")) {
+    std::stringstream roots(a.str("adapter-roots"));
+    for (std::string root; std::getline(roots, root, ',');)
+      if (!root.empty())
+        s.router.adapter_roots.push_back(root);
+  } else if (!w.adapter_dir.empty()) {
+    s.router.adapter_roots = {w.adapter_dir};
+  }
+  s.router.max_adapter_rank = static_cast<std::uint32_t>(a.integer_in("max-adapter-rank", 64, 1, 4096));
+  s.router.prefetch_copies = static_cast<std::uint32_t>(a.integer_in("prefetch-copies", 1, 0, 1024));
   const auto scheduling = a.str("scheduling", "vtc");
   auto sp = parse_scheduling_policy(scheduling);
   if (!sp)
