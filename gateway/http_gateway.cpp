@@ -193,6 +193,41 @@ void on_stats_request(http_self self, std::uint64_t hid, http_endpoint ep) {
       });
 }
 
+/// The adapter registry over HTTP: `body` is "op\nname\nrequest body" (http_loop.cpp).
+void on_adapters_request(http_self self, std::uint64_t hid, const std::string& body) {
+  const auto nl1 = body.find('\n'), nl2 = body.find('\n', nl1 + 1);
+  actors::adapter_command cmd{body.substr(0, nl1), body.substr(nl1 + 1, nl2 - nl1 - 1), ""};
+  const auto json_body = body.substr(nl2 + 1);
+  if (cmd.op == "add" || cmd.op == "update") {
+    const auto j = nlohmann::json::parse(json_body, nullptr, false);
+    if (!j.is_object() || !j.contains("path") || !j["path"].is_string()
+        || (cmd.op == "add" && !(j.contains("name") && j["name"].is_string())))
+      return reply_error(self, hid, {400, cmd.op == "add" ? "the body must be {\"name\": ..., \"path\": ...}"
+                                                          : "the body must be {\"path\": ...}", "invalid_request_error", "", ""});
+    cmd.path = j["path"].get<std::string>();
+    if (cmd.op == "add")
+      cmd.name = j["name"].get<std::string>();
+  }
+  self->request(self->state.io->router, std::chrono::seconds(90), std::move(cmd))
+    .then(
+      [self, hid](const actors::adapter_reply& r) {
+        if (r.error != serve_errc::none)
+          return reply_error(self, hid, to_api_error(r.error, r.message));
+        nlohmann::json data = nlohmann::json::array();
+        for (std::size_t i = 0; i < r.adapters.size(); ++i) {
+          const auto& a = r.adapters[i];
+          data.push_back({{"id", a.name}, {"object", "adapter"}, {"version", a.latest}, {"removed", a.removed},
+                          {"path", a.source.path}, {"rank", a.source.rank}, {"targets", a.source.targets},
+                          {"bytes", a.source.bytes}, {"updated_ms", a.updated_ms},
+                          {"resident", i < r.resident.size() ? r.resident[i] : 0}});
+        }
+        reply(self, hid, 200, nlohmann::json{{"object", "list"}, {"seq", r.seq}, {"data", data}}.dump());
+      },
+      [self, hid](const caf::error& err) {
+        reply_error(self, hid, {503, "the router did not answer: " + self->system().render(err), "service_unavailable_error", "", ""});
+      });
+}
+
 /// Where a choice's events go: its HTTP request, its index there, and that request's entry.
 struct choice_ref {
   std::uint64_t hid;
@@ -230,6 +265,8 @@ caf::behavior http_actor(http_self self, std::shared_ptr<http_gateway::impl> io)
       const auto endpoint = static_cast<http_endpoint>(ep);
       if (endpoint == http_endpoint::completions || endpoint == http_endpoint::chat)
         on_completion(self, hid, endpoint == http_endpoint::chat ? api_kind::chat : api_kind::completion, body);
+      else if (endpoint == http_endpoint::adapters)
+        on_adapters_request(self, hid, body);
       else
         on_stats_request(self, hid, endpoint);
     },

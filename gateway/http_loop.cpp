@@ -143,6 +143,7 @@ void http_gateway::impl::on_request(evhttp_request* req) {
     return;
   }
   http_endpoint ep;
+  std::string prefix;
   if (path == "/v1/completions" || path == "/v1/chat/completions") {
     if (!need(EVHTTP_REQ_POST))
       return;
@@ -154,6 +155,19 @@ void http_gateway::impl::on_request(evhttp_request* req) {
          : path == "/ready"   ? http_endpoint::ready
          : path == "/metrics" ? http_endpoint::metrics
                               : http_endpoint::stats;
+  } else if (path == "/v1/adapters" || path.rfind("/v1/adapters/", 0) == 0) {
+    // The adapter registry: GET list, POST add {name, path}; on /v1/adapters/NAME PUT update
+    // {path}, DELETE remove. The actor gets "op\nname\nbody".
+    const std::string name = path.size() > 13 ? path.substr(13) : "";
+    const char* op = name.empty() ? (method == EVHTTP_REQ_GET ? "list" : method == EVHTTP_REQ_POST ? "add" : nullptr)
+                                  : (method == EVHTTP_REQ_PUT ? "update" : method == EVHTTP_REQ_DELETE ? "remove" : nullptr);
+    if (op == nullptr) {
+      evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", name.empty() ? "GET, POST" : "PUT, DELETE");
+      reply_error(req, 405, "method not allowed for " + path);
+      return;
+    }
+    ep = http_endpoint::adapters;
+    prefix = std::string(op) + "\n" + name + "\n";
   } else {
     reply_error(req, 404, "no such endpoint: " + path, "not_found_error");
     return;
@@ -169,6 +183,7 @@ void http_gateway::impl::on_request(evhttp_request* req) {
     body.resize(n);
     evbuffer_copyout(in, body.data(), n);
   }
+  body.insert(0, prefix);
   if (live >= opts.max_live) {
     evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
     reply_error(req, 429, "too many HTTP requests in flight (" + std::to_string(opts.max_live) + ")",
@@ -273,7 +288,8 @@ void http_gateway::impl::start() {
   evhttp_set_max_body_size(http, static_cast<ev_ssize_t>(opts.max_body_bytes * 4));
   evhttp_set_max_headers_size(http, 64 * 1024);
   evhttp_set_timeout(http, 3600);
-  evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD);
+  evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT
+                                       | EVHTTP_REQ_DELETE);
   evhttp_set_gencb(
     http, [](evhttp_request* r, void* arg) { static_cast<impl*>(arg)->on_request(r); }, this);
   std::string why;

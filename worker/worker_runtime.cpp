@@ -2,6 +2,7 @@
 // static-batching baselines run the ATen model, built only when one of those modes is asked for.
 #include "worker/worker_runtime.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <mutex>
@@ -225,15 +226,25 @@ cache::adapter_source worker_runtime::check_adapter(const std::string& dir, std:
 
 std::vector<std::string> worker_runtime::servable_adapters() const {
   auto& i = *impl_;
+  std::vector<std::string> out;
+  {
+    std::lock_guard<std::mutex> g(i.registry->m);
+    for (const auto& rec : i.registry->r.list())
+      if (!rec.removed)
+        out.push_back(rec.name);
+  }
   if (i.settings.adapter_dir.empty())
-    return {};
+    return out;
   std::lock_guard<std::mutex> g(i.listed_m);
   const auto now = std::chrono::steady_clock::now();
   if (i.listed_at == std::chrono::steady_clock::time_point{} || now - i.listed_at > std::chrono::seconds(5)) {
     i.listed = engine::list_adapter_ids(i.settings.adapter_dir);
     i.listed_at = now;
   }
-  return i.listed;
+  for (const auto& name : i.listed)  // a registered name shadows the directory's
+    if (std::find(out.begin(), out.end(), name) == out.end())
+      out.push_back(name);
+  return out;
 }
 
 std::string worker_runtime::describe() const {

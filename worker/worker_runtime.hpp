@@ -66,8 +66,8 @@ public:
   /// adapter_dir). Thread-safe.
   std::vector<std::string> adapters() const;
 
-  /// Names of the adapters it can serve: those in its adapter_dir (engine::list_adapter_ids),
-  /// listed again at most every 5 seconds. Thread-safe.
+  /// Names of the adapters it can serve: the registry's live names, then those in its adapter_dir
+  /// (engine::list_adapter_ids, listed again at most every 5 seconds). Thread-safe.
   std::vector<std::string> servable_adapters() const;
 
   /// Applies events of the cluster's adapter registry in order (a replay skips those it has; an

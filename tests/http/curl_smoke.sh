@@ -116,6 +116,29 @@ code=$(http POST "$A/v1/completions" '{"model":"tiny","prompt":"Hi","max_tokens"
   || fail "streamed completion with the adapter ends with data: [DONE]"
 ok "streamed completion (adapter) ends with data: [DONE]"
 
+# ---- the adapter registry ------------------------------------------------------------------
+[ "$(http POST "$A/v1/adapters" "{\"name\":\"reg\",\"path\":\"$tmp/adapters/tiny\"}")" = 200 ] \
+  && py_json "$tmp/body" 'j["data"][0]["id"] == "reg" and j["data"][0]["version"] == 1 and j["data"][0]["rank"] == 8 and j["seq"] == 1' \
+  || fail "POST /v1/adapters adds reg@1 after a worker checked it"
+ok "POST /v1/adapters adds an adapter (version 1)"
+[ "$(http POST "$A/v1/completions" '{"model":"reg","prompt":"Hi","max_tokens":4}')" = 200 ] \
+  && py_json "$tmp/body" 'j["model"] == "reg" and j["usage"]["completion_tokens"] == 4' \
+  || fail "a completion on the registered adapter runs"
+[ "$(http PUT "$A/v1/adapters/reg" "{\"path\":\"$tmp/adapters/tiny\"}")" = 200 ] \
+  && py_json "$tmp/body" 'j["data"][0]["version"] == 2' || fail "PUT /v1/adapters/reg makes version 2"
+[ "$(http GET "$A/v1/adapters")" = 200 ] && py_json "$tmp/body" '[a["id"] for a in j["data"]] == ["reg"] and j["seq"] == 2' \
+  || fail "GET /v1/adapters lists reg"
+ok "PUT /v1/adapters/NAME updates (version 2), GET lists"
+[ "$(http DELETE "$A/v1/adapters/reg")" = 200 ] && py_json "$tmp/body" 'j["data"][0]["removed"] is True' \
+  || fail "DELETE /v1/adapters/reg removes it"
+[ "$(http POST "$A/v1/completions" '{"model":"reg","prompt":"Hi","max_tokens":4}')" = 404 ] \
+  && py_json "$tmp/body" 'j["error"]["code"] == "unknown_adapter"' || fail "a removed adapter -> 404 unknown_adapter"
+[ "$(http POST "$A/v1/adapters" '{"name":"x","path":"/etc"}')" = 400 ] \
+  && py_json "$tmp/body" '"outside the allowed roots" in j["error"]["message"]' || fail "an adapter outside the roots -> 400"
+[ "$(http POST "$A/v1/adapters" '{"path":"/etc"}')" = 400 ] || fail "an add without a name -> 400"
+[ "$(http GET "$A/v1/adapters/reg")" = 405 ] || fail "GET /v1/adapters/NAME -> 405"
+ok "DELETE removes (then 404 unknown_adapter), refusals: outside the roots, no name, wrong method"
+
 # ---- metrics and stats ---------------------------------------------------------------------
 [ "$(http GET "$A/metrics")" = 200 ] || fail "GET /metrics -> 200"
 [[ "$(header content-type)" == text/plain* ]] || fail "/metrics Content-Type text/plain (got '$(header content-type)')"
