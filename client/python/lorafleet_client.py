@@ -155,7 +155,8 @@ class Client:
         self._sock.connect(endpoint)
         self._ids = itertools.count(1)
         self._live: Dict[int, Request] = {}
-        self._waiters: Dict[str, List[asyncio.Future]] = {"pong": [], "stats": [], "drained": []}
+        self._adapters_lock: Optional[asyncio.Lock] = None
+        self._waiters: Dict[str, List[asyncio.Future]] = {"pong": [], "stats": [], "drained": [], "adapters_result": []}
         self._reader: Optional[asyncio.Task] = None
         self._closed = False
 
@@ -189,7 +190,7 @@ class Client:
             if not isinstance(t, str):
                 continue
             if t in self._waiters:
-                if t == "drained":  # one answer per drain, in the order asked
+                if t in ("drained", "adapters_result"):  # one answer per call, in the order asked
                     waiters, self._waiters[t] = self._waiters[t][:1], self._waiters[t][1:]
                 else:
                     waiters, self._waiters[t] = self._waiters[t], []
@@ -272,7 +273,7 @@ class Client:
     async def _ask(self, kind: str, timeout: float, **fields) -> dict:
         self._ensure_reader()
         fut = asyncio.get_running_loop().create_future()
-        self._waiters[{"ping": "pong", "drain": "drained"}.get(kind, kind)].append(fut)
+        self._waiters[{"ping": "pong", "drain": "drained", "adapters": "adapters_result"}.get(kind, kind)].append(fut)
         await self._send({"type": kind, **fields})
         return await asyncio.wait_for(fut, timeout)
 
@@ -292,6 +293,26 @@ class Client:
         {"workers": drained, "moved": requests moved}; workers == 0 when no live worker matched."""
         reply = await self._ask("drain", timeout, node=node)
         return {"workers": reply.get("workers", 0), "moved": reply.get("moved", 0)}
+
+    async def adapters(self, op: str = "list", name: Optional[str] = None, path: Optional[str] = None,
+                       timeout: float = 90.0) -> dict:
+        """The cluster's adapter registry: op "list", "add" / "update" (name, path: a PEFT
+        directory inside the router's adapter roots, checked by a worker first) or "remove"
+        (name). Returns {"seq": newest log event, "adapters": [{name, version, removed, path, hash,
+        rank, targets, bytes, updated_ms, resident}]}; raises LorafleetError when refused. Calls
+        are serialised (an add's answer could otherwise overtake another's)."""
+        fields = {"op": op}
+        if name is not None:
+            fields["name"] = name
+        if path is not None:
+            fields["path"] = path
+        if self._adapters_lock is None:
+            self._adapters_lock = asyncio.Lock()
+        async with self._adapters_lock:
+            reply = await self._ask("adapters", timeout, **fields)
+        if "code" in reply:
+            raise LorafleetError(reply["code"], reply.get("message", ""))
+        return {"seq": reply.get("seq", 0), "adapters": reply.get("adapters", [])}
 
     async def close(self) -> None:
         """Fails what is still in flight locally and closes the socket."""

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Checks the Python asyncio client against a running cluster: concurrent streams, one terminal
 each, cancellation, error replies, frames the gateway's decoder refuses, stats.
-Usage: python_client_check.py ENDPOINT"""
+Usage: python_client_check.py ENDPOINT [ADAPTER_DIR (inside the server's adapter roots)]"""
 import asyncio
 import os
 import sys
@@ -10,7 +10,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../
 from lorafleet_client import Cancelled, Client, LorafleetError  # noqa: E402
 
 
-async def main(endpoint):
+async def main(endpoint, adapter_path=None):
     async with Client(endpoint, timeout=120) as c:
         assert await c.ping() < 5
         # 40 concurrent greedy requests: streamed text == final text; same prompt, same text.
@@ -63,9 +63,31 @@ async def main(endpoint):
             assert (await b.generate(prompt="Hi", max_tokens=3)).usage["completion_tokens"] >= 1
         # Draining a name no worker has drains nothing.
         assert await c.drain("no-such-node") == {"workers": 0, "moved": 0}
+        if adapter_path:
+            await registry(c, adapter_path)
         await credits(c)
     await refused_frames_fail_at_once(endpoint)
     print("python client: ok")
+
+
+async def registry(c, path):
+    """The adapter registry: add, use, list, remove, and a refusal."""
+    added = await c.adapters("add", "tone", path)
+    assert added["adapters"][0]["version"] == 1 and added["seq"] >= 1, added
+    assert (await c.generate(prompt="Hi", max_tokens=3, adapter="tone")).usage["completion_tokens"] >= 1
+    listed = await c.adapters()
+    assert [a["name"] for a in listed["adapters"]] == ["tone"], listed
+    assert (await c.adapters("remove", "tone"))["adapters"][0]["removed"] is True
+    try:
+        await c.generate(prompt="Hi", max_tokens=3, adapter="tone")
+        raise AssertionError("a removed adapter was served")
+    except LorafleetError as e:
+        assert e.code == "unknown_adapter", e
+    try:
+        await c.adapters("add", "x", "/etc")
+        raise AssertionError("an adapter outside the roots was added")
+    except LorafleetError as e:
+        assert e.code == "invalid_request" and "outside the allowed roots" in e.message, e
 
 
 def paused(stats):
@@ -124,4 +146,4 @@ async def refused_frames_fail_at_once(endpoint):
             assert res.usage["completion_tokens"] == 16, res.usage
 
 
-asyncio.run(main(sys.argv[1]))
+asyncio.run(main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None))
