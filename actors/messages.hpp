@@ -201,6 +201,7 @@ struct worker_load {
   std::string name;                   ///< filled by the router from register_worker
   std::uint32_t paused = 0;           ///< requests paused for want of credits
   std::vector<adapter_load_cost> loads_by_adapter;  ///< every adapter it loaded, with what loading cost
+  std::uint32_t adapter_slots_free = 0;  ///< adapter slots neither resident nor loading (prefetch goes there)
 };
 
 /// The router's measurements of the requests one worker served; worker 0 (an invalid id):
@@ -225,6 +226,7 @@ struct router_stats {
   std::uint32_t draining = 0;     ///< live workers that take no new requests (drained)
   std::uint64_t kv_shipped = 0;   ///< drain moves that brought their K/V along (not recomputed)
   std::uint64_t kv_shipped_tokens = 0;  ///< the tokens' K/V those moves carried
+  std::uint64_t adapter_prefetches = 0; ///< background adapter loads asked of workers (adds, updates, demand)
   std::vector<worker_load> loads; ///< last report of each live worker
   std::vector<worker_metrics> metrics;  ///< per worker ever registered, then worker 0
 };
@@ -318,7 +320,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_load& x) {
   return f(caf::meta::type_name("lf.worker_load"), x.wid, x.waiting, x.running, x.waiting_tokens,
            x.running_tokens, x.free_blocks, x.total_blocks, x.finished, x.failed, x.cancelled,
-           x.adapters, x.preemptions, x.adapter_loads, x.servable, x.name, x.paused, x.loads_by_adapter);
+           x.adapters, x.preemptions, x.adapter_loads, x.servable, x.name, x.paused, x.loads_by_adapter,
+           x.adapter_slots_free);
 }
 
 template <class Inspector>
@@ -332,7 +335,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, router_stats& x) {
   return f(caf::meta::type_name("lf.router_stats"), x.workers, x.queued, x.inflight, x.accepted,
            x.overloaded, x.rejected, x.completed, x.failed, x.cancelled, x.timed_out, x.replaced,
-           x.worker_lost, x.resumed, x.draining, x.kv_shipped, x.kv_shipped_tokens, x.loads, x.metrics);
+           x.worker_lost, x.resumed, x.draining, x.kv_shipped, x.kv_shipped_tokens, x.loads, x.metrics,
+           x.adapter_prefetches);
 }
 
 } // namespace lf::actors

@@ -55,6 +55,8 @@ worker_load snapshot(const worker_state& st) {
   if (st.backend.adapter_records)
     w.loads_by_adapter = st.backend.adapter_records();
   w.adapter_loads = l.adapters.loads;
+  if (st.backend.adapter_slots_free)
+    w.adapter_slots_free = st.backend.adapter_slots_free();
   return w;
 }
 

@@ -54,6 +54,8 @@ struct worker_backend {
   /// Applies the cluster registry's events (worker_runtime::apply_adapter_events); not set =>
   /// ignored (the worker serves only its adapter directory).
   std::function<void(const std::vector<cache::adapter_event>&)> apply_adapter_events;
+  /// Adapter slots neither resident nor loading (load reports); not set => 0.
+  std::function<std::uint32_t()> adapter_slots_free;
   /// Loads a registered version in the background; not set => ignored.
   std::function<bool(const std::string&)> prefetch_adapter;
   /// Checks an adapter directory before it is registered (worker_runtime::check_adapter: throws

@@ -59,7 +59,24 @@ void adapter_manager::retire(const std::string& name) {
   apply(cache_.retire(name));
 }
 
+std::uint32_t adapter_manager::free_slots() const {
+  std::lock_guard<std::mutex> g(mtx_);
+  const auto st = cache_.stats();
+  const auto used = st.loaded + st.loading;
+  return used >= cache_.config().max_adapters ? 0 : cache_.config().max_adapters - used;
+}
+
 bool adapter_manager::prefetch(const std::string& name) {
+  {
+    std::lock_guard<std::mutex> g(mtx_);
+    const auto id = cache_.find(name);
+    const auto st = cache_.state(id);
+    if (id != base_model && (st == adapter_state::ready || st == adapter_state::loading))
+      return true;  // nothing to do
+    const auto s = cache_.stats();
+    if (s.loaded + s.loading >= cache_.config().max_adapters)
+      return false;
+  }
   auto r = acquire(name);
   if (r.state == adapter_state::failed)
     return false;

@@ -96,11 +96,14 @@ public:
   /// adapter_cache::retire: `name` is evicted once no request holds it.
   void retire(const std::string& name);
 
-  /// Starts loading `name` in the background if it is absent and a slot is free or can be freed
-  /// by evicting an unreferenced adapter (acquire, then release at once: the adapter stays
-  /// resident, least recently used first, until evicted). False if the name was refused or its
-  /// last load failed recently.
+  /// Starts loading `name` in the background if a slot is free (acquire, then release at once:
+  /// the adapter stays resident, least recently used first, until evicted). Never evicts: a
+  /// speculative load must not push out an adapter someone uses. False if no slot is free, the
+  /// name was refused or its last load failed recently; true if it is resident or loading now.
   bool prefetch(const std::string& name);
+
+  /// Adapter slots neither resident nor loading (max_adapters - loaded - loading).
+  std::uint32_t free_slots() const;
 
   /// `id`'s state.
   adapter_state state(adapter_id id) const;

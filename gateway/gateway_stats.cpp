@@ -27,6 +27,7 @@ proto::stats_reply flatten_stats(const actors::router_stats& rs, std::size_t gat
   v["router.draining"] = rs.draining;
   v["router.kv_shipped"] = static_cast<double>(rs.kv_shipped);
   v["router.kv_shipped_tokens"] = static_cast<double>(rs.kv_shipped_tokens);
+  v["router.adapter_prefetches"] = static_cast<double>(rs.adapter_prefetches);
   for (const auto& l : rs.loads) {
     const auto p = "worker." + std::to_string(l.wid.value()) + ".";
     v[p + "waiting"] = l.waiting;
@@ -40,6 +41,7 @@ proto::stats_reply flatten_stats(const actors::router_stats& rs, std::size_t gat
     v[p + "failed"] = static_cast<double>(l.failed);
     v[p + "cancelled"] = static_cast<double>(l.cancelled);
     v[p + "adapters"] = static_cast<double>(l.adapters.size());
+    v[p + "adapter_slots_free"] = l.adapter_slots_free;
   }
   // Adapter residency: "adapter.NAME.resident" (workers holding it now), ".loads" (loads over
   // every worker, reloads after evictions included) and ".last_load_ms" (the slowest worker's

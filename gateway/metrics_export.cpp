@@ -100,6 +100,7 @@ std::string render_prometheus(const actors::router_stats& rs, const http_side& h
   router_counter("kv_shipped_total", "Drain moves whose K/V went along to the next worker instead of being recomputed.",
                  rs.kv_shipped);
   router_counter("kv_shipped_tokens_total", "Tokens whose K/V drain moves carried.", rs.kv_shipped_tokens);
+  router_counter("adapter_prefetches_total", "Background adapter loads the router asked of workers.", rs.adapter_prefetches);
   auto gauge = [&](const char* name, const char* help, double v) {
     w.head(p + name, "gauge", help);
     w.sample(p + name, "", v);

@@ -95,8 +95,10 @@ void router_state::await_workers(std::uint32_t n, caf::typed_response_promise<ac
 }
 
 void router_state::on_load(actors::worker_load& load) {
-  if (auto it = workers_.find(load.wid); it != workers_.end())
+  if (auto it = workers_.find(load.wid); it != workers_.end()) {
     it->second.last = std::move(load);
+    it->second.unreported_adapters.clear();
+  }
 }
 
 route_entry* router_state::owned(actors::route_id rid, actors::worker_id wid) {

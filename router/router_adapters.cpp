@@ -93,20 +93,47 @@ actors::adapter_reply router_state::commit_adapter_event(const cache::adapter_ev
   log::info("router", "adapter registry changed",
             {{"op", cache::to_string(e.op)}, {"adapter", key}, {"seq", e.seq}, {"path", e.source.path}});
   if (e.op != cache::adapter_op::remove)
-    prefetch(key);
+    prefetch(key, cfg_.prefetch_copies);
   return adapter_rows(e.name);
 }
 
-void router_state::prefetch(const std::string& key) {
-  std::vector<const worker_entry*> order;
-  for (const auto& [id, w] : workers_)
-    if (!w.draining)
+std::uint32_t router_state::prefetch(const std::string& key, std::uint32_t copies) {
+  std::vector<worker_entry*> order;
+  for (auto& [id, w] : workers_)
+    if (!w.draining && !w.holds(key))
       order.push_back(&w);
-  std::stable_sort(order.begin(), order.end(),
-                   [](auto* a, auto* b) { return a->load_tokens < b->load_tokens; });
-  order.resize(std::min<std::size_t>(order.size(), cfg_.prefetch_copies));
-  for (auto* w : order)
+  // A worker without a free slot declines (a prefetch never evicts): ask those with one first.
+  std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) {
+    return std::make_pair(a->last.adapter_slots_free == 0, a->load_tokens)
+           < std::make_pair(b->last.adapter_slots_free == 0, b->load_tokens);
+  });
+  order.resize(std::min<std::size_t>(order.size(), copies));
+  for (auto* w : order) {
     self_->send(w->handle, actors::worker_prefetch{key});
+    w->unreported_adapters.insert(key);
+  }
+  counters_.adapter_prefetches += order.size();
+  return static_cast<std::uint32_t>(order.size());
+}
+
+void router_state::note_adapter_demand(const std::string& key) {
+  demand_.note(key);
+  if (key.empty())
+    return;
+  std::uint32_t holders = 0, live = 0, room = 0;
+  for (const auto& [id, w] : workers_) {
+    if (w.draining)
+      continue;
+    ++live;
+    const bool holds = w.holds(key);
+    holders += holds ? 1 : 0;
+    room += !holds && w.last.adapter_slots_free > 0 ? 1 : 0;
+  }
+  if (room > 0 && demand_.wants_copy(key, holders, live, router_clock::now())) {
+    log::debug("router", "adapter demand: one more copy", {{"adapter", key}, {"holders", holders},
+                                                           {"recent", demand_.recent(key)}});
+    prefetch(key, 1);
+  }
 }
 
 void router_state::adapter_command(actors::adapter_command cmd,

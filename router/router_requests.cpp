@@ -73,6 +73,7 @@ void router_state::submit(actors::generate_request& req) {
       ++counters_.overloaded;
       return reject(sink, req.id, serve_errc::deadline_unmeetable, std::move(*why));
     }
+    note_adapter_demand(valid.adapter());
     // Admission: straight to a worker if one has room, the tenant is under its in-flight limit
     // and nobody who may go is waiting; else the queue.
     std::optional<actors::worker_id> wid;
@@ -149,8 +150,10 @@ void router_state::place(route_entry& e, worker_entry& w) {
     e.placed = router_clock::now();
   ++w.inflight;
   w.load_tokens += e.cost;
-  if (!e.req.adapter().empty())
+  if (!e.req.adapter().empty()) {
     ++w.placed_adapters[e.req.adapter()];
+    w.unreported_adapters.insert(e.req.adapter());
+  }
   tenant_placed(e);
   std::uint32_t left = 0;
   if (e.deadline) {

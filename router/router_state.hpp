@@ -2,12 +2,14 @@
 /// The router actor's state (internal to router_actor*.cpp). Bookkeeping only: the decisions
 /// come from placer, admission_queue and validate_request; the methods send the resulting messages.
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -18,6 +20,7 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "core/credit_window.hpp"
+#include "router/adapter_demand.hpp"
 #include "router/adapter_log.hpp"
 #include "router/admission_queue.hpp"
 #include "router/router_actor.hpp"
@@ -60,7 +63,16 @@ struct worker_entry {
   std::uint32_t inflight = 0;
   std::uint64_t load_tokens = 0;
   std::map<std::string, std::uint32_t> placed_adapters;  ///< adapter -> requests placed there
+  /// Adapters placed or prefetched there since its last load report (which may not show them yet).
+  std::set<std::string> unreported_adapters;
   bool draining = false;  ///< drained: nothing is placed here any more
+
+  /// Holds `key`, or will soon: requests for it placed here, its last report, or placed or
+  /// prefetched since.
+  bool holds(const std::string& key) const {
+    return placed_adapters.count(key) != 0 || unreported_adapters.count(key) != 0
+           || std::find(last.adapters.begin(), last.adapters.end(), key) != last.adapters.end();
+  }
 };
 
 /// The adapter registry and its log file (nullptr: memory only), opened by spawn_router.
@@ -159,8 +171,12 @@ private:
   actors::adapter_reply commit_adapter_event(const cache::adapter_event& e);
   /// The registry's rows (`name` empty: all), with the workers holding each newest version.
   actors::adapter_reply adapter_rows(const std::string& name) const;
-  /// Workers to load a new version on now, least loaded first (prefetch_copies of them).
-  void prefetch(const std::string& key);
+  /// Loads `key` on `copies` more workers that do not hold it, those with a free adapter slot and
+  /// least loaded first; returns how many were asked.
+  std::uint32_t prefetch(const std::string& key, std::uint32_t copies);
+  /// An accepted request for `key`: counts its demand and prefetches one more copy when its share
+  /// of requests outgrows its share of workers (router/adapter_demand.hpp).
+  void note_adapter_demand(const std::string& key);
   // -- measurements (router_metrics.cpp) --
   /// The metrics of `wid` (worker 0: requests that never reached a worker).
   actors::worker_metrics& metrics_of(actors::worker_id wid);
@@ -209,6 +225,7 @@ private:
   bool dispatching_ = false;  ///< dispatch() is running (ending a request must not re-enter it)
   rate_meter meter_;
   std::shared_ptr<adapter_store> adapters_;
+  adapter_demand demand_;
 };
 
 } // namespace lf::router

@@ -220,6 +220,8 @@ void worker_runtime::apply_adapter_events(const std::vector<cache::adapter_event
 
 bool worker_runtime::prefetch_adapter(const std::string& key) { return impl_->adapters->prefetch(key); }
 
+std::uint32_t worker_runtime::adapter_slots_free() const { return impl_->adapters->free_slots(); }
+
 cache::adapter_source worker_runtime::check_adapter(const std::string& dir, std::uint32_t max_rank) const {
   return engine::check_peft_adapter(dir, impl_->config, max_rank, adapter_config(impl_->settings).budget_bytes);
 }

@@ -75,9 +75,12 @@ public:
   /// each is evicted once no request holds it. Thread-safe.
   void apply_adapter_events(const std::vector<cache::adapter_event>& events);
 
-  /// Starts loading `key` in the background if a slot is free or can be freed (prefetch); false
-  /// if refused.
+  /// Starts loading `key` in the background if an adapter slot is free (never evicts); false if
+  /// declined.
   bool prefetch_adapter(const std::string& key);
+
+  /// Adapter slots neither resident nor loading.
+  std::uint32_t adapter_slots_free() const;
 
   /// engine::check_peft_adapter against this worker's model and adapter cache budget: the source
   /// of `dir`, or std::runtime_error saying what is wrong with it.

@@ -226,3 +226,22 @@ TEST_CASE("prefetch loads an adapter nobody holds and retire frees it", "[adapte
   CHECK(mgr.state(id) == adapter_state::absent);
   CHECK(watch.expired());  // its memory is gone with its last request
 }
+
+TEST_CASE("prefetch never evicts: with every slot taken it declines", "[adapter_manager]") {
+  fake_loader loader;
+  auto cfg = config();
+  cfg.max_adapters = 2;
+  adapter_manager mgr(cfg, loader.fn());
+  auto a = mgr.acquire("a");
+  auto b = mgr.acquire("b");
+  REQUIRE(mgr.wait_settled(a.id, 30s) == adapter_state::ready);
+  REQUIRE(mgr.wait_settled(b.id, 30s) == adapter_state::ready);
+  mgr.release(a.id);  // unreferenced, but resident: a prefetch must not push it out
+  CHECK(mgr.free_slots() == 0);
+  CHECK_FALSE(mgr.prefetch("c"));
+  CHECK(loader.count("c") == 0);
+  CHECK(mgr.ready(a.id));
+  CHECK(mgr.prefetch("a"));  // resident already: nothing to load
+  CHECK(loader.count("a") == 1);
+  mgr.release(b.id);
+}

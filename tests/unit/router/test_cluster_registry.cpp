@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "worker/engine/lora_adapter.hpp"
@@ -249,4 +250,34 @@ TEST_CASE("a worker that joins later replays the log and a restarted router read
   CHECK(after.done->tokens == first_tokens);
   auto next = command(c, "update", "tone", f.root + "/v2");
   CHECK(next.adapters[0].latest == 2);  // the log goes on where it was
+}
+
+TEST_CASE("an adapter whose demand outgrows its copies is prefetched on another worker",
+          "[cluster][registry][model]") {
+  adapter_files f;
+  auto rc = registry_router(f);
+  rc.prefetch_copies = 0;  // no copy at add: only demand makes one
+  rc.placement.policy = placement_policy::adapter_affinity;
+  cluster c(rc, {test::model_worker(test::tiny_worker()), test::model_worker(test::tiny_worker())});
+  client cl(c.sys, c.router);
+  REQUIRE(command(c, "add", "tone", f.root + "/v1").error == serve_errc::none);
+  CHECK(cl.stats().adapter_prefetches == 0);
+  std::set<std::uint32_t> served;
+  for (std::uint64_t id = 1; id <= 12; ++id) {
+    auto r = run_alone(cl, id, "tone", 4);
+    REQUIRE(r.done);
+    if (id < 8)  // below adapter_demand's min_requests: no copy asked for yet
+      served.insert(r.done->worker.value());
+  }
+  CHECK(served.size() == 1);  // affinity kept the requests on their first holder (a cold load costs) ...
+  std::size_t holders = 0;
+  for (int i = 0; i < 100 && holders < 2; ++i) {
+    holders = 0;
+    for (const auto& l : cl.stats().loads)
+      holders += std::count(l.adapters.begin(), l.adapters.end(), "tone@1");
+    if (holders < 2)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(holders == 2);  // ... yet the other worker holds it too: prefetched for the demand
+  CHECK(cl.stats().adapter_prefetches >= 1);
 }
