@@ -49,8 +49,11 @@ struct adapter_checked {
 };
 
 /// Router -> worker: registry events to apply, in order (worker_runtime::apply_adapter_events).
+/// `whole_log`: the router's entire log (sent when a worker registers): a copy that is not a
+/// prefix of it (the router started over without its log file) is replaced, not extended.
 struct worker_adapters {
   std::vector<cache::adapter_event> events;
+  bool whole_log = false;
 };
 
 /// Router -> worker: start loading `key` ("NAME@V") in the background.
@@ -80,7 +83,7 @@ typename Inspector::result_type inspect(Inspector& f, adapter_checked& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_adapters& x) {
-  return f(caf::meta::type_name("lf.worker_adapters"), x.events);
+  return f(caf::meta::type_name("lf.worker_adapters"), x.events, x.whole_log);
 }
 
 template <class Inspector>

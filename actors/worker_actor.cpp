@@ -168,7 +168,7 @@ worker_actor::behavior_type worker_impl(worker_self self, worker_backend backend
     [self](const request_ended& msg) { self->state.live.erase(msg.rid); },
     [self](const worker_adapters& msg) {
       if (self->state.backend.apply_adapter_events)
-        self->state.backend.apply_adapter_events(msg.events);
+        self->state.backend.apply_adapter_events(msg.events, msg.whole_log);
     },
     [self](const worker_prefetch& msg) {
       if (self->state.backend.prefetch_adapter)

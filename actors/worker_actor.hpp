@@ -53,7 +53,7 @@ struct worker_backend {
   std::function<std::vector<adapter_load_cost>()> adapter_records;
   /// Applies the cluster registry's events (worker_runtime::apply_adapter_events); not set =>
   /// ignored (the worker serves only its adapter directory).
-  std::function<void(const std::vector<cache::adapter_event>&)> apply_adapter_events;
+  std::function<void(const std::vector<cache::adapter_event>&, bool whole_log)> apply_adapter_events;
   /// Adapter slots neither resident nor loading (load reports); not set => 0.
   std::function<std::uint32_t()> adapter_slots_free;
   /// Loads a registered version in the background; not set => ignored.

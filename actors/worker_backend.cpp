@@ -23,7 +23,9 @@ worker_backend backend_of(std::shared_ptr<worker::worker_runtime> rt) {
       out.push_back({r.name, r.loads, r.last_load_ms, r.bytes});
     return out;
   };
-  b.apply_adapter_events = [raw](const std::vector<cache::adapter_event>& ev) { raw->apply_adapter_events(ev); };
+  b.apply_adapter_events = [raw](const std::vector<cache::adapter_event>& ev, bool whole) {
+    raw->apply_adapter_events(ev, whole);
+  };
   b.adapter_slots_free = [raw] { return raw->adapter_slots_free(); };
   b.prefetch_adapter = [raw](const std::string& key) { return raw->prefetch_adapter(key); };
   b.check_adapter = [raw](const std::string& dir, std::uint32_t max_rank) { return raw->check_adapter(dir, max_rank); };

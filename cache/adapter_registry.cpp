@@ -41,6 +41,18 @@ std::optional<std::pair<std::string_view, std::uint32_t>> split_adapter_key(std:
   return std::make_pair(key.substr(0, at), static_cast<std::uint32_t>(v));
 }
 
+bool is_prefix_of(const std::vector<adapter_event>& log, const std::vector<adapter_event>& longer) {
+  if (log.size() > longer.size())
+    return false;
+  for (std::size_t i = 0; i < log.size(); ++i) {
+    const auto &a = log[i], &b = longer[i];
+    if (a.seq != b.seq || a.op != b.op || a.name != b.name || a.version != b.version
+        || a.source.path != b.source.path || a.source.hash != b.source.hash)
+      return false;
+  }
+  return true;
+}
+
 std::optional<adapter_event> adapter_registry::next(adapter_op op, const std::string& name,
                                                     adapter_source source, std::int64_t at_ms,
                                                     std::string& error) const {

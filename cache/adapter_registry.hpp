@@ -74,6 +74,10 @@ std::string adapter_key(std::string_view name, std::uint32_t version);
 /// Splits "NAME@V" (V a decimal >= 1 without leading zeros); std::nullopt without a valid "@V".
 std::optional<std::pair<std::string_view, std::uint32_t>> split_adapter_key(std::string_view key);
 
+/// Whether `log` is a prefix of `longer`: the same events (seq, op, name, version, path, hash) in
+/// the same places. A worker's copy that is not a prefix of the router's log is stale.
+bool is_prefix_of(const std::vector<adapter_event>& log, const std::vector<adapter_event>& longer);
+
 /// See the file comment. Not thread-safe.
 class adapter_registry {
 public:

@@ -58,8 +58,9 @@ std::optional<std::string> router_state::pin_adapter(request_draft& d) const {
 }
 
 void router_state::replay_adapters(const worker_entry& w) const {
-  if (adapters_->registry.last_seq() > 0)
-    self_->send(w.handle, actors::worker_adapters{adapters_->registry.log()});
+  // Sent even when empty: a worker that kept a copy from a router that has since started over
+  // must learn that its copy is stale.
+    self_->send(w.handle, actors::worker_adapters{adapters_->registry.log(), true});
 }
 
 actors::adapter_reply router_state::adapter_rows(const std::string& name) const {
@@ -88,7 +89,7 @@ actors::adapter_reply router_state::commit_adapter_event(const cache::adapter_ev
   }
   adapters_->registry.apply(e);
   for (const auto& [id, w] : workers_)
-    self_->send(w.handle, actors::worker_adapters{{e}});
+    self_->send(w.handle, actors::worker_adapters{{e}, false});
   const auto key = cache::adapter_key(e.name, e.version);
   log::info("router", "adapter registry changed",
             {{"op", cache::to_string(e.op)}, {"adapter", key}, {"seq", e.seq}, {"path", e.source.path}});

@@ -199,11 +199,20 @@ std::vector<cache::adapter_load_record> worker_runtime::adapter_records() const 
   return impl_->adapters->load_records();
 }
 
-void worker_runtime::apply_adapter_events(const std::vector<cache::adapter_event>& events) {
+void worker_runtime::apply_adapter_events(const std::vector<cache::adapter_event>& events, bool whole_log) {
   auto& i = *impl_;
   std::vector<std::string> retired;
   {
     std::lock_guard<std::mutex> g(i.registry->m);
+    if (whole_log && !cache::is_prefix_of(i.registry->r.log(), events)) {
+      log::warn("worker", "the router's adapter log differs from this worker's copy (a router that "
+                          "started over without its log file?): replacing the copy",
+                {{"copy_events", i.registry->r.last_seq()}, {"router_events", events.size()}});
+      for (const auto& e : i.registry->r.log())
+        if (e.op != cache::adapter_op::remove)
+          retired.push_back(cache::adapter_key(e.name, e.version));
+      i.registry->r = cache::adapter_registry{};
+    }
     for (const auto& e : events) {
       try {
         if (i.registry->r.apply(e))

@@ -72,8 +72,10 @@ public:
 
   /// Applies events of the cluster's adapter registry in order (a replay skips those it has; an
   /// event that does not follow is logged and skipped) and retires the versions they withdraw:
-  /// each is evicted once no request holds it. Thread-safe.
-  void apply_adapter_events(const std::vector<cache::adapter_event>& events);
+  /// each is evicted once no request holds it. `whole_log` (the router's entire log, sent when
+  /// this worker registers): if the copy held here is not a prefix of it (the router started over
+  /// without its log file), the copy is replaced and every version it knew is retired. Thread-safe.
+  void apply_adapter_events(const std::vector<cache::adapter_event>& events, bool whole_log = false);
 
   /// Starts loading `key` in the background if an adapter slot is free (never evicts); false if
   /// declined.

@@ -131,3 +131,15 @@ TEST_CASE("replaying a log gives the same state and skips what it has", "[adapte
   wrong.version = 5;
   CHECK_THROWS_AS(partial.apply(wrong), std::invalid_argument);
 }
+
+TEST_CASE("a copy that is not a prefix of the router's log is stale", "[adapter_registry]") {
+  adapter_registry a, b;
+  step(a, adapter_op::add, "tone", "/a");
+  step(a, adapter_op::update, "tone", "/a2");
+  step(b, adapter_op::add, "tone", "/other");  // a router that started over without its log
+  CHECK(is_prefix_of({}, a.log()));
+  CHECK(is_prefix_of(std::vector<adapter_event>(a.log().begin(), a.log().begin() + 1), a.log()));
+  CHECK(is_prefix_of(a.log(), a.log()));
+  CHECK_FALSE(is_prefix_of(a.log(), b.log()));  // longer than the router's
+  CHECK_FALSE(is_prefix_of(b.log(), a.log()));  // same seq, other files
+}

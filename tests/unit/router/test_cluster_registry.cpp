@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "worker/engine/lora_adapter.hpp"
+#include "worker/engine/peft_manager.hpp"
 
 using namespace lf;
 using namespace lf::actors;
@@ -147,15 +148,42 @@ TEST_CASE("update and remove under load: in-flight requests finish on their vers
   r.window = 4;
   cl.submit(r);
   REQUIRE(cl.run_until([](const client& k) { return k.log.count(10) && k.log.at(10).tokens.size() >= 4; }));
+  // Load around the update: requests for tone and the base model sent just before it ...
+  auto burst = [&](std::uint64_t first, bool with_base) {
+    for (std::uint64_t id = first; id < first + 6; ++id) {
+      auto b = test::greedy(id, "Once upon a time", 24);
+      b.draft.adapter = with_base && id % 2 == 1 ? "" : "tone";
+      cl.submit(b);
+    }
+  };
+  burst(40, true);
   auto updated = command(c, "update", "tone", f.root + "/v2");
   REQUIRE(updated.error == serve_errc::none);
   CHECK(updated.adapters[0].latest == 2);
+  burst(50, false);  // ... and just after it
   cl.drain();
   CHECK(cl.log[10].terminals == 0);  // the update came while it streamed
+  REQUIRE(cl.run_until([](const client& k) {
+    for (std::uint64_t id : {40, 41, 42, 43, 44, 45, 50, 51, 52, 53, 54, 55})
+      if (!k.log.count(id) || k.log.at(id).terminals == 0)
+        return false;
+    return true;
+  }));
   auto v2 = run_alone(cl, 11, "tone", 12);  // new requests get the newest
   REQUIRE(v2.done);
   CHECK(run_alone(cl, 12, "tone@2", 12).done->tokens == v2.done->tokens);
   CHECK(v2.done->tokens != std::vector<std::int32_t>(v1.done->tokens.begin(), v1.done->tokens.begin() + 12));
+  const std::vector<std::int32_t> v1_24(v1.done->tokens.begin(), v1.done->tokens.begin() + 24);
+  const auto v2_24 = run_alone(cl, 13, "tone", 24).done->tokens;
+  const auto base_24 = run_alone(cl, 14, "", 24).done->tokens;
+  for (std::uint64_t id : {40, 41, 42, 43, 44, 45, 50, 51, 52, 53, 54, 55}) {
+    INFO("request " << id);
+    const auto& l = cl.log[id];
+    CHECK(l.terminals == 1);
+    REQUIRE(l.done);
+    const auto& want = id >= 50 ? v2_24 : id % 2 == 1 ? base_24 : v1_24;  // the version it was sent under
+    CHECK(l.done->tokens == want);
+  }
 
   // Another long one on version 2 streams while the name is removed.
   r.id = sink_request_id{20};
@@ -280,4 +308,27 @@ TEST_CASE("an adapter whose demand outgrows its copies is prefetched on another 
   }
   CHECK(holders == 2);  // ... yet the other worker holds it too: prefetched for the demand
   CHECK(cl.stats().adapter_prefetches >= 1);
+}
+
+TEST_CASE("a worker's registry copy is extended by a longer log and replaced by a different one",
+          "[cluster][registry][model]") {
+  adapter_files f;
+  worker::worker_runtime rt(test::tiny_worker());
+  auto add = [&](std::uint64_t seq, const std::string& name, const std::string& dir) {
+    cache::adapter_event e;
+    e.seq = seq;
+    e.name = name;
+    e.version = 1;
+    e.source.path = f.root + "/" + dir;
+    e.source.hash = engine::adapter_content_hash(e.source.path);
+    return e;
+  };
+  using names = std::vector<std::string>;
+  rt.apply_adapter_events({add(1, "old", "v1")}, true);
+  CHECK(rt.servable_adapters() == names{"old"});
+  rt.apply_adapter_events({add(1, "old", "v1"), add(2, "more", "v2")}, true);  // a rejoin: extended
+  CHECK(rt.servable_adapters() == names{"more", "old"});
+  CHECK(rt.prefetch_adapter("old@1"));
+  rt.apply_adapter_events({add(1, "new", "v2")}, true);  // a router that started over
+  CHECK(rt.servable_adapters() == names{"new"});
 }

@@ -4,6 +4,11 @@
 
 #include <caf/io/middleman.hpp>
 
+#include <mutex>
+#include <thread>
+
+#include "tests/support/temp_dir.hpp"
+
 using namespace lf;
 using namespace lf::actors;
 using namespace lf::router;
@@ -29,15 +34,16 @@ router_config short_move_wait() {
 struct two_nodes {
   node_config router_cfg;
   caf::actor_system router_sys{router_cfg};
-  router_actor router = spawn_router(router_sys, short_move_wait());
+  router_actor router;
   std::uint16_t port = 0;
 
   node_config worker_cfg;
   caf::actor_system worker_sys{worker_cfg};
-  worker_backend backend = test::fake_worker()();
+  worker_backend backend;
   worker_actor worker;
 
-  two_nodes() {
+  explicit two_nodes(router_config rc = short_move_wait(), worker_backend b = test::fake_worker()())
+    : router(spawn_router(router_sys, std::move(rc))), backend(std::move(b)) {
     auto p = router_sys.middleman().publish(router, 0, "127.0.0.1");
     REQUIRE(p);
     port = *p;
@@ -87,4 +93,67 @@ TEST_CASE("a remote worker registers and serves, and its death is seen across no
   CHECK(s.workers == 0);
   CHECK(s.resumed == 1);
   CHECK(s.worker_lost == 1);
+}
+
+TEST_CASE("adapter registry events, checks and prefetches cross nodes", "[cluster][remote][registry]") {
+  test::temp_dir roots;
+  router_config rc;
+  rc.adapter_roots = {roots.path().string()};
+  auto b = test::fake_worker()();
+  auto seen = std::make_shared<std::vector<cache::adapter_event>>();
+  auto prefetched = std::make_shared<std::vector<std::string>>();
+  auto m = std::make_shared<std::mutex>();
+  b.check_adapter = [](const std::string& path, std::uint32_t max_rank) {
+    if (path.find("bad") != std::string::npos)
+      throw std::runtime_error(path + ": rank 128 is above the cluster's limit of " + std::to_string(max_rank));
+    cache::adapter_source s;
+    s.path = path;
+    s.hash = 0x1234;
+    s.rank = 8;
+    s.targets = {"attn.c_attn"};
+    s.bytes = 4096;
+    return s;
+  };
+  b.apply_adapter_events = [seen, m](const std::vector<cache::adapter_event>& ev, bool) {
+    std::lock_guard<std::mutex> g(*m);
+    seen->insert(seen->end(), ev.begin(), ev.end());
+  };
+  b.prefetch_adapter = [prefetched, m](const std::string& key) {
+    std::lock_guard<std::mutex> g(*m);
+    prefetched->push_back(key);
+    return true;
+  };
+  two_nodes n(rc, std::move(b));
+  caf::scoped_actor self{n.router_sys};
+  auto ask = [&](adapter_command cmd) {
+    adapter_reply out;
+    self->request(n.router, std::chrono::seconds(30), std::move(cmd))
+      .receive([&](adapter_reply& r) { out = std::move(r); },
+               [&](const caf::error& e) { FAIL(caf::to_string(e)); });
+    return out;
+  };
+  auto ok = ask({"add", "tone", roots / "tone"});
+  REQUIRE(ok.error == serve_errc::none);
+  CHECK(ok.adapters.at(0).source.hash == 0x1234);  // found by the remote worker's check
+  CHECK(ok.adapters.at(0).source.targets == std::vector<std::string>{"attn.c_attn"});
+  auto bad = ask({"add", "worse", roots / "bad"});
+  CHECK(bad.error == serve_errc::invalid_request);
+  CHECK_THAT(bad.message, Catch::Contains("rank 128 is above the cluster's limit of 64"));
+  bool arrived = false;
+  for (int i = 0; i < 200 && !arrived; ++i) {
+    {
+      std::lock_guard<std::mutex> g(*m);
+      arrived = !seen->empty() && !prefetched->empty();
+    }
+    if (!arrived)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(arrived);
+  std::lock_guard<std::mutex> g(*m);
+  REQUIRE(seen->size() == 1);
+  CHECK(seen->at(0).op == cache::adapter_op::add);
+  CHECK(seen->at(0).name == "tone");
+  CHECK(seen->at(0).version == 1);
+  CHECK(seen->at(0).source.hash == 0x1234);
+  CHECK(*prefetched == std::vector<std::string>{"tone@1"});
 }
