@@ -1,0 +1,113 @@
+// The priced placement as a pure function of worker views (router/placement.hpp, priced).
+#include <catch2/catch.hpp>
+
+#include "router/placement.hpp"
+
+using namespace lf::router;
+using lf::actors::worker_id;
+
+namespace {
+
+/// A worker with `prompt` prompt tokens and `output` output tokens ahead, at 1 ms per prompt
+/// token and 10 ms per output token.
+worker_view w(std::uint32_t id, std::uint64_t prompt, std::uint64_t output, bool has = false, bool loading = false,
+              std::uint32_t inflight = 1, std::uint32_t capacity = 8) {
+  worker_view v;
+  v.id = worker_id{id};
+  v.inflight = inflight;
+  v.capacity = capacity;
+  v.load_tokens = prompt + output;
+  v.has_adapter = has;
+  v.loading = loading;
+  v.prompt_ahead = prompt;
+  v.output_ahead = output;
+  v.speed = {1.0, 10.0};
+  return v;
+}
+
+placer priced(std::uint32_t max_loads = 2, double aging_ms = 1000) {
+  placement_options o;
+  o.policy = placement_policy::priced;
+  o.max_concurrent_loads = max_loads;
+  o.aging_ms = aging_ms;
+  return placer(o);
+}
+
+placement_request req(double load_ms, double waited_ms = 0, std::uint32_t prompt = 10) {
+  placement_request r;
+  r.needs_adapter = load_ms > 0;
+  r.prompt_tokens = prompt;
+  r.load_ms = load_ms;
+  r.waited_ms = waited_ms;
+  return r;
+}
+
+std::uint32_t pick(placer& p, const std::vector<worker_view>& ws, const placement_request& r) {
+  auto id = p.choose(ws, r);
+  REQUIRE(id);
+  return id->value();
+}
+
+} // namespace
+
+TEST_CASE("priced: the name round-trips", "[placement][priced]") {
+  CHECK(parse_placement_policy("priced") == placement_policy::priced);
+  CHECK(to_string(placement_policy::priced) == "priced");
+}
+
+TEST_CASE("priced: the holder wins while the load costs more than its extra work", "[placement][priced]") {
+  auto p = priced();
+  // Worker 1 holds the adapter, 5 output tokens ahead (50 ms); worker 2 is idle but cold.
+  const std::vector<worker_view> ws{w(1, 0, 5, true), w(2, 0, 0)};
+  CHECK(pick(p, ws, req(80)) == 1);  // 50 < 80
+  CHECK(pick(p, ws, req(30)) == 2);  // 50 > 30: load it
+  // Base-model requests ignore residency.
+  CHECK(pick(p, ws, req(0)) == 2);
+}
+
+TEST_CASE("priced: work is priced at each worker's own rates", "[placement][priced]") {
+  auto p = priced();
+  auto slow = w(1, 0, 10);
+  slow.speed = {1.0, 20.0};  // 200 ms ahead
+  auto fast = w(2, 0, 15);   // 150 ms ahead: more tokens, less time
+  CHECK(pick(p, {slow, fast}, req(0)) == 2);
+}
+
+TEST_CASE("priced: ties go to fewer requests then the smaller id and full workers are skipped",
+          "[placement][priced]") {
+  auto p = priced();
+  CHECK(pick(p, {w(3, 0, 0, false, false, 0), w(2, 0, 0, false, false, 1), w(1, 0, 0, false, false, 1)}, req(0)) == 3);
+  CHECK(pick(p, {w(3, 0, 0), w(2, 0, 0), w(1, 0, 0)}, req(0)) == 1);
+  CHECK(pick(p, {w(1, 0, 0, false, false, 8), w(2, 0, 50)}, req(0)) == 2);
+  CHECK_FALSE(p.choose({w(1, 0, 0, false, false, 8)}, req(0)));
+}
+
+TEST_CASE("priced: at most max_concurrent_loads workers load one adapter at once", "[placement][priced]") {
+  auto p = priced(2, 1000);
+  // Workers 1 and 2 are loading it and busy; 3 is idle and cold. With a 1 ms price, 3 would win.
+  const std::vector<worker_view> ws{w(1, 0, 30, true, true), w(2, 0, 40, true, true), w(3, 0, 0)};
+  CHECK(pick(p, ws, req(1)) == 1);
+  // One loader only: 3 may load it too.
+  const std::vector<worker_view> one{w(1, 0, 30, true, true), w(2, 0, 40, true, false), w(3, 0, 0)};
+  CHECK(pick(p, one, req(1)) == 3);
+  // Both loaders full: the request waits rather than start a third load...
+  const std::vector<worker_view> full{w(1, 0, 30, true, true, 8), w(2, 0, 40, true, true, 8), w(3, 0, 0)};
+  CHECK_FALSE(p.choose(full, req(1)));
+  // ...until it has waited aging_ms (simulated clock: accepted at t=0, asked again at t=1000).
+  CHECK_FALSE(p.choose(full, req(1, 999)));
+  CHECK(pick(p, full, req(1, 1000)) == 3);
+  // No bound: 0.
+  auto unbounded = priced(0);
+  CHECK(pick(unbounded, ws, req(1)) == 3);
+}
+
+TEST_CASE("priced: aging lowers the load price so a rare adapter's request is not starved", "[placement][priced]") {
+  auto p = priced(2, 1000);
+  // The holder has 300 ms of work; a cold idle worker costs a 500 ms load.
+  const std::vector<worker_view> ws{w(1, 0, 30, true), w(2, 0, 0)};
+  // Simulated clock: the request was accepted at t=0; asked at t=0, 500, 1000, 2000.
+  CHECK(pick(p, ws, req(500, 0)) == 1);     // 300 < 500
+  CHECK(pick(p, ws, req(500, 500)) == 1);   // 300 < 333
+  CHECK(pick(p, ws, req(500, 1000)) == 2);  // 300 > 250: load it elsewhere now
+  CHECK(pick(p, ws, req(500, 2000)) == 2);
+}
