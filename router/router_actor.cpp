@@ -91,8 +91,10 @@ void router_state::await_workers(std::uint32_t n, caf::typed_response_promise<ac
 }
 
 void router_state::on_load(actors::worker_load& load) {
-  if (auto it = workers_.find(load.wid); it != workers_.end())
+  if (auto it = workers_.find(load.wid); it != workers_.end()) {
+    observe_loads(load);
     it->second.last = std::move(load);
+  }
 }
 
 route_entry* router_state::owned(actors::route_id rid, actors::worker_id wid) {
@@ -110,6 +112,7 @@ void router_state::on_token(actors::worker_token& msg) {
   if (!e->first_token)
     e->first_token = router_clock::now();
   e->sent.push_back(msg.ev.token);
+  streamed(*e);
   tenant_token(*e);
   msg.ev.id = e->client_id;
   self_->send(e->sink, std::move(msg.ev));
@@ -156,6 +159,7 @@ void router_state::worker_lost(worker_entry& dead, const caf::error& reason) {
   auto wid = dead.id;
   const auto name = dead.info.name;
   workers_.erase(wid);  // first, so nothing below is placed on it again
+  prices_.forget(wid);
   const auto mine = placed_on([wid](actors::worker_id w) { return w == wid; });
   for (auto rid : mine) {
     auto& e = routes_.at(rid);
