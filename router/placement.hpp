@@ -49,6 +49,9 @@ struct worker_view {
   /// priced: prompt tokens placed there without a first token, output tokens still to come,
   /// prefix-cache credit (0: unknown), and the worker's measured rates.
   std::uint64_t prompt_ahead = 0, output_ahead = 0, cached_prefix_tokens = 0;
+  /// priced: adapters with requests placed there, and the most it has been seen to hold at once
+  /// (its adapter slots as far as the router knows; 0: none seen yet).
+  std::uint32_t adapters_in_use = 0, adapter_slots = 0;
   service_speed speed;
 };
 

@@ -49,26 +49,26 @@ void worker_speed_meter::close_window(cost_clock::time_point now) {
 service_speed worker_speed_meter::speed() const {
   // Normal equations of the fit, the prior added as one pure-prefill and one pure-decode window of
   // prior_tokens each, weighted prior_weight.
-  const double n = o_.prior_tokens, w = o_.prior_weight;
+  const double n2w = o_.prior_tokens * o_.prior_tokens * o_.prior_weight;
   const auto& q = o_.prior;
-  const double app = pp_ + w * n * n, apd = pd_, add = dd_ + w * n * n;
-  const double bp = pt_ + w * n * n * q.prefill_ms_per_token, bd = dt_ + w * n * n * q.decode_ms_per_token;
+  const double app = pp_ + n2w, apd = pd_, add = dd_ + n2w;
+  const double bp = pt_ + n2w * q.prefill_ms_per_token, bd = dt_ + n2w * q.decode_ms_per_token;
   const double det = app * add - apd * apd;
-  service_speed s = q;
+  const double r = q.prefill_ms_per_token / q.decode_ms_per_token;
   if (det > 1e-9 * app * add) {
-    s.prefill_ms_per_token = (bp * add - bd * apd) / det;
-    s.decode_ms_per_token = (app * bd - apd * bp) / det;
+    const service_speed s{(bp * add - bd * apd) / det, (app * bd - apd * bp) / det};
+    if (s.prefill_ms_per_token > 0 && s.decode_ms_per_token > 0) {
+      const double ratio = s.prefill_ms_per_token / s.decode_ms_per_token;
+      if (ratio >= r / max_ratio_drift && ratio <= r * max_ratio_drift)
+        return s;
+    }
   }
-  // Collinear windows can push one rate below zero: hold it at a floor and refit the other.
-  const double floor_p = q.prefill_ms_per_token * 0.01, floor_d = q.decode_ms_per_token * 0.01;
-  if (s.prefill_ms_per_token < floor_p) {
-    s.prefill_ms_per_token = floor_p;
-    s.decode_ms_per_token = std::max(floor_d, (bd - apd * floor_p) / add);
-  } else if (s.decode_ms_per_token < floor_d) {
-    s.decode_ms_per_token = floor_d;
-    s.prefill_ms_per_token = std::max(floor_p, (bp - apd * floor_d) / app);
-  }
-  return s;
+  // Windows whose prompt and output counts move together cannot tell the two rates apart (the
+  // fit swings, one rate to ~0): then only the worker's speed is fitted, with the prior's ratio,
+  // T = (r * P + D) * decode over the same windows.
+  const double num = r * bp + bd, den = r * r * app + 2 * r * apd + add;
+  const double d = den > 0 ? num / den : q.decode_ms_per_token;
+  return {r * d, d};
 }
 
 int load_price_book::size_class(std::uint64_t bytes) noexcept {
@@ -139,8 +139,12 @@ double predicted_delay_ms(const worker_cost_input& w, const placement_request& r
   const double own = static_cast<double>(r.prompt_tokens - std::min<std::uint64_t>(r.prompt_tokens, w.cached_prefix_tokens));
   double ms = static_cast<double>(w.prompt_ahead) * s.prefill_ms_per_token
               + static_cast<double>(w.output_ahead) * s.decode_ms_per_token + own * s.prefill_ms_per_token;
-  if (r.needs_adapter && !w.has_adapter)
-    ms += std::max(0.0, r.load_ms) * age_weight(r.waited_ms, aging_ms);
+  if (r.needs_adapter && !w.has_adapter) {
+    double price = std::max(0.0, r.load_ms);
+    if (w.slots_full)
+      price += static_cast<double>(w.output_ahead) * s.decode_ms_per_token;
+    ms += price * age_weight(r.waited_ms, aging_ms);
+  }
   return ms;
 }
 

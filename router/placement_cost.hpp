@@ -5,6 +5,7 @@
 ///     delay(w) = prompt_ahead(w) * prefill(w) + output_ahead(w) * decode(w)    work placed there
 ///              + (prompt - cached) * prefill(w)                                its own prefill
 ///              + load price * age weight          when the adapter is neither resident nor loading
+///              + output_ahead(w) * decode(w)      ...and every adapter slot there is taken
 ///
 ///   prompt_ahead   prompt tokens of the requests placed on w that have no first token yet
 ///   output_ahead   output tokens those placed requests may still produce (max_tokens - sent)
@@ -16,6 +17,10 @@
 ///                  today, so the router passes 0 (the term is here for when it does)
 ///   age weight     1 / (1 + waited / aging): a request that has waited long cares less what its
 ///                  adapter costs to load
+///   slots taken    the adapters with requests placed there fill the worker's adapter slots (as
+///                  many as it has been seen to hold): the load waits until one adapter's
+///                  requests all end, about as long as an average request there still runs,
+///                  which under shared steps is the work ahead again
 ///
 /// The work term is the time to serve everything placed there at the measured rates: it ranks
 /// workers the way a continuous-batching worker shares its time (a new request's prefill competes
@@ -58,7 +63,9 @@ struct speed_meter_options {
 /// window of `window` busy time gives (prompt tokens P, output tokens D, elapsed T), and the rates
 /// are the least-squares fit of T = P * prefill + D * decode over the windows, older ones fading
 /// by `forget`, with the prior as pseudo-windows (so one window cannot swing them, and a worker
-/// that only decodes keeps the prior's prefill rate). Not thread-safe.
+/// that only decodes keeps the prior's prefill rate). When the fit's prefill:decode ratio strays
+/// more than max_ratio_drift from the prior's (windows too alike to tell the rates apart), the
+/// prior's ratio is kept and only the worker's speed is fitted. Not thread-safe.
 class worker_speed_meter {
 public:
   explicit worker_speed_meter(speed_meter_options o = {});
@@ -75,6 +82,9 @@ public:
 
   /// Windows measured so far.
   std::uint32_t windows() const noexcept { return windows_; }
+
+  /// How far (a factor) the fitted prefill:decode ratio may stray from the prior's.
+  static constexpr double max_ratio_drift = 4;
 
 private:
   void close_window(cost_clock::time_point now);
@@ -148,6 +158,7 @@ struct worker_cost_input {
   std::uint64_t prompt_ahead = 0, output_ahead = 0;
   std::uint64_t cached_prefix_tokens = 0;  ///< prefix-cache credit; the router passes 0 today
   bool has_adapter = false;                ///< resident or loading there
+  bool slots_full = false;                 ///< adapters in use there fill its adapter slots
   service_speed speed;
 };
 

@@ -93,7 +93,9 @@ void router_state::await_workers(std::uint32_t n, caf::typed_response_promise<ac
 void router_state::on_load(actors::worker_load& load) {
   if (auto it = workers_.find(load.wid); it != workers_.end()) {
     observe_loads(load);
-    it->second.last = std::move(load);
+    auto& w = it->second;
+    w.adapter_slots = std::max(w.adapter_slots, static_cast<std::uint32_t>(load.adapters.size()));
+    w.last = std::move(load);
   }
 }
 

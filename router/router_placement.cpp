@@ -30,6 +30,8 @@ std::vector<worker_view> router_state::views(const std::string& adapter) const {
     v.prompt_ahead = w.prompt_ahead;
     v.output_ahead = w.output_ahead;
     v.speed = w.speed.speed();
+    v.adapters_in_use = static_cast<std::uint32_t>(w.placed_adapters.size());
+    v.adapter_slots = w.adapter_slots;
     out.push_back(v);
   }
   return out;

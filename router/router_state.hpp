@@ -65,6 +65,7 @@ struct worker_entry {
   /// priced placement: prompt tokens placed without a first token, output tokens still to come.
   std::uint64_t prompt_ahead = 0, output_ahead = 0;
   worker_speed_meter speed;  ///< its prefill/decode rates, from the tokens it streams
+  std::uint32_t adapter_slots = 0;  ///< the most adapters its reports listed at once
   bool draining = false;  ///< drained: nothing is placed here any more
 };
 

@@ -142,3 +142,38 @@ TEST_CASE("predicted delay: work ahead at the worker's rates, own prefill, load 
   CHECK(predicted_delay_ms(w, r, 0) == Approx(195));
   CHECK(age_weight(3000, 1000) == Approx(0.25));
 }
+
+TEST_CASE("speed meter: windows too alike to split still predict their time", "[placement_cost]") {
+  // Every window has 10 prompt tokens per output token: prefill and decode cannot be told apart.
+  // The worker is twice as slow as the prior (1 and 10 ms): T = 20 ms per output token.
+  worker_speed_meter m;
+  auto now = cost_clock::time_point{} + 1s;
+  m.busy(now, true);
+  for (int i = 0; i < 40; ++i) {
+    const std::uint64_t d = 10 + static_cast<std::uint64_t>(i % 3);
+    now += std::chrono::milliseconds(20 * d);
+    m.served(now, 10 * d, d);
+  }
+  const auto s = m.speed();
+  CHECK(s.prefill_ms_per_token > 0);
+  CHECK(s.decode_ms_per_token > 0);
+  CHECK(10 * s.prefill_ms_per_token + s.decode_ms_per_token == Approx(20).epsilon(0.05));
+  const double ratio = s.prefill_ms_per_token / s.decode_ms_per_token;
+  CHECK(ratio >= 0.1 / worker_speed_meter::max_ratio_drift);
+  CHECK(ratio <= 0.1 * worker_speed_meter::max_ratio_drift);
+}
+
+TEST_CASE("predicted delay: a cold load where every adapter slot is in use waits for one to free",
+          "[placement_cost]") {
+  worker_cost_input w;
+  w.speed = {0.5, 4.0};
+  w.output_ahead = 20;  // 80 ms of work ahead
+  placement_request r;
+  r.needs_adapter = true;
+  r.load_ms = 10;
+  CHECK(predicted_delay_ms(w, r, 0) == Approx(90));
+  w.slots_full = true;
+  CHECK(predicted_delay_ms(w, r, 0) == Approx(170));
+  w.has_adapter = true;  // its own adapter is there: no load, no wait
+  CHECK(predicted_delay_ms(w, r, 0) == Approx(80));
+}

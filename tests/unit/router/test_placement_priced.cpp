@@ -111,3 +111,20 @@ TEST_CASE("priced: aging lowers the load price so a rare adapter's request is no
   CHECK(pick(p, ws, req(500, 1000)) == 2);  // 300 > 250: load it elsewhere now
   CHECK(pick(p, ws, req(500, 2000)) == 2);
 }
+
+TEST_CASE("priced: a cold load goes where an adapter slot is free", "[placement][priced]") {
+  auto p = priced(0);
+  // Same work ahead (100 ms) on both; worker 1 has all its 8 slots in use, worker 2 has one free.
+  auto full = w(1, 0, 10);
+  full.adapters_in_use = 8;
+  full.adapter_slots = 8;
+  auto room = w(2, 0, 11);  // 10 ms more work, but a free slot
+  room.adapters_in_use = 7;
+  room.adapter_slots = 8;
+  CHECK(pick(p, {full, room}, req(5)) == 2);
+  // Base-model requests do not care about slots: the lighter worker.
+  CHECK(pick(p, {full, room}, req(0)) == 1);
+  // Slots unknown (0: never seen a report): no wait assumed.
+  full.adapter_slots = 0;
+  CHECK(pick(p, {full, room}, req(5)) == 1);
+}
