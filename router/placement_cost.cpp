@@ -13,37 +13,31 @@ worker_speed_meter::worker_speed_meter(speed_meter_options o) : o_(o) {
 }
 
 void worker_speed_meter::busy(cost_clock::time_point now, bool yes) {
-  if (yes == busy_)
-    return;
-  busy_ = yes;
   // Idle time is not service time: leaving busy drops the open window, entering opens one.
-  window_busy_ = yes;
-  window_start_ = now;
-  window_prompt_ = window_output_ = 0;
+  if (window_.set(now, yes))
+    window_prompt_ = window_output_ = 0;
 }
 
 void worker_speed_meter::served(cost_clock::time_point now, std::uint64_t prompt_tokens,
                                 std::uint64_t output_tokens) {
   window_prompt_ += static_cast<double>(prompt_tokens);
   window_output_ += static_cast<double>(output_tokens);
-  if (now - window_start_ >= o_.window)
+  if (window_.age(now) >= o_.window)
     close_window(now);
 }
 
 void worker_speed_meter::close_window(cost_clock::time_point now) {
-  const double t = std::chrono::duration<double, std::milli>(now - window_start_).count();
   const double p = window_prompt_, d = window_output_;
-  if (window_busy_ && t > 0 && p + d > 0) {
-    pp_ = o_.forget * pp_ + p * p;
-    pd_ = o_.forget * pd_ + p * d;
-    dd_ = o_.forget * dd_ + d * d;
-    pt_ = o_.forget * pt_ + p * t;
-    dt_ = o_.forget * dt_ + d * t;
-    ++windows_;
-  }
-  window_busy_ = busy_;
-  window_start_ = now;
   window_prompt_ = window_output_ = 0;
+  const auto t = window_.roll(now);
+  if (!t || p + d <= 0)
+    return;
+  pp_ = o_.forget * pp_ + p * p;
+  pd_ = o_.forget * pd_ + p * d;
+  dd_ = o_.forget * dd_ + d * d;
+  pt_ = o_.forget * pt_ + p * *t;
+  dt_ = o_.forget * dt_ + d * *t;
+  ++windows_;
 }
 
 service_speed worker_speed_meter::speed() const {

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "actors/ids.hpp"
+#include "router/meter_window.hpp"
 
 namespace lf::router {
 
@@ -90,8 +91,7 @@ private:
   void close_window(cost_clock::time_point now);
 
   speed_meter_options o_;
-  bool busy_ = false, window_busy_ = false;
-  cost_clock::time_point window_start_{};
+  meter_window window_;  ///< busy all through
   double window_prompt_ = 0, window_output_ = 0;
   std::uint32_t windows_ = 0;
   /// Faded sums of the measured windows: P*P, P*D, D*D, P*T, D*T (T in ms).
