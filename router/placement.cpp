@@ -113,7 +113,8 @@ std::optional<actors::worker_id> placer::priced(const std::vector<worker_view>& 
       continue;
     const bool full = w.adapter_slots > 0 && w.adapters_in_use >= w.adapter_slots;
     const double ms = predicted_delay_ms(
-      {w.prompt_ahead, w.output_ahead, w.cached_prefix_tokens, w.has_adapter, full, w.speed}, r, opts_.aging_ms);
+      {w.prompt_ahead, w.output_ahead, w.inflight, w.cached_prefix_tokens, w.has_adapter, full, w.speed}, r,
+      opts_.aging_ms);
     if (!best || std::make_tuple(ms, w.inflight, w.id) < std::make_tuple(best_ms, best->inflight, best->id)) {
       best = &w;
       best_ms = ms;

@@ -7,9 +7,10 @@
 ///   adapter_affinity  least_loaded, but a worker that does not hold the request's adapter is
 ///                     charged `adapter_load_cost_tokens` extra: the holder wins unless it is
 ///                     busier than that by more than the price of a cold load
-///   priced            the lowest predicted delay (router/placement_cost.hpp): work placed there
-///                     at that worker's measured prefill/decode rates, plus the adapter's learned
-///                     load time where it is neither resident nor loading. At most
+///   priced            the lowest predicted delay to a first token (router/placement_cost.hpp):
+///                     prompts ahead and one step of the rows placed there, at that worker's
+///                     measured prefill/decode rates, plus the adapter's learned load time where
+///                     it is neither resident nor loading. At most
 ///                     `max_concurrent_loads` workers load the same adapter at once: while that
 ///                     many are loading it, a worker without it is not chosen (the request waits
 ///                     for a holder with room) until the request has waited `aging_ms`; waiting
@@ -60,6 +61,10 @@ struct placement_options {
   placement_policy policy = placement_policy::least_loaded;
   /// adapter_affinity: what a cold adapter load is worth, in tokens of queued work.
   std::uint64_t adapter_load_cost_tokens = 1024;
+  /// priced: what the learned load time is multiplied by in the estimate (1: the time a load takes;
+  /// more to count what a load costs besides its own wait: an eviction that may bring another load,
+  /// the loader's CPU on a shared machine).
+  double load_price_weight = 1;
   /// priced: workers that may load one adapter at once (0: no bound).
   std::uint32_t max_concurrent_loads = 2;
   /// priced: a request that has waited this long may start one more load, and its load price

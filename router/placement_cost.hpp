@@ -2,12 +2,13 @@
 /// What a request would wait for on each worker: the `priced` placement's estimate. Pure C++ (no
 /// CAF, no clock): the router passes `now` in and feeds what it sees.
 ///
-///     delay(w) = prompt_ahead(w) * prefill(w) + output_ahead(w) * decode(w)    work placed there
-///              + (prompt - cached) * prefill(w)                                its own prefill
+///     delay(w) = (prompt_ahead(w) + prompt - cached) * prefill(w)   the prefills before its first token
+///              + rows(w) * decode(w)                               one step of everyone's decoding
 ///              + load price * age weight          when the adapter is neither resident nor loading
 ///              + output_ahead(w) * decode(w)      ...and every adapter slot there is taken
 ///
 ///   prompt_ahead   prompt tokens of the requests placed on w that have no first token yet
+///   rows           requests placed on w (each is a row of its steps by the time this one starts)
 ///   output_ahead   output tokens those placed requests may still produce (max_tokens - sent)
 ///   prefill/decode milliseconds of that worker's time per prompt / output token, measured by
 ///                  worker_speed_meter from the tokens the router streams (priors until then)
@@ -19,12 +20,14 @@
 ///                  adapter costs to load
 ///   slots taken    the adapters with requests placed there fill the worker's adapter slots (as
 ///                  many as it has been seen to hold): the load waits until one adapter's
-///                  requests all end, about as long as an average request there still runs,
-///                  which under shared steps is the work ahead again
+///                  requests all end, about as long as an average request there still runs:
+///                  output_ahead / rows steps of rows * decode each
 ///
-/// The work term is the time to serve everything placed there at the measured rates: it ranks
-/// workers the way a continuous-batching worker shares its time (a new request's prefill competes
-/// with the decode steps of all running requests), not an exact first-token time.
+/// It predicts the first token's delay on a continuous-batching worker: a new request joins the
+/// running batch at once (the router's in-flight bound keeps the batch from overflowing much), so
+/// it waits for the prompts ahead of it and for steps that also decode every running row, not for
+/// the running requests to finish. (A first version charged all of output_ahead as work ahead:
+/// hundreds of milliseconds that drowned a load's tens, and it placed as least_loaded did.)
 
 #include <chrono>
 #include <cstdint>
@@ -156,6 +159,7 @@ struct placement_request {
 /// What one worker looks like to the estimate (a slice of worker_view).
 struct worker_cost_input {
   std::uint64_t prompt_ahead = 0, output_ahead = 0;
+  std::uint32_t rows = 0;                  ///< requests placed there
   std::uint64_t cached_prefix_tokens = 0;  ///< prefix-cache credit; the router passes 0 today
   bool has_adapter = false;                ///< resident or loading there
   bool slots_full = false;                 ///< adapters in use there fill its adapter slots

@@ -43,7 +43,7 @@ std::optional<actors::worker_id> router_state::choose(const validated_request& r
   q.needs_adapter = !r.adapter().empty();
   q.prompt_tokens = static_cast<std::uint32_t>(r.prompt().size() + streamed);
   if (q.needs_adapter && placer_.options().policy == placement_policy::priced)
-    q.load_ms = prices_.price_ms(r.adapter());
+    q.load_ms = prices_.price_ms(r.adapter()) * placer_.options().load_price_weight;
   q.waited_ms = std::chrono::duration<double, std::milli>(router_clock::now() - accepted).count();
   return placer_.choose(views(r.adapter()), q);
 }

@@ -121,11 +121,13 @@ TEST_CASE("load prices: a known size before any load uses prior_ms_per_mb and fo
   CHECK(load_price_book::size_class(1025) == 10);
 }
 
-TEST_CASE("predicted delay: work ahead at the worker's rates, own prefill, load price aged", "[placement_cost]") {
+TEST_CASE("predicted delay: prompts ahead and one step at the worker's rates, own prefill, load price aged",
+          "[placement_cost]") {
   worker_cost_input w;
   w.speed = {0.5, 4.0};
-  w.prompt_ahead = 100;   // 50 ms
-  w.output_ahead = 20;    // 80 ms
+  w.prompt_ahead = 100;   // 50 ms of prefill ahead
+  w.rows = 20;            // a step decodes 20 rows: 80 ms
+  w.output_ahead = 500;   // what they will still stream does not delay a first token
   placement_request r;
   r.prompt_tokens = 40;   // 20 ms
   CHECK(predicted_delay_ms(w, r, 1000) == Approx(150));
@@ -167,13 +169,14 @@ TEST_CASE("predicted delay: a cold load where every adapter slot is in use waits
           "[placement_cost]") {
   worker_cost_input w;
   w.speed = {0.5, 4.0};
-  w.output_ahead = 20;  // 80 ms of work ahead
+  w.rows = 4;           // one step: 16 ms
+  w.output_ahead = 20;  // 5 tokens left each on average: 5 steps of 16 ms until one ends
   placement_request r;
   r.needs_adapter = true;
   r.load_ms = 10;
-  CHECK(predicted_delay_ms(w, r, 0) == Approx(90));
+  CHECK(predicted_delay_ms(w, r, 0) == Approx(26));
   w.slots_full = true;
-  CHECK(predicted_delay_ms(w, r, 0) == Approx(170));
+  CHECK(predicted_delay_ms(w, r, 0) == Approx(106));
   w.has_adapter = true;  // its own adapter is there: no load, no wait
-  CHECK(predicted_delay_ms(w, r, 0) == Approx(80));
+  CHECK(predicted_delay_ms(w, r, 0) == Approx(16));
 }
