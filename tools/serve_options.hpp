@@ -12,7 +12,7 @@ namespace lf::tools {
 ///   --model DIR --adapters DIR --workers N --listen EP --threads N (per worker) --blas-threads N
 ///   --dtype int8|bf16|f32 --kv-dtype bf16|int8|f32
 ///   --kv-cache-mb MB --block-size N --max-seqs N --max-batched-tokens N --mode MODE
-///   --no-prefix-cache --policy P --max-concurrent-loads N --placement-aging-ms MS (priced)
+///   --no-prefix-cache --policy P --max-concurrent-loads N --placement-aging-ms MS --load-price-weight W (priced)
 ///   --queue-limit N --max-inflight-per-worker N
 ///   --scheduling fcfs|vtc (router queue and workers' waiting queues) --deadline-admission on|off
 ///   --deadline-margin F (admission keeps predictions under (1 - F) x the deadline)
