@@ -59,6 +59,7 @@ void read_router(toml_reader& r, router_settings& rs, parse_state& st) {
   r.set("max_concurrent_loads", rs.placement.max_concurrent_loads, 0, u32_max);
   r.set("placement_aging_ms", rs.placement.aging_ms, 0, max_ms);
   r.set_number("load_price_weight", rs.placement.load_price_weight, 0, 1000);
+  r.set_number("decode_share", rs.placement.decode_share, 0, 1000);
   if (auto d = r.str("drain_kv")) {
     if (*d == "ship" || *d == "recompute")
       rs.ship_kv = *d == "ship";

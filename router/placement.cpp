@@ -114,7 +114,7 @@ std::optional<actors::worker_id> placer::priced(const std::vector<worker_view>& 
     const bool full = w.adapter_slots > 0 && w.adapters_in_use >= w.adapter_slots;
     const double ms = predicted_delay_ms(
       {w.prompt_ahead, w.output_ahead, w.inflight, w.cached_prefix_tokens, w.has_adapter, full, w.speed}, r,
-      opts_.aging_ms);
+      opts_.aging_ms, opts_.decode_share);
     if (!best || std::make_tuple(ms, w.inflight, w.id) < std::make_tuple(best_ms, best->inflight, best->id)) {
       best = &w;
       best_ms = ms;

@@ -65,6 +65,9 @@ struct placement_options {
   /// more to count what a load costs besides its own wait: an eviction that may bring another load,
   /// the loader's CPU on a shared machine).
   double load_price_weight = 1;
+  /// priced: the share of the decoding still to come on a worker that counts as delay
+  /// (predicted_delay_ms's decode_share; 0: one step of it).
+  double decode_share = 0;
   /// priced: workers that may load one adapter at once (0: no bound).
   std::uint32_t max_concurrent_loads = 2;
   /// priced: a request that has waited this long may start one more load, and its load price

@@ -128,11 +128,13 @@ double age_weight(double waited_ms, double aging_ms) noexcept {
   return 1 / (1 + std::max(0.0, waited_ms) / aging_ms);
 }
 
-double predicted_delay_ms(const worker_cost_input& w, const placement_request& r, double aging_ms) {
+double predicted_delay_ms(const worker_cost_input& w, const placement_request& r, double aging_ms,
+                          double decode_share) {
   const auto& s = w.speed;
   const double own = static_cast<double>(r.prompt_tokens - std::min<std::uint64_t>(r.prompt_tokens, w.cached_prefix_tokens));
   double ms = (static_cast<double>(w.prompt_ahead) + own) * s.prefill_ms_per_token
-              + static_cast<double>(w.rows) * s.decode_ms_per_token;
+              + (static_cast<double>(w.rows) + std::max(0.0, decode_share) * static_cast<double>(w.output_ahead))
+                  * s.decode_ms_per_token;
   if (r.needs_adapter && !w.has_adapter) {
     double price = std::max(0.0, r.load_ms);
     if (w.slots_full)

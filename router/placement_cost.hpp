@@ -4,6 +4,7 @@
 ///
 ///     delay(w) = (prompt_ahead(w) + prompt - cached) * prefill(w)   the prefills before its first token
 ///              + rows(w) * decode(w)                               one step of everyone's decoding
+///              + share * output_ahead(w) * decode(w)               (share 0 by default, below)
 ///              + load price * age weight          when the adapter is neither resident nor loading
 ///              + output_ahead(w) * decode(w)      ...and every adapter slot there is taken
 ///
@@ -169,7 +170,10 @@ struct worker_cost_input {
 /// 1 / (1 + waited / aging); 1 when aging_ms is 0.
 double age_weight(double waited_ms, double aging_ms) noexcept;
 
-/// The predicted delay in milliseconds (the file comment's formula).
-double predicted_delay_ms(const worker_cost_input& w, const placement_request& r, double aging_ms);
+/// The predicted delay in milliseconds (the file comment's formula). `decode_share`: how much of
+/// the decoding still to come on w counts too (0: a first token waits for one step of it; more
+/// spreads the work to come, as least_loaded does, at some cost to the typical first token).
+double predicted_delay_ms(const worker_cost_input& w, const placement_request& r, double aging_ms,
+                          double decode_share = 0);
 
 } // namespace lf::router

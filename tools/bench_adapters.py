@@ -28,15 +28,15 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "client", "python"))
 from lorafleet_client import Client  # noqa: E402
 
-COLORS = {"base": "#888", "round_robin": "#c9a", "least_loaded": "#c44", "adapter_affinity": "#48c",
-          "priced": "#2a7", "priced@4": "#7c4", "priced@16": "#bd6"}
+COLORS = {"base": "#888", "base:priced": "#aaa", "base:adapter_affinity": "#bbb", "round_robin": "#c9a",
+          "least_loaded": "#c44", "adapter_affinity": "#48c", "priced": "#2a7", "priced@4": "#7c4", "priced@16": "#bd6"}
 
 
 def serve_policy(policy):
-    """serve flags of a policy label: "base" (least_loaded, no adapters), a placement, or
-    "priced@W" (priced with --load-price-weight W)."""
-    if policy == "base":
-        return ["--policy", "least_loaded"]
+    """serve flags of a policy label: "base" (least_loaded, no adapters) or "base:P" (placement P,
+    no adapters), a placement, or "priced@W" (priced with --load-price-weight W)."""
+    if policy.startswith("base"):
+        return ["--policy", policy.partition(":")[2] or "least_loaded"]
     name, _, weight = policy.partition("@")
     return ["--policy", name] + (["--load-price-weight", weight] if weight else [])
 
@@ -102,7 +102,7 @@ def measured_run(args, policy):
     ep = f"tcp://127.0.0.1:{args.port}"
     cmd = [args.lorafleet, "serve", "--model", args.model, "--listen", ep, "--log-level", "warn",
            "--workers", str(args.workers), "--threads", str(args.threads)] + serve_policy(policy)
-    if policy != "base":
+    if not policy.startswith("base"):
         cmd += ["--adapters", args.adapter_dir, "--max-adapters", str(args.slots)]
     cmd += args.serve_extra.split()
     serve = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -114,7 +114,7 @@ def measured_run(args, policy):
         lt = [args.lorafleet, "loadtest", ep, "--concurrency", str(args.concurrency), "--requests",
               str(args.requests), "--input", args.input, "--output", args.output, "--seed", str(args.seed),
               "--quiet", "--out", out]
-        if policy != "base":
+        if not policy.startswith("base"):
             lt += ["--adapters", str(args.adapters), "--skew", f"zipf:{args.zipf}"]
         busy0, kids0, t0 = cpu_busy_s(), resource.getrusage(resource.RUSAGE_CHILDREN), time.time()
         serve0 = proc_cpu_s(serve.pid)
@@ -122,7 +122,7 @@ def measured_run(args, policy):
         kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         ours = proc_cpu_s(serve.pid) - serve0 + (kids1.ru_utime + kids1.ru_stime - kids0.ru_utime - kids0.ru_stime)
         others = max(0.0, (cpu_busy_s() - busy0 - ours) / (time.time() - t0))
-        loads, last, unlisted = asyncio.run(adapter_stats(ep)) if policy != "base" else (0, [], 0)
+        loads, last, unlisted = asyncio.run(adapter_stats(ep)) if not policy.startswith("base") else (0, [], 0)
         with open(out + ".json") as f:
             p = json.load(f)["points"][0]
         return {"tok_s": p["output_tokens_per_s"], "completed": p["completed"], "failed": p["failed"],
@@ -165,7 +165,8 @@ def write_svg(path, runs, args):
     panels = [("output tok/s", "tok_s", policies, lambda v: f"{v:.0f}"),
               ("TTFT p50 (ms)", "ttft_p50", policies, lambda v: f"{v:.0f}"),
               ("TTFT p99 (ms)", "ttft_p99", policies, lambda v: f"{v:.0f}"),
-              ("loads / 1000 requests", "loads_per_1k", [p for p in policies if p != "base"], lambda v: f"{v:.0f}")]
+              ("loads / 1000 requests", "loads_per_1k", [p for p in policies if not p.startswith("base")],
+               lambda v: f"{v:.0f}")]
     pw = (w - 40) / len(panels)
     for i, (title, key, which, fmt) in enumerate(panels):
         bars(out, 20 + i * pw, 50, pw - 30, 230, title, {p: [r[key] for r in runs[p]] for p in which}, fmt)

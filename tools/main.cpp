@@ -21,7 +21,7 @@ commands:
               [--mode continuous|static|static_no_cache] [--no-prefix-cache] [--block-size N]
               [--policy round_robin|least_loaded|adapter_affinity|priced] [--queue-limit N]
               [--max-concurrent-loads N (priced; 2)] [--placement-aging-ms MS (priced; 1000)]
-              [--load-price-weight W (priced; 1)]
+              [--load-price-weight W (priced; 1)] [--decode-share F (priced; 0)]
               [--scheduling vtc|fcfs (across tenants)] [--deadline-admission on|off]
               [--deadline-margin F (0.1)]
               [--drain-kv ship|recompute] [--drain-timeout S] [--ready-file PATH] [--log-level debug|info|warn|error|off]

@@ -66,6 +66,7 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
   s.router.placement.max_concurrent_loads = static_cast<std::uint32_t>(
     a.integer_in("max-concurrent-loads", s.router.placement.max_concurrent_loads, 0, 1 << 20));
   s.router.placement.load_price_weight = a.real_above("load-price-weight", 1, 0, true, 1000);
+  s.router.placement.decode_share = a.real_above("decode-share", 0, 0, true, 1000);
   s.router.placement.aging_ms =
     static_cast<double>(a.integer_in("placement-aging-ms", static_cast<std::int64_t>(s.router.placement.aging_ms), 0, 86'400'000));
   s.router.max_queue = static_cast<std::size_t>(a.integer_in("queue-limit", 256, 0, 1'000'000));

@@ -180,3 +180,14 @@ TEST_CASE("predicted delay: a cold load where every adapter slot is in use waits
   w.has_adapter = true;  // its own adapter is there: no load, no wait
   CHECK(predicted_delay_ms(w, r, 0) == Approx(16));
 }
+
+TEST_CASE("predicted delay: decode_share counts a share of the decoding still to come", "[placement_cost]") {
+  worker_cost_input w;
+  w.speed = {0.5, 4.0};
+  w.rows = 4;            // one step: 16 ms
+  w.output_ahead = 100;  // 400 ms of decoding to come
+  placement_request r;
+  CHECK(predicted_delay_ms(w, r, 0) == Approx(16));
+  CHECK(predicted_delay_ms(w, r, 0, 0.25) == Approx(116));
+  CHECK(predicted_delay_ms(w, r, 0, 1) == Approx(416));
+}
