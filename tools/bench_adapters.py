@@ -34,11 +34,14 @@ COLORS = {"base": "#888", "base:priced": "#aaa", "base:adapter_affinity": "#bbb"
 
 def serve_policy(policy):
     """serve flags of a policy label: "base" (least_loaded, no adapters) or "base:P" (placement P,
-    no adapters), a placement, or "priced@W" (priced with --load-price-weight W)."""
+    no adapters), a placement, or "priced@W#S" (priced with --load-price-weight W and
+    --decode-share S, either optional)."""
     if policy.startswith("base"):
         return ["--policy", policy.partition(":")[2] or "least_loaded"]
-    name, _, weight = policy.partition("@")
-    return ["--policy", name] + (["--load-price-weight", weight] if weight else [])
+    rest, _, share = policy.partition("#")
+    name, _, weight = rest.partition("@")
+    return (["--policy", name] + (["--load-price-weight", weight] if weight else [])
+            + (["--decode-share", share] if share else []))
 
 
 def make_adapters(args):
@@ -148,7 +151,7 @@ def bars(out, x0, y0, w, h, title, data, fmt):
         x = x0 + k * w / len(data) + w / len(data) * 0.15
         med = statistics.median(vals)
         out.append(f'<rect x="{x:.1f}" y="{y(med):.1f}" width="{bar:.1f}" height="{y0 + h - y(med):.1f}" '
-                   f'fill="{COLORS[name]}"/>')
+                   f'fill="{COLORS.get(name, "#6a6")}"/>')
         for v in vals:
             out.append(f'<circle cx="{x + bar / 2:.1f}" cy="{y(v):.1f}" r="2.5" fill="black"/>')
         out.append(f'<text x="{x + bar / 2:.1f}" y="{y(med) - 5:.1f}" text-anchor="middle">{fmt(med)}</text>')
@@ -171,7 +174,7 @@ def write_svg(path, runs, args):
     for i, (title, key, which, fmt) in enumerate(panels):
         bars(out, 20 + i * pw, 50, pw - 30, 230, title, {p: [r[key] for r in runs[p]] for p in which}, fmt)
     for k, p in enumerate(policies):
-        out.append(f'<rect x="{20 + k * 150}" y="{h - 22}" width="10" height="10" fill="{COLORS[p]}"/>')
+        out.append(f'<rect x="{20 + k * 150}" y="{h - 22}" width="10" height="10" fill="{COLORS.get(p, "#6a6")}"/>')
         out.append(f'<text x="{34 + k * 150}" y="{h - 13}">{p}</text>')
     out.append("</svg>")
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
