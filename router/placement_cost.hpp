@@ -159,12 +159,13 @@ struct placement_request {
 
 /// What one worker looks like to the estimate (a slice of worker_view).
 struct worker_cost_input {
+  /// Prompt tokens placed there without a first token; output tokens still to come there.
   std::uint64_t prompt_ahead = 0, output_ahead = 0;
   std::uint32_t rows = 0;                  ///< requests placed there
   std::uint64_t cached_prefix_tokens = 0;  ///< prefix-cache credit; the router passes 0 today
   bool has_adapter = false;                ///< resident or loading there
   bool slots_full = false;                 ///< adapters in use there fill its adapter slots
-  service_speed speed;
+  service_speed speed;                     ///< its measured rates
 };
 
 /// 1 / (1 + waited / aging); 1 when aging_ms is 0.
