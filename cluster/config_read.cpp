@@ -50,12 +50,16 @@ void read_router(toml_reader& r, router_settings& rs, parse_state& st) {
       rs.placement.policy = *pol;
     else
       st.add(r.key_path("placement"), "unknown policy \"" + *p
-                                        + "\" (round_robin, least_loaded or adapter_affinity)");
+                                        + "\" (round_robin, least_loaded, adapter_affinity or priced)");
   }
   r.set("queue_limit", rs.queue_limit, 0, 1'000'000);
   r.set("max_inflight_per_worker", rs.max_inflight_per_worker, 1, 1'000'000);
   r.set("retry_after_ms", rs.retry_after_ms, 0, max_ms);
   r.set("adapter_load_cost_tokens", rs.placement.adapter_load_cost_tokens, 0, u32_max);
+  r.set("max_concurrent_loads", rs.placement.max_concurrent_loads, 0, u32_max);
+  r.set("placement_aging_ms", rs.placement.aging_ms, 0, max_ms);
+  r.set_number("load_price_weight", rs.placement.load_price_weight, 0, 1000);
+  r.set_number("decode_share", rs.placement.decode_share, 0, 1000);
   if (auto d = r.str("drain_kv")) {
     if (*d == "ship" || *d == "recompute")
       rs.ship_kv = *d == "ship";

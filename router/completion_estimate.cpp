@@ -20,30 +20,24 @@ rate_meter::rate_meter(rate_meter_options o) : o_(o) {
 }
 
 void rate_meter::saturated(meter_clock::time_point now, bool yes) {
-  if (yes == saturated_)
-    return;
-  saturated_ = yes;
   // A window counts only if saturated throughout: leaving saturation ends it unmeasured,
   // entering it opens a fresh one.
-  window_saturated_ = yes;
-  window_start_ = now;
-  window_tokens_ = 0;
+  if (window_.set(now, yes))
+    window_tokens_ = 0;
 }
 
 void rate_meter::served(meter_clock::time_point now, std::uint64_t tokens) {
   window_tokens_ += tokens;
-  if (now - window_start_ >= o_.window)
+  if (window_.age(now) >= o_.window)
     close_window(now);
 }
 
 void rate_meter::close_window(meter_clock::time_point now) {
-  const double s = std::chrono::duration<double>(now - window_start_).count();
-  if (window_saturated_ && window_tokens_ > 0 && s > 0) {
-    r_.tokens_per_s = ewma(r_.tokens_per_s, static_cast<double>(window_tokens_) / s, o_.alpha, windows_ == 0);
+  const auto ms = window_.roll(now);
+  if (ms && window_tokens_ > 0) {
+    r_.tokens_per_s = ewma(r_.tokens_per_s, static_cast<double>(window_tokens_) / *ms * 1000.0, o_.alpha, windows_ == 0);
     ++windows_;
   }
-  window_saturated_ = saturated_;
-  window_start_ = now;
   window_tokens_ = 0;
 }
 

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "router/meter_window.hpp"
 #include "router/tenancy.hpp"
 
 namespace lf::router {
@@ -81,9 +82,7 @@ private:
   void close_window(meter_clock::time_point now);
 
   rate_meter_options o_;
-  bool saturated_ = false;
-  bool window_saturated_ = false;  ///< saturated since the window opened
-  meter_clock::time_point window_start_{};
+  meter_window window_;  ///< saturated all through
   std::uint64_t window_tokens_ = 0;
   std::uint32_t windows_ = 0, finished_ = 0, decodes_ = 0;
   service_rates r_;

@@ -10,13 +10,14 @@ std::string_view to_string(placement_policy p) noexcept {
     case placement_policy::round_robin: return "round_robin";
     case placement_policy::least_loaded: return "least_loaded";
     case placement_policy::adapter_affinity: return "adapter_affinity";
+    case placement_policy::priced: return "priced";
   }
   return "least_loaded";
 }
 
 std::optional<placement_policy> parse_placement_policy(std::string_view s) noexcept {
   for (auto p : {placement_policy::round_robin, placement_policy::least_loaded,
-                 placement_policy::adapter_affinity})
+                 placement_policy::adapter_affinity, placement_policy::priced})
     if (to_string(p) == s)
       return p;
   return std::nullopt;
@@ -29,6 +30,14 @@ bool has_room(const worker_view& w) { return w.inflight < w.capacity; }
 } // namespace
 
 std::optional<actors::worker_id> placer::choose(const std::vector<worker_view>& workers, bool needs_adapter) {
+  placement_request r;
+  r.needs_adapter = needs_adapter;
+  return choose(workers, r);
+}
+
+std::optional<actors::worker_id> placer::choose(const std::vector<worker_view>& workers,
+                                                const placement_request& r) {
+  const bool needs_adapter = r.needs_adapter;
   std::optional<actors::worker_id> pick;
   switch (opts_.policy) {
     case placement_policy::round_robin:
@@ -39,6 +48,9 @@ std::optional<actors::worker_id> placer::choose(const std::vector<worker_view>& 
       break;
     case placement_policy::adapter_affinity:
       pick = cheapest(workers, needs_adapter);
+      break;
+    case placement_policy::priced:
+      pick = priced(workers, r);
       break;
   }
   if (pick)
@@ -79,6 +91,35 @@ std::optional<actors::worker_id> placer::cheapest(const std::vector<worker_view>
   for (auto& w : workers)
     if (has_room(w) && (!best || key(w) < key(*best)))
       best = &w;
+  if (!best)
+    return std::nullopt;
+  return best->id;
+}
+
+std::optional<actors::worker_id> placer::priced(const std::vector<worker_view>& workers,
+                                                const placement_request& r) const {
+  // The load bound: while max_concurrent_loads workers are loading this adapter, only its
+  // holders may take it, until the request has waited aging_ms.
+  std::uint32_t loading = 0;
+  for (auto& w : workers)
+    loading += w.loading ? 1 : 0;
+  const bool bounded = r.needs_adapter && opts_.max_concurrent_loads > 0 && loading >= opts_.max_concurrent_loads
+                       && !(opts_.aging_ms > 0 && r.waited_ms >= opts_.aging_ms);
+  // Ties (e.g. idle workers with the same rates) go to fewer requests, then the smaller id.
+  const worker_view* best = nullptr;
+  double best_ms = 0;
+  for (auto& w : workers) {
+    if (!has_room(w) || (bounded && !w.has_adapter))
+      continue;
+    const bool full = w.adapter_slots > 0 && w.adapters_in_use >= w.adapter_slots;
+    const double ms = predicted_delay_ms(
+      {w.prompt_ahead, w.output_ahead, w.inflight, w.cached_prefix_tokens, w.has_adapter, full, w.speed}, r,
+      opts_.aging_ms, opts_.decode_share);
+    if (!best || std::make_tuple(ms, w.inflight, w.id) < std::make_tuple(best_ms, best->inflight, best->id)) {
+      best = &w;
+      best_ms = ms;
+    }
+  }
   if (!best)
     return std::nullopt;
   return best->id;

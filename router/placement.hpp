@@ -7,6 +7,14 @@
 ///   adapter_affinity  least_loaded, but a worker that does not hold the request's adapter is
 ///                     charged `adapter_load_cost_tokens` extra: the holder wins unless it is
 ///                     busier than that by more than the price of a cold load
+///   priced            the lowest predicted delay to a first token (router/placement_cost.hpp):
+///                     prompts ahead and one step of the rows placed there, at that worker's
+///                     measured prefill/decode rates, plus the adapter's learned load time where
+///                     it is neither resident nor loading. At most
+///                     `max_concurrent_loads` workers load the same adapter at once: while that
+///                     many are loading it, a worker without it is not chosen (the request waits
+///                     for a holder with room) until the request has waited `aging_ms`; waiting
+///                     also discounts the load price (age_weight), so rare adapters are not starved
 ///
 /// A worker whose inflight count reached its capacity is never chosen; when every worker is full
 /// (or there is none) the answer is "none" and the request waits in the admission queue.
@@ -17,13 +25,14 @@
 #include <vector>
 
 #include "actors/ids.hpp"
+#include "router/placement_cost.hpp"
 
 namespace lf::router {
 
 /// How the router spreads requests.
-enum class placement_policy { round_robin, least_loaded, adapter_affinity };
+enum class placement_policy { round_robin, least_loaded, adapter_affinity, priced };
 
-/// "round_robin", "least_loaded", "adapter_affinity".
+/// "round_robin", "least_loaded", "adapter_affinity", "priced".
 std::string_view to_string(placement_policy p) noexcept;
 
 /// Inverse of to_string.
@@ -36,6 +45,15 @@ struct worker_view {
   std::uint32_t capacity = 0;     ///< inflight limit; inflight >= capacity => skipped
   std::uint64_t load_tokens = 0;  ///< estimated work placed there (prompt + max_tokens each)
   bool has_adapter = false;       ///< holds (or is loading) the request's adapter
+  /// priced: has_adapter, but not yet reported resident (a load is under way or about to start).
+  bool loading = false;
+  /// priced: prompt tokens placed there without a first token, output tokens still to come,
+  /// prefix-cache credit (0: unknown), and the worker's measured rates.
+  std::uint64_t prompt_ahead = 0, output_ahead = 0, cached_prefix_tokens = 0;
+  /// priced: adapters with requests placed there, and the most it has been seen to hold at once
+  /// (its adapter slots as far as the router knows; 0: none seen yet).
+  std::uint32_t adapters_in_use = 0, adapter_slots = 0;
+  service_speed speed;
 };
 
 /// Settings of a placer.
@@ -43,6 +61,18 @@ struct placement_options {
   placement_policy policy = placement_policy::least_loaded;
   /// adapter_affinity: what a cold adapter load is worth, in tokens of queued work.
   std::uint64_t adapter_load_cost_tokens = 1024;
+  /// priced: what the learned load time is multiplied by in the estimate (1: the time a load takes;
+  /// more to count what a load costs besides its own wait: an eviction that may bring another load,
+  /// the loader's CPU on a shared machine).
+  double load_price_weight = 1;
+  /// priced: the share of the decoding still to come on a worker that counts as delay
+  /// (predicted_delay_ms's decode_share; 0: one step of it).
+  double decode_share = 0;
+  /// priced: workers that may load one adapter at once (0: no bound).
+  std::uint32_t max_concurrent_loads = 2;
+  /// priced: a request that has waited this long may start one more load, and its load price
+  /// has halved (age_weight); 0: no aging.
+  double aging_ms = 1000;
 };
 
 /// Chooses workers; keeps the round-robin cursor. Not thread-safe (one router owns it).
@@ -54,11 +84,15 @@ public:
   /// adapter_affinity looks at it). std::nullopt when no worker has room.
   std::optional<actors::worker_id> choose(const std::vector<worker_view>& workers, bool needs_adapter);
 
+  /// Picks a worker for `r` (priced reads all of it; the others only r.needs_adapter).
+  std::optional<actors::worker_id> choose(const std::vector<worker_view>& workers, const placement_request& r);
+
   const placement_options& options() const noexcept { return opts_; }
 
 private:
   std::optional<actors::worker_id> round_robin(const std::vector<worker_view>& workers);
   std::optional<actors::worker_id> cheapest(const std::vector<worker_view>& workers, bool charge_cold);
+  std::optional<actors::worker_id> priced(const std::vector<worker_view>& workers, const placement_request& r) const;
 
   placement_options opts_;
   std::optional<actors::worker_id> last_;  ///< round_robin: the last worker chosen

@@ -96,8 +96,12 @@ void router_state::await_workers(std::uint32_t n, caf::typed_response_promise<ac
 
 void router_state::on_load(actors::worker_load& load) {
   if (auto it = workers_.find(load.wid); it != workers_.end()) {
-    it->second.last = std::move(load);
-    it->second.unreported_adapters.clear();
+    observe_loads(load);
+    auto& w = it->second;
+    // Its slots: resident + free ones (loading ones are neither), the most seen.
+    w.adapter_slots = std::max(w.adapter_slots, static_cast<std::uint32_t>(load.adapters.size()) + load.adapter_slots_free);
+    w.last = std::move(load);
+    w.unreported_adapters.clear();
   }
 }
 
@@ -116,6 +120,7 @@ void router_state::on_token(actors::worker_token& msg) {
   if (!e->first_token)
     e->first_token = router_clock::now();
   e->sent.push_back(msg.ev.token);
+  streamed(*e);
   tenant_token(*e);
   msg.ev.id = e->client_id;
   self_->send(e->sink, std::move(msg.ev));
@@ -162,6 +167,7 @@ void router_state::worker_lost(worker_entry& dead, const caf::error& reason) {
   auto wid = dead.id;
   const auto name = dead.info.name;
   workers_.erase(wid);  // first, so nothing below is placed on it again
+  prices_.forget(wid);
   const auto mine = placed_on([wid](actors::worker_id w) { return w == wid; });
   for (auto rid : mine) {
     auto& e = routes_.at(rid);

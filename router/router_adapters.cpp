@@ -121,15 +121,20 @@ void router_state::note_adapter_demand(const std::string& key) {
   demand_.note(key);
   if (key.empty())
     return;
-  std::uint32_t holders = 0, live = 0, room = 0;
+  std::uint32_t holders = 0, live = 0, room = 0, loading = 0;
   for (const auto& [id, w] : workers_) {
     if (w.draining)
       continue;
     ++live;
     const bool holds = w.holds(key);
     holders += holds ? 1 : 0;
+    loading += holds && std::find(w.last.adapters.begin(), w.last.adapters.end(), key) == w.last.adapters.end() ? 1 : 0;
     room += !holds && w.last.adapter_slots_free > 0 ? 1 : 0;
   }
+  // A prefetch is a load too: it respects the bound on workers loading one adapter at once.
+  const auto bound = placer_.options().max_concurrent_loads;
+  if (bound > 0 && loading >= bound)
+    return;
   if (room > 0 && demand_.wants_copy(key, holders, live, router_clock::now())) {
     log::debug("router", "adapter demand: one more copy", {{"adapter", key}, {"holders", holders},
                                                            {"recent", demand_.recent(key)}});

@@ -79,7 +79,7 @@ void router_state::submit(actors::generate_request& req) {
     std::optional<actors::worker_id> wid;
     const bool tenant_room = tenant_has_room(tenant);
     if (tenant_room && !queue_.next(eligible()))
-      wid = placer_.choose(views(valid.adapter()), !valid.adapter().empty());
+      wid = choose(valid, 0, router_clock::now());
     if (!wid && queue_.queued(tenant) >= cfg_.tenants.limits_of(tenant).max_queued) {
       ++counters_.overloaded;
       const auto& tl = cfg_.tenants.limits_of(tenant);
@@ -128,28 +128,15 @@ void router_state::submit(actors::generate_request& req) {
   }
 }
 
-std::vector<worker_view> router_state::views(const std::string& adapter) const {
-  std::vector<worker_view> out;
-  out.reserve(workers_.size());
-  for (auto& [id, w] : workers_) {
-    if (w.draining)
-      continue;
-    bool has = false;
-    if (!adapter.empty())
-      has = w.placed_adapters.count(adapter)
-            || std::find(w.last.adapters.begin(), w.last.adapters.end(), adapter) != w.last.adapters.end();
-    out.push_back({id, w.inflight, cfg_.max_inflight_per_worker, w.load_tokens, has});
-  }
-  return out;
-}
-
 void router_state::place(route_entry& e, worker_entry& w) {
   e.state = route_state::placed;
   e.worker = w.id;
   if (!e.placed)
     e.placed = router_clock::now();
-  ++w.inflight;
+  if (w.inflight++ == 0)
+    w.speed.busy(router_clock::now(), true);
   w.load_tokens += e.cost;
+  charge(e, w, true);
   if (!e.req.adapter().empty()) {
     ++w.placed_adapters[e.req.adapter()];
     w.unreported_adapters.insert(e.req.adapter());
@@ -170,8 +157,10 @@ void router_state::unplace(route_entry& e) {
   if (it == workers_.end())
     return;
   auto& w = it->second;
-  --w.inflight;
+  if (--w.inflight == 0)
+    w.speed.busy(router_clock::now(), false);
   w.load_tokens -= std::min(w.load_tokens, e.cost);
+  charge(e, w, false);
   if (!e.req.adapter().empty()) {
     auto a = w.placed_adapters.find(e.req.adapter());
     if (a != w.placed_adapters.end() && --a->second == 0)
@@ -228,7 +217,7 @@ void router_state::dispatch() {
       late.emplace_back(*head, std::move(*why));
       continue;
     }
-    auto wid = placer_.choose(views(e.req.adapter()), !e.req.adapter().empty());
+    auto wid = choose(e.req, e.sent.size(), e.accepted);
     if (!wid)
       break;  // every worker is full; the head waits, and so does everyone behind it
     queue_.remove(*head);

@@ -23,6 +23,7 @@
 #include "router/adapter_demand.hpp"
 #include "router/adapter_log.hpp"
 #include "router/admission_queue.hpp"
+#include "router/placement_cost.hpp"
 #include "router/router_actor.hpp"
 
 namespace lf::router {
@@ -45,6 +46,9 @@ struct route_entry {
   worker::kv_blob kv;                    ///< K/V shipped from its drained worker, for the next placement
   credit_window credits;                 ///< window + credits granted: how far it may stream
   std::uint64_t cost = 0;                ///< estimated tokens (placement load)
+  /// priced placement: what this placement added to its worker's prompt_ahead (until its first
+  /// token there) and output_ahead (less each token streamed).
+  std::uint64_t prompt_ahead = 0, output_ahead = 0;
   double expect = 0;                     ///< expected tokens (prompt + expected output), admission
   bool started = false;                  ///< its first token has arrived
   bool prompt_charged = false;           ///< its tenant's counter has been charged its prompt
@@ -65,6 +69,10 @@ struct worker_entry {
   std::map<std::string, std::uint32_t> placed_adapters;  ///< adapter -> requests placed there
   /// Adapters placed or prefetched there since its last load report (which may not show them yet).
   std::set<std::string> unreported_adapters;
+  /// priced placement: prompt tokens placed without a first token, output tokens still to come.
+  std::uint64_t prompt_ahead = 0, output_ahead = 0;
+  worker_speed_meter speed;  ///< its prefill/decode rates, from the tokens it streams
+  std::uint32_t adapter_slots = 0;  ///< the most adapters its reports listed at once
   bool draining = false;  ///< drained: nothing is placed here any more
 
   /// Holds `key`, or will soon: requests for it placed here, its last report, or placed or
@@ -151,6 +159,15 @@ private:
   std::vector<actors::route_id> placed_on(const std::function<bool(actors::worker_id)>& on) const;
   void dispatch();
   std::vector<worker_view> views(const std::string& adapter) const;
+  /// Asks the placer for a worker for `r`, accepted at `accepted` (its age lowers what it minds).
+  std::optional<actors::worker_id> choose(const validated_request& r, std::size_t streamed,
+                                          router_clock::time_point accepted);
+  /// Adds (or with `add` false takes off) what `e` puts on its worker's prompt/output ahead.
+  void charge(route_entry& e, worker_entry& w, bool add);
+  /// A token of `e` arrived from its worker: the work ahead shrinks, the worker's meter counts it.
+  void streamed(route_entry& e);
+  /// The adapter loads a worker reports teach the load prices.
+  void observe_loads(const actors::worker_load& load);
   /// Sends the terminal event and forgets the request; cancels it on its worker if `cancel_worker`.
   void end(route_entry& e, actors::error_event ev, bool cancel_worker);
   void end(route_entry& e, actors::done_event ev);
@@ -226,6 +243,7 @@ private:
   rate_meter meter_;
   std::shared_ptr<adapter_store> adapters_;
   adapter_demand demand_;
+  load_price_book prices_;  ///< adapter load times per size class, from the load reports
 };
 
 } // namespace lf::router

@@ -118,12 +118,11 @@ int cmd_loadtest(int argc, char** argv) {
   w.input = parse_length_range(a.str("input", "128"), "--input");
   w.output = parse_length_range(a.str("output", "128"), "--output");
   w.ignore_eos = !a.has("no-ignore-eos");
-  if (a.has("adapters")) {
-    std::stringstream ss(a.str("adapters"));
-    for (std::string x; std::getline(ss, x, ',');)
-      w.adapters.push_back(x);
-  }
-  w.skew = a.real_above("skew", 0, 0, true, 1);
+  const auto prefix = a.str("adapter-prefix", "a");
+  if (a.has("adapters"))
+    w.adapters = parse_adapter_list(a.str("adapters"), prefix);
+  if (a.has("skew"))
+    parse_skew(a.str("skew"), w);
   w.chat = a.has("chat");
   if (a.has("prompts"))
     w.prompts = read_prompts(a.str("prompts"));
@@ -236,7 +235,7 @@ int cmd_loadtest(int argc, char** argv) {
   nlohmann::json report{{"endpoint", endpoint}, {"arrival", mode}, {"requests", w.num_requests},
                         {"tenants", tenants_json}, {"service_weights", {sw.prompt, sw.output}},
                         {"input", a.str("input", "128")}, {"output", a.str("output", "128")},
-                        {"adapters", w.adapters}, {"points", nlohmann::json::array()}};
+                        {"adapters", w.adapters}, {"zipf", w.zipf}, {"points", nlohmann::json::array()}};
   {  // what produced these figures: the exact command line and when it started (UTC)
     std::string cmdline = "lorafleet";
     for (int i = 1; i < argc; ++i) {

@@ -15,10 +15,13 @@ commands:
   serve       [--model DIR] [--adapters DIR] [--workers N] [--listen EP] [--threads N per worker]
               [--blas-threads N (OpenBLAS, process; static modes only)]
               [--dtype int8|bf16|f32] [--kv-dtype bf16|int8|f32] [--kv-cache-mb MB] [--max-seqs N]
-              [--max-batched-tokens N] [--adapter-cache-mb MB] [--max-inflight-per-worker N]
+              [--max-batched-tokens N] [--adapter-cache-mb MB] [--max-adapters N (per worker)]
+              [--max-inflight-per-worker N]
               [--curve-secret-key Z85 --curve-public-key Z85]   (CURVE on the gateway)
               [--mode continuous|static|static_no_cache] [--no-prefix-cache] [--block-size N]
-              [--policy round_robin|least_loaded|adapter_affinity] [--queue-limit N]
+              [--policy round_robin|least_loaded|adapter_affinity|priced] [--queue-limit N]
+              [--max-concurrent-loads N (priced; 2)] [--placement-aging-ms MS (priced; 1000)]
+              [--load-price-weight W (priced; 1)] [--decode-share F (priced; 0)]
               [--scheduling vtc|fcfs (across tenants)] [--deadline-admission on|off]
               [--deadline-margin F (0.1)]
               [--adapter-roots DIR,DIR (default: --adapters) --adapter-log FILE --max-adapter-rank R
@@ -69,7 +72,8 @@ commands:
               [--rate R --burstiness B] [--sweep-concurrency 1,2,4 | --sweep-rate 1,2,4]
               [--requests N] [--duration S] [--input N|LO-HI] [--output N|LO-HI] [--prompts FILE]
               [--per-client N (sweeps)] [--long-every K --long-output N]
-              [--adapters a,b --skew F] [--chat] [--no-ignore-eos] [--goodput-ttft-ms X
+              [--adapters a,b | N (names a00.., --adapter-prefix P)] [--skew F | zipf:S]
+              [--chat] [--no-ignore-eos] [--goodput-ttft-ms X
               --goodput-tpot-ms X --goodput-e2e-ms X] [--out PREFIX] [--timeout S]
               [--tenants a:10,b:1 (load shares: concurrency, rate and requests split by them)
               --service-weights 1,2] [--deadline-ms MS --ttft-ms MS (on every request)]

@@ -56,12 +56,20 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
   w.mode = *m;
   w.adapter_cache_mb = static_cast<std::size_t>(
     a.integer_in("adapter-cache-mb", static_cast<std::int64_t>(defaults.adapter_cache_mb), 1, 1 << 20));
+  w.max_adapters = static_cast<std::uint32_t>(a.integer_in("max-adapters", defaults.max_adapters, 1, 1 << 20));
   w = worker::resolve_for_process(std::move(w), s.workers);
   const auto policy = a.str("policy", "least_loaded");
   auto p = router::parse_placement_policy(policy);
   if (!p)
-    throw std::invalid_argument("--policy must be round_robin, least_loaded or adapter_affinity (got '" + policy + "')");
+    throw std::invalid_argument("--policy must be round_robin, least_loaded, adapter_affinity or priced (got '" + policy
+                                + "')");
   s.router.placement.policy = *p;
+  s.router.placement.max_concurrent_loads = static_cast<std::uint32_t>(
+    a.integer_in("max-concurrent-loads", s.router.placement.max_concurrent_loads, 0, 1 << 20));
+  s.router.placement.load_price_weight = a.real_above("load-price-weight", 1, 0, true, 1000);
+  s.router.placement.decode_share = a.real_above("decode-share", 0, 0, true, 1000);
+  s.router.placement.aging_ms =
+    static_cast<double>(a.integer_in("placement-aging-ms", static_cast<std::int64_t>(s.router.placement.aging_ms), 0, 86'400'000));
   s.router.max_queue = static_cast<std::size_t>(a.integer_in("queue-limit", 256, 0, 1'000'000));
   s.router.max_inflight_per_worker = static_cast<std::uint32_t>(
     a.integer_in("max-inflight-per-worker", 2 * w.max_seqs, 1, 1'000'000));

@@ -61,7 +61,9 @@ expect 2 "--sweep-rate: not a number: '2x'" loadtest $ep --sweep-rate 1,2x
 expect 2 "--sweep-concurrency: values must be whole numbers" loadtest $ep --sweep-concurrency 1.5
 expect 2 "not both" loadtest $ep --sweep-rate 1 --sweep-concurrency 1
 expect 2 "--duration must be >= 0" loadtest $ep --duration -3
-expect 2 "--skew must be >= 0 and <= 1" loadtest $ep --skew 2 --adapters a
+expect 2 "--skew: expected a share in (0, 1] or zipf:S" loadtest $ep --skew 2 --adapters a
+expect 2 "--skew: expected a share in (0, 1] or zipf:S" loadtest $ep --skew zipf:0 --adapters 4
+expect 2 "--adapters: a count must be in" loadtest $ep --adapters 0
 expect 2 "--goodput-ttft-ms must be > 0" loadtest $ep --goodput-ttft-ms -1
 expect 2 "--timeout must be >= 0.001" loadtest $ep --timeout 0
 expect 2 "--duration must be >= 0 and <= 2592000" loadtest $ep --duration 1e12

@@ -1,6 +1,8 @@
 #include "tools/loadtest/workload.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <sstream>
 #include <stdexcept>
 
 namespace lf::loadtest {
@@ -26,6 +28,45 @@ length_range parse_length_range(const std::string& s, const std::string& what) {
   if (r.lo < 1 || r.lo > r.hi)
     throw bad();
   return r;
+}
+
+std::vector<std::string> parse_adapter_list(const std::string& s, const std::string& prefix) {
+  std::vector<std::string> out;
+  if (!s.empty() && s.size() <= 6 && s.find_first_not_of("0123456789") == std::string::npos) {
+    const auto n = std::stoul(s);
+    if (n < 1 || n > 100'000)
+      throw std::invalid_argument("--adapters: a count must be in [1, 100000] (got " + s + ")");
+    const auto width = std::to_string(n - 1).size();
+    for (std::size_t k = 0; k < n; ++k) {
+      auto idx = std::to_string(k);
+      out.push_back(prefix + std::string(width - idx.size(), '0') + idx);
+    }
+    return out;
+  }
+  std::stringstream ss(s);
+  for (std::string x; std::getline(ss, x, ',');)
+    out.push_back(x);
+  return out;
+}
+
+void parse_skew(const std::string& s, workload_config& cfg) {
+  auto bad = [&] {
+    return std::invalid_argument("--skew: expected a share in (0, 1] or zipf:S with S > 0 (got '" + s + "')");
+  };
+  const bool zipf = s.rfind("zipf:", 0) == 0;
+  const auto num = zipf ? s.substr(5) : s;
+  double v = 0;
+  try {
+    std::size_t used = 0;
+    v = std::stod(num, &used);
+    if (used != num.size())
+      throw bad();
+  } catch (const std::logic_error&) {
+    throw bad();
+  }
+  if (!(v > 0) || !std::isfinite(v) || (!zipf && v > 1))
+    throw bad();
+  (zipf ? cfg.zipf : cfg.skew) = v;
 }
 
 std::vector<double> arrival_times(double rate, double burstiness, std::size_t n,
@@ -73,6 +114,13 @@ std::vector<planned_request> plan(const workload_config& cfg, text_maker make) {
   if (cfg.mode == arrival_mode::poisson)
     at = arrival_times(cfg.rate, cfg.burstiness, out.size(), rng);
   std::uniform_real_distribution<double> unit(0, 1);
+  std::discrete_distribution<std::size_t> popularity;
+  if (cfg.zipf > 0 && !cfg.adapters.empty()) {
+    std::vector<double> weights;
+    for (std::size_t k = 0; k < cfg.adapters.size(); ++k)
+      weights.push_back(1 / std::pow(static_cast<double>(k + 1), cfg.zipf));
+    popularity = std::discrete_distribution<std::size_t>(weights.begin(), weights.end());
+  }
   for (std::size_t i = 0; i < out.size(); ++i) {
     auto& r = out[i];
     r.at_s = at.empty() ? 0 : at[i];
@@ -84,7 +132,9 @@ std::vector<planned_request> plan(const workload_config& cfg, text_maker make) {
                                    : cfg.prompts[i % cfg.prompts.size()];
     if (!cfg.adapters.empty()) {
       const auto n = cfg.adapters.size();
-      if (cfg.skew > 0 && unit(rng) < cfg.skew)
+      if (cfg.zipf > 0)
+        r.adapter = cfg.adapters[popularity(rng)];
+      else if (cfg.skew > 0 && unit(rng) < cfg.skew)
         r.adapter = cfg.adapters[0];
       else
         r.adapter = cfg.adapters[std::uniform_int_distribution<std::size_t>{0, n - 1}(rng)];

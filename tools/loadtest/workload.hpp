@@ -35,6 +35,8 @@ struct workload_config {
   bool ignore_eos = true;
   std::vector<std::string> adapters;  ///< empty: base model only
   double skew = 0;                    ///< share of requests on adapters[0]; the rest uniform
+  /// > 0: Zipf popularity instead of `skew`: adapters[k] is drawn with weight 1 / (k + 1)^zipf.
+  double zipf = 0;
   bool chat = false;
   std::vector<std::string> prompts;   ///< from a file; empty: synthetic text of `input` tokens
   std::uint64_t seed = 1;
@@ -55,6 +57,14 @@ struct planned_request {
   std::string adapter;    ///< empty: base model
   std::string tenant;     ///< empty: the default tenant
 };
+
+/// `--adapters`: "N" (a number: N generated names, `prefix` + index zero-padded to the width of
+/// N - 1, e.g. a00..a63) or a comma-separated list of names. Throws std::invalid_argument.
+std::vector<std::string> parse_adapter_list(const std::string& s, const std::string& prefix);
+
+/// `--skew`: "SHARE" (in (0, 1]: that share on the first adapter, the rest uniform) sets
+/// cfg.skew; "zipf:S" (S > 0) sets cfg.zipf. Throws std::invalid_argument.
+void parse_skew(const std::string& s, workload_config& cfg);
 
 /// Gaps between arrivals: gamma(shape = burstiness, mean = 1 / rate), as vLLM's benchmark does.
 std::vector<double> arrival_times(double rate, double burstiness, std::size_t n,

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <cmath>
 #include <numeric>
 
 #include "tools/loadtest/workload.hpp"
@@ -75,4 +76,44 @@ TEST_CASE("the course's mix: one request in eight asks for the long output", "[l
     longs += p[i].max_tokens == 100 ? 1 : 0;
   }
   CHECK(longs == 4);
+}
+
+TEST_CASE("adapters as a count or a list, skew as a share or zipf", "[loadtest]") {
+  auto names = parse_adapter_list("64", "a");
+  REQUIRE(names.size() == 64);
+  CHECK(names.front() == "a00");
+  CHECK(names.back() == "a63");
+  CHECK(parse_adapter_list("3", "lora-") == std::vector<std::string>{"lora-0", "lora-1", "lora-2"});
+  CHECK(parse_adapter_list("x,y", "a") == std::vector<std::string>{"x", "y"});
+  CHECK_THROWS_WITH(parse_adapter_list("0", "a"), Catch::Contains("--adapters"));
+  workload_config c;
+  parse_skew("0.5", c);
+  CHECK(c.skew == 0.5);
+  CHECK(c.zipf == 0);
+  parse_skew("zipf:1.1", c);
+  CHECK(c.zipf == Approx(1.1));
+  for (const char* bad : {"", "zipf:", "zipf:0", "1.5", "0", "zipf:x", "0.5x", "zipf:-1"}) {
+    workload_config d;
+    CHECK_THROWS_WITH(parse_skew(bad, d), Catch::Contains("--skew"));
+  }
+}
+
+TEST_CASE("zipf popularity: adapter k drawn with weight 1 / (k + 1)^s", "[loadtest]") {
+  workload_config c;
+  c.num_requests = 20000;
+  c.input = {8, 8};
+  c.output = {4, 4};
+  c.adapters = parse_adapter_list("64", "a");
+  c.zipf = 1.1;
+  auto p = plan(c, fake_text);
+  std::map<std::string, int> per;
+  for (auto& r : p)
+    ++per[r.adapter];
+  double h = 0;
+  for (int k = 1; k <= 64; ++k)
+    h += 1 / std::pow(k, 1.1);
+  CHECK(per["a00"] / 20000.0 == Approx(1 / h).margin(0.01));
+  CHECK(per["a01"] / 20000.0 == Approx(1 / std::pow(2, 1.1) / h).margin(0.01));
+  CHECK(per["a63"] / 20000.0 == Approx(1 / std::pow(64, 1.1) / h).margin(0.003));
+  CHECK(per["a00"] > per["a01"]);
 }

@@ -1,5 +1,5 @@
 // LoRA adapters through the cluster: workers load PEFT adapters from an adapter directory, the
-// router keeps an adapter's requests on the worker that holds it (adapter_affinity).
+// router keeps an adapter's requests on the worker that holds it (adapter_affinity, priced).
 #include "tests/unit/router/model_worker.hpp"
 
 #include <set>
@@ -93,4 +93,45 @@ TEST_CASE("adapters are applied, and adapter_affinity keeps them on their worker
   auto missing = run_alone(cl, 500, prompt, "missing", 4);
   REQUIRE(missing.error);
   CHECK(missing.error->code == serve_errc::unknown_adapter);
+}
+
+TEST_CASE("priced: a burst for a cold adapter starts one load, and the base model spreads", "[cluster][lora][model]") {
+  router_config rc;
+  rc.placement.policy = placement_policy::priced;
+  rc.placement.max_concurrent_loads = 1;
+  rc.placement.aging_ms = 60000;  // no request waits that long here: the bound holds
+  cluster c(rc, {test::model_worker(lora_worker()), test::model_worker(lora_worker())});
+  client cl(c.sys, c.router);
+  const std::string prompt = "Once upon a time";
+  const int max_tokens = 12;
+  auto base = run_alone(cl, 1, prompt, "", max_tokens);
+  auto two = run_alone(cl, 2, prompt, "styles/two", max_tokens);  // learns a load price
+  REQUIRE(base.done);
+  REQUIRE(two.done);
+
+  // A burst for "one", cold on both workers: the first placement starts its load, and while it
+  // loads no second worker may start one (max_concurrent_loads 1), however busy the first gets.
+  const std::size_t n = 8;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto r = test::greedy(100 + i, prompt, max_tokens);
+    r.draft.adapter = "one";
+    cl.submit(r);
+  }
+  // Then base requests: they go wherever the work is least, i.e. mostly to the other worker.
+  for (std::size_t i = 0; i < n; ++i)
+    cl.submit(test::greedy(200 + i, prompt, max_tokens));
+  REQUIRE(cl.run_until_terminals(2 + 2 * n));
+  std::set<std::uint32_t> one_workers, base_workers;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto& a = cl.log[100 + i];
+    auto& b = cl.log[200 + i];
+    REQUIRE(a.done);
+    REQUIRE(b.done);
+    one_workers.insert(a.done->worker.value());
+    base_workers.insert(b.done->worker.value());
+    CHECK(b.done->tokens == base.done->tokens);
+  }
+  CHECK(one_workers.size() == 1);
+  const auto other = *one_workers.begin() == 1 ? 2u : 1u;
+  CHECK(base_workers.count(other) == 1);
 }

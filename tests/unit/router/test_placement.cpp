@@ -13,7 +13,13 @@ namespace {
 
 worker_view w(std::uint32_t id, std::uint64_t load = 0, std::uint32_t inflight = 0,
               bool has_adapter = false, std::uint32_t capacity = 4) {
-  return worker_view{worker_id{id}, inflight, capacity, load, has_adapter};
+  worker_view v;
+  v.id = worker_id{id};
+  v.inflight = inflight;
+  v.capacity = capacity;
+  v.load_tokens = load;
+  v.has_adapter = has_adapter;
+  return v;
 }
 
 std::uint32_t pick(placer& p, const std::vector<worker_view>& ws, bool needs_adapter = false) {
