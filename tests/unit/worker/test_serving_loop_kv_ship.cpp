@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <memory>
+#include <thread>
 
 #include "tests/unit/engine/lora_fixture.hpp"
 #include "tests/unit/worker/model_fixture.hpp"
@@ -100,8 +101,13 @@ std::size_t move_all(worker_under_test& from, worker_under_test& to, const std::
     cb.on_token = [inner = cb.on_token, m, &loop = from.loop, after, n = 0](std::int32_t t,
                                                                              std::string_view text) mutable {
       inner(t, text);
-      if (++n >= after && m->id != 0 && !m->asked.exchange(true))
+      if (++n >= after && !m->asked.exchange(true)) {
+        // The test thread stores the id as submit returns; under load the loop can get here
+        // first (and, without this wait, finish the request before it is ever moved).
+        while (m->id == 0)
+          std::this_thread::yield();
         loop.cancel(request_id{m->id}, true);
+      }
     };
     m->id = lf::test::submit(from.loop, reqs[i], std::move(cb)).value();
     movers.push_back(m);
