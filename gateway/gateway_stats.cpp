@@ -82,8 +82,17 @@ proto::adapters_result adapters_result_of(const actors::adapter_reply& r) {
     out.error = r.error;
   out.message = r.message;
   out.seq = r.seq;
+  // One frame holds the answer: rows past the frame (or row) limit are counted, not sent.
+  std::size_t budget = proto::max_frame_bytes - 64 * 1024 - out.message.size();
   for (std::size_t i = 0; i < r.adapters.size(); ++i) {
     const auto& a = r.adapters[i];
+    const std::size_t cost = 256 + a.name.size() + a.source.path.size() + 32 * a.source.targets.size();
+    if (out.adapters.size() == proto::max_adapter_rows || cost > budget) {
+      out.message += (out.message.empty() ? "" : "; ") + std::to_string(r.adapters.size() - i)
+                     + " more adapter(s) not listed (one reply holds " + std::to_string(i) + ")";
+      break;
+    }
+    budget -= cost;
     proto::adapter_row row;
     row.name = a.name;
     row.version = a.latest;

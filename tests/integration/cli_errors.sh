@@ -1,5 +1,5 @@
 #!/bin/bash
-# Bad command-line values for `lorafleet serve`, `loadtest`, `client`, `generate`, `drain`, `soak`: each must exit
+# Bad command-line values for `lorafleet serve`, `loadtest`, `client`, `generate`, `drain`, `adapters`, `soak`: each must exit
 # with status 2 (1 for a runtime error such as an endpoint that cannot be bound) and a message that
 # names the flag, quickly, without starting to serve. `--help` after a command prints its usage.
 # Usage: cli_errors.sh LORAFLEET_BINARY
@@ -41,6 +41,15 @@ expect 1 "does not exist" serve --model /nonexistent/model
 expect 1 "cannot bind bogus" serve --listen bogus --threads 1
 expect 2 "--http: the port must be a number" serve --http 127.0.0.1:http
 expect 2 "--http: expected HOST:PORT" serve --http 8000
+expect 2 "--max-adapter-rank must be in [1, 4096] (got 0)" serve --max-adapter-rank 0
+expect 2 "--prefetch-copies expects an integer" serve --prefetch-copies many
+bad_log=$(mktemp); printf 'garbage\n' > "$bad_log"
+expect 1 "adapter log $bad_log line 1" serve --threads 1 --listen tcp://127.0.0.1:0 --adapter-log "$bad_log"
+rm -f "$bad_log"
+expect 2 "list | add NAME PATH | update NAME PATH | remove NAME" adapters rename x
+expect 2 "list | add NAME PATH" adapters add only-a-name
+expect 2 "list | add NAME PATH" adapters remove
+expect 1 "no answer from $ep within 1 s" adapters list --endpoint "$ep" --timeout 1
 expect 2 "name one node" drain
 expect 2 "name one node" drain w1 w2
 expect 2 "unknown option --bogus" drain w1 --bogus 1

@@ -27,3 +27,31 @@ TEST_CASE("stats show where each adapter is resident and what loading it cost", 
   for (const auto& [k, x] : v)
     CHECK(k.size() <= proto::max_name_bytes);
 }
+
+TEST_CASE("an adapter listing fits one frame: the rows past it are counted, not sent", "[gateway][adapters]") {
+  actors::adapter_reply r;
+  r.seq = 9;
+  cache::adapter_record a;
+  a.name = "styles/kjv";
+  a.latest = 3;
+  a.source.path = "/srv/adapters/kjv";
+  a.source.hash = 0xabc;
+  a.source.targets = {"attn.c_attn", "mlp.c_fc"};
+  r.adapters = {a};
+  r.resident = {2};
+  auto one = gateway::adapters_result_of(r);
+  REQUIRE(one.adapters.size() == 1);
+  CHECK(one.adapters[0].hash == "0000000000000abc");
+  CHECK(one.adapters[0].targets == "attn.c_attn,mlp.c_fc");
+  CHECK(one.adapters[0].version == 3);
+  CHECK(one.adapters[0].resident == 2);
+  CHECK_FALSE(one.error);
+  a.source.path = std::string(3000, 'p');  // long paths: about 300 rows fill a frame
+  r.adapters.assign(1000, a);
+  r.resident.assign(1000, 0);
+  auto many = gateway::adapters_result_of(r);
+  CHECK(many.adapters.size() < 1000);
+  CHECK(many.adapters.size() > 250);
+  CHECK_THAT(many.message, Catch::Contains(std::to_string(1000 - many.adapters.size()) + " more adapter(s) not listed"));
+  CHECK(proto::encode(many).size() <= proto::max_frame_bytes);
+}
