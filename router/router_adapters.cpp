@@ -99,15 +99,12 @@ actors::adapter_reply router_state::commit_adapter_event(const cache::adapter_ev
 }
 
 std::uint32_t router_state::prefetch(const std::string& key, std::uint32_t copies) {
+  // Only workers with a free adapter slot (by their last report): a prefetch never evicts.
   std::vector<worker_entry*> order;
   for (auto& [id, w] : workers_)
-    if (!w.draining && !w.holds(key))
+    if (!w.draining && !w.holds(key) && w.last.adapter_slots_free > 0)
       order.push_back(&w);
-  // A worker without a free slot declines (a prefetch never evicts): ask those with one first.
-  std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) {
-    return std::make_pair(a->last.adapter_slots_free == 0, a->load_tokens)
-           < std::make_pair(b->last.adapter_slots_free == 0, b->load_tokens);
-  });
+  std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->load_tokens < b->load_tokens; });
   order.resize(std::min<std::size_t>(order.size(), copies));
   for (auto* w : order) {
     self_->send(w->handle, actors::worker_prefetch{key});
@@ -135,7 +132,7 @@ void router_state::note_adapter_demand(const std::string& key) {
   const auto bound = placer_.options().max_concurrent_loads;
   if (bound > 0 && loading >= bound)
     return;
-  if (room > 0 && demand_.wants_copy(key, holders, live, router_clock::now())) {
+  if (room > 0 && demand_.wants_copy(key, holders, live, router_clock::now())) {  // room: see prefetch
     log::debug("router", "adapter demand: one more copy", {{"adapter", key}, {"holders", holders},
                                                            {"recent", demand_.recent(key)}});
     prefetch(key, 1);

@@ -188,8 +188,8 @@ private:
   actors::adapter_reply commit_adapter_event(const cache::adapter_event& e);
   /// The registry's rows (`name` empty: all), with the workers holding each newest version.
   actors::adapter_reply adapter_rows(const std::string& name) const;
-  /// Loads `key` on `copies` more workers that do not hold it, those with a free adapter slot and
-  /// least loaded first; returns how many were asked.
+  /// Loads `key` on up to `copies` more workers that do not hold it and reported a free adapter
+  /// slot, least loaded first; returns how many were asked.
   std::uint32_t prefetch(const std::string& key, std::uint32_t copies);
   /// An accepted request for `key`: counts its demand and prefetches one more copy when its share
   /// of requests outgrows its share of workers (router/adapter_demand.hpp).

@@ -118,6 +118,7 @@ TEST_CASE("adapter registry events, checks and prefetches cross nodes", "[cluste
     std::lock_guard<std::mutex> g(*m);
     seen->insert(seen->end(), ev.begin(), ev.end());
   };
+  b.adapter_slots_free = [] { return 4u; };
   b.prefetch_adapter = [prefetched, m](const std::string& key) {
     std::lock_guard<std::mutex> g(*m);
     prefetched->push_back(key);
@@ -132,6 +133,16 @@ TEST_CASE("adapter registry events, checks and prefetches cross nodes", "[cluste
                [&](const caf::error& e) { FAIL(caf::to_string(e)); });
     return out;
   };
+  // Its first load report (free adapter slots: where prefetches may go) has reached the router.
+  auto reported = [&] {
+    router_stats st;
+    self->request(n.router, std::chrono::seconds(30), caf::get_atom::value)
+      .receive([&](router_stats& r) { st = std::move(r); }, [&](const caf::error& e) { FAIL(caf::to_string(e)); });
+    return !st.loads.empty() && st.loads[0].adapter_slots_free == 4;
+  };
+  for (int i = 0; i < 200 && !reported(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(reported());
   auto ok = ask({"add", "tone", roots / "tone"});
   REQUIRE(ok.error == serve_errc::none);
   CHECK(ok.adapters.at(0).source.hash == 0x1234);  // found by the remote worker's check
