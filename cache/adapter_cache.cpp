@@ -5,14 +5,10 @@
 
 namespace lf::cache {
 
-namespace {
-
-std::string mib(std::size_t bytes) {
+std::string format_mib(std::size_t bytes) {
   const auto tenths = (bytes * 10 + (std::size_t{1} << 19)) >> 20;
   return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " MiB";
 }
-
-} // namespace
 
 std::string_view to_string(adapter_state s) noexcept {
   switch (s) {
@@ -129,9 +125,9 @@ adapter_actions adapter_cache::loaded(adapter_id id, std::size_t bytes,
                            + std::string(to_string(e.info.state)) + ", not loading");
   if (bytes > cfg_.budget_bytes)
     return load_failed(id, serve_errc::unknown_adapter,
-                       "adapter \"" + e.info.name + "\" needs " + mib(bytes)
+                       "adapter \"" + e.info.name + "\" needs " + format_mib(bytes)
                          + ", more than the whole adapter cache budget of "
-                         + mib(cfg_.budget_bytes),
+                         + format_mib(cfg_.budget_bytes),
                        now);
   adapter_actions out;
   --loading_count_;

@@ -54,6 +54,9 @@ enum class adapter_state : std::uint8_t {
 /// "absent", "queued", "loading", "ready", "failed".
 std::string_view to_string(adapter_state s) noexcept;
 
+/// `bytes` as mebibytes with one decimal, rounded ("9.2 MiB"), for messages about sizes.
+std::string format_mib(std::size_t bytes);
+
 /// Limits of an adapter cache.
 struct adapter_cache_config {
   /// Resident adapter weights at most, in bytes (> 0). Soft: see the file comment.

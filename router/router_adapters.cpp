@@ -60,7 +60,7 @@ std::optional<std::string> router_state::pin_adapter(request_draft& d) const {
 void router_state::replay_adapters(const worker_entry& w) const {
   // Sent even when empty: a worker that kept a copy from a router that has since started over
   // must learn that its copy is stale.
-    self_->send(w.handle, actors::worker_adapters{adapters_->registry.log(), true});
+  self_->send(w.handle, actors::worker_adapters{adapters_->registry.log(), true});
 }
 
 actors::adapter_reply router_state::adapter_rows(const std::string& name) const {
@@ -72,7 +72,7 @@ actors::adapter_reply router_state::adapter_rows(const std::string& name) const 
     const auto key = cache::adapter_key(rec.name, rec.latest);
     std::uint32_t holders = 0;
     for (const auto& [id, w] : workers_)
-      holders += std::count(w.last.adapters.begin(), w.last.adapters.end(), key) > 0 ? 1 : 0;
+      holders += w.resident(key) ? 1 : 0;
     r.resident.push_back(rec.removed ? 0 : holders);
     r.adapters.push_back(std::move(rec));
   }
@@ -125,7 +125,7 @@ void router_state::note_adapter_demand(const std::string& key) {
     ++live;
     const bool holds = w.holds(key);
     holders += holds ? 1 : 0;
-    loading += holds && std::find(w.last.adapters.begin(), w.last.adapters.end(), key) == w.last.adapters.end() ? 1 : 0;
+    loading += holds && !w.resident(key) ? 1 : 0;
     room += !holds && w.last.adapter_slots_free > 0 ? 1 : 0;
   }
   // A prefetch is a load too: it respects the bound on workers loading one adapter at once.

@@ -17,8 +17,8 @@ std::vector<worker_view> router_state::views(const std::string& adapter) const {
       continue;
     bool placed = false, resident = false;
     if (!adapter.empty()) {
-      placed = w.placed_adapters.count(adapter) > 0 || w.unreported_adapters.count(adapter) > 0;  // or prefetched
-      resident = std::find(w.last.adapters.begin(), w.last.adapters.end(), adapter) != w.last.adapters.end();
+      placed = w.expects(adapter);
+      resident = w.resident(adapter);
     }
     worker_view v;
     v.id = id;

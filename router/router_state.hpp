@@ -75,12 +75,17 @@ struct worker_entry {
   std::uint32_t adapter_slots = 0;  ///< the most adapters its reports listed at once
   bool draining = false;  ///< drained: nothing is placed here any more
 
-  /// Holds `key`, or will soon: requests for it placed here, its last report, or placed or
-  /// prefetched since.
-  bool holds(const std::string& key) const {
-    return placed_adapters.count(key) != 0 || unreported_adapters.count(key) != 0
-           || std::find(last.adapters.begin(), last.adapters.end(), key) != last.adapters.end();
+  /// `key` is resident here by its last load report.
+  bool resident(const std::string& key) const {
+    return std::find(last.adapters.begin(), last.adapters.end(), key) != last.adapters.end();
   }
+  /// Requests for `key` are placed here, or it was placed or prefetched here since the last
+  /// report: loaded or loading, whatever that report said.
+  bool expects(const std::string& key) const {
+    return placed_adapters.count(key) != 0 || unreported_adapters.count(key) != 0;
+  }
+  /// Holds `key`, or will soon.
+  bool holds(const std::string& key) const { return expects(key) || resident(key); }
 };
 
 /// The adapter registry and its log file (nullptr: memory only), opened by spawn_router.

@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <iostream>
 
+#include "cache/adapter_cache.hpp"
 #include "client/client.hpp"
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
@@ -24,12 +25,6 @@ std::string when(std::int64_t ms) {
   return buf;
 }
 
-std::string mib(std::uint64_t bytes) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(1) << static_cast<double>(bytes) / (1 << 20) << " MiB";
-  return os.str();
-}
-
 void print_rows(const proto::adapters_result& r) {
   if (r.adapters.empty()) {
     std::cout << "no adapters registered (log at event " << r.seq << ")\n";
@@ -42,7 +37,7 @@ void print_rows(const proto::adapters_result& r) {
     std::cout << std::left << std::setw(24) << a.name << std::setw(9) << a.version << std::setw(9)
               << (a.removed ? "removed" : "live") << std::setw(10) << a.resident << std::setw(6)
               << (a.removed ? std::string("-") : std::to_string(a.rank)) << std::setw(11)
-              << (a.removed ? std::string("-") : mib(a.bytes)) << std::setw(22) << when(a.updated_ms)
+              << (a.removed ? std::string("-") : cache::format_mib(a.bytes)) << std::setw(22) << when(a.updated_ms)
               << (a.removed ? "-" : a.path) << "\n";
 }
 

@@ -114,8 +114,7 @@ struct worker_runtime::impl {
       config = model->config();
       kv = std::make_unique<kernels::kv_cache>(kv_shape_of(s, config));
       adapters = engine::make_cpu_lora_manager(s.adapter_dir, config, adapter_config(s), sources());
-      runner = std::make_unique<engine::cpu_runner>(*model, *kv, adapters ? adapters->lookup()
-                                                                          : cache::adapter_lookup_fn{});
+      runner = std::make_unique<engine::cpu_runner>(*model, *kv, adapters->lookup());
       settings.num_blocks = kv->shape().num_blocks;
     } else {
       // The baselines of the course material: ATen's intra-op threads and the OpenBLAS pool.

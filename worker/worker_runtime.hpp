@@ -4,7 +4,7 @@
 ///   model_dir ──> cpu_weights (packed, dtype) ──> cpu_model (threads) ─┐
 ///   kv_cache_mb, kv_dtype ──> kernels::kv_cache (paged blocks) ────────┼─> cpu_runner ──> serving_loop
 ///   model_dir/vocab.json ──> tokenizer ────────────────────────────────┤
-///   adapter_dir ──> adapter_manager (cpu_lora payloads) ───────────────┘
+///   adapter_dir, registry copy ──> adapter_manager (cpu_lora payloads) ┘
 ///
 /// The static-batching modes (course baselines) build the ATen gpt2_model and its generator
 /// instead. The header is torch-free (pimpl); only worker_runtime.cpp includes ATen.
@@ -62,8 +62,8 @@ public:
   /// One line about the engine: mode, dtypes, K/V blocks, threads, kernel family and CPU features.
   std::string describe() const;
 
-  /// Names of the LoRA adapters resident right now, most recently used first (empty without an
-  /// adapter_dir). Thread-safe.
+  /// Names of the LoRA adapters resident right now (from the adapter directory or the cluster's
+  /// registry), most recently used first. Thread-safe.
   std::vector<std::string> adapters() const;
 
   /// Names of the adapters it can serve: the registry's live names, then those in its adapter_dir
@@ -88,8 +88,7 @@ public:
   /// of `dir`, or std::runtime_error saying what is wrong with it.
   cache::adapter_source check_adapter(const std::string& dir, std::uint32_t max_rank) const;
 
-  /// What each adapter's loads have cost here (adapter_manager::load_records); empty without
-  /// an adapter directory.
+  /// What each adapter's loads have cost here (adapter_manager::load_records).
   std::vector<cache::adapter_load_record> adapter_records() const;
 
 private:

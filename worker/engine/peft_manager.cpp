@@ -1,6 +1,5 @@
 #include "worker/engine/peft_manager.hpp"
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -10,11 +9,6 @@ namespace lf::engine {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string mib(std::size_t bytes) {
-  const auto tenths = (bytes * 10 + (std::size_t{1} << 19)) >> 20;
-  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " MiB";
-}
 
 /// The directory a load reads: a registered key's (hash checked), else the root's.
 fs::path adapter_dir_of(const std::string& root, const adapter_source_fn& sources,
@@ -113,8 +107,8 @@ cache::adapter_source check_peft_adapter(const std::string& dir, const gpt2_conf
     s.targets.emplace_back(to_string(m));
   s.bytes = a.bytes();
   if (s.bytes > max_bytes)
-    throw std::runtime_error(dir + ": its weights need " + mib(s.bytes)
-                             + ", more than a worker's whole adapter cache (" + mib(max_bytes) + ")");
+    throw std::runtime_error(dir + ": its weights need " + cache::format_mib(s.bytes)
+                             + ", more than a worker's whole adapter cache (" + cache::format_mib(max_bytes) + ")");
   return s;
 }
 
