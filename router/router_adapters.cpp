@@ -41,6 +41,14 @@ std::optional<std::string> inside_roots(const std::string& path, const std::vect
   return std::nullopt;
 }
 
+/// The refusal of an operation the registry's state does not allow (adapter_registry::next):
+/// adding a live name is a bad request; updating or removing one that is not live names an
+/// unknown adapter (docs/protocol.md, adapters_result).
+actors::adapter_reply conflict(cache::adapter_op op, std::string why) {
+  return refusal(op == cache::adapter_op::add ? serve_errc::invalid_request : serve_errc::unknown_adapter,
+                 std::move(why));
+}
+
 std::int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
            std::chrono::system_clock::now().time_since_epoch())
@@ -156,14 +164,11 @@ void router_state::adapter_command(actors::adapter_command cmd,
   std::string why;
   if (*op == cache::adapter_op::remove) {
     auto e = reg.next(*op, cmd.name, {}, wall_ms(), why);
-    return static_cast<void>(rp.deliver(e ? commit_adapter_event(*e)
-                                          : refusal(serve_errc::unknown_adapter, why)));
+    return static_cast<void>(rp.deliver(e ? commit_adapter_event(*e) : conflict(*op, why)));
   }
   // add / update: the state must allow it now (and again once the check is back) ...
   if (!reg.next(*op, cmd.name, {}, 0, why))
-    return static_cast<void>(rp.deliver(refusal(*op == cache::adapter_op::add ? serve_errc::invalid_request
-                                                                             : serve_errc::unknown_adapter,
-                                                why)));
+    return static_cast<void>(rp.deliver(conflict(*op, why)));
   if (cfg_.adapter_roots.empty())
     return static_cast<void>(rp.deliver(refusal(
       serve_errc::invalid_request, "no adapter roots are configured, so nothing can be added "
@@ -193,7 +198,7 @@ void router_state::adapter_command(actors::adapter_command cmd,
                                                       "adapter " + name + " refused: " + c.error)));
         std::string why2;
         auto e = adapters_->registry.next(op, name, std::move(c.source), wall_ms(), why2);
-        rp.deliver(e ? commit_adapter_event(*e) : refusal(serve_errc::invalid_request, why2));
+        rp.deliver(e ? commit_adapter_event(*e) : conflict(op, why2));
       },
       [rp](caf::error& err) mutable {
         rp.deliver(refusal(serve_errc::internal, "the worker checking the adapter did not answer: "
