@@ -61,6 +61,10 @@ void adapter_manager::retire(const std::string& name) {
 
 std::uint32_t adapter_manager::free_slots() const {
   std::lock_guard<std::mutex> g(mtx_);
+  return free_slots_locked();
+}
+
+std::uint32_t adapter_manager::free_slots_locked() const {
   const auto st = cache_.stats();
   const auto used = st.loaded + st.loading;
   return used >= cache_.config().max_adapters ? 0 : cache_.config().max_adapters - used;
@@ -73,8 +77,7 @@ bool adapter_manager::prefetch(const std::string& name) {
     const auto st = cache_.state(id);
     if (id != base_model && (st == adapter_state::ready || st == adapter_state::loading))
       return true;  // nothing to do
-    const auto s = cache_.stats();
-    if (s.loaded + s.loading >= cache_.config().max_adapters)
+    if (free_slots_locked() == 0)
       return false;
   }
   auto r = acquire(name);

@@ -144,6 +144,8 @@ private:
     std::string name;
   };
 
+  /// free_slots(), lock held.
+  std::uint32_t free_slots_locked() const;
   /// Applies a cache decision: drops evicted weights, queues new loads. Lock held.
   void apply(const adapter_actions& a);
   void loader_main();
