@@ -70,6 +70,10 @@ prompt_token_weight = 0.5
 output_token_weight = 3
 deadline_admission = false
 deadline_margin = 0.25
+adapter_log = "state/adapters.log"
+adapter_roots = ["adapters", "/srv/more"]
+max_adapter_rank = 32
+prefetch_copies = 0
 
 [tenant_defaults]
 max_inflight = 16
@@ -167,6 +171,11 @@ report_interval_ms = 20
   CHECK(t.token_weights.output == 3);
   CHECK_FALSE(c.router_cfg.deadline_admission);
   CHECK(c.router_cfg.deadline_margin == 0.25);
+  // Registry paths resolve against the config file's directory, as adapter_dir does.
+  CHECK(c.router_cfg.adapter_log == (std::filesystem::path(c.adapter_dir).parent_path() / "state/adapters.log").string());
+  CHECK(c.router_cfg.adapter_roots == std::vector<std::string>{c.adapter_dir, "/srv/more"});
+  CHECK(c.router_cfg.max_adapter_rank == 32);
+  CHECK(c.router_cfg.prefetch_copies == 0);
   CHECK(t.defaults.max_inflight == 16);
   CHECK(t.defaults.max_queued == 32);
   CHECK(t.defaults.weight == 1);

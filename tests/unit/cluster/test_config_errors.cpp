@@ -93,6 +93,14 @@ TEST_CASE("values out of range or not in the allowed set", "[cluster][config][er
   i = d.issue(with("\n[router]\nplacement = \"random\"\n"));
   CHECK(i.key == "router.placement");
   CHECK_THAT(i.reason, Contains("round_robin"));
+  i = d.issue(with("\n[router]\nmax_adapter_rank = 0\n"));
+  CHECK(i.key == "router.max_adapter_rank");
+  CHECK(i.reason == "0 is out of range [1, 4096]");
+  CHECK(d.issue(with("\n[router]\nprefetch_copies = -1\n")).key == "router.prefetch_copies");
+  CHECK(d.issue(with("\n[router]\nadapter_roots = \"adapters\"\n")).key == "router.adapter_roots");
+  i = d.issue(with("\n[router]\nadapter_log = \"\"\n"));
+  CHECK(i.key == "router.adapter_log");
+  CHECK_THAT(i.reason, Contains("must not be empty"));
   i = d.issue(with("\n[router]\ndrain_kv = \"teleport\"\n"));
   CHECK(i.key == "router.drain_kv");
   CHECK_THAT(i.reason, Contains("\"ship\" or \"recompute\""));
