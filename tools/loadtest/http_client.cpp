@@ -242,7 +242,10 @@ http_client::http_client(const std::string& url, std::string model) : impl_(std:
     static_cast<impl*>(arg)->drain_queue();
   }, &i);
   event_add(i.wake, nullptr);
-  i.thread = std::thread([&i] { event_base_dispatch(i.base); });
+  // NO_EXIT_ON_EMPTY: the wake event is never pending (only made active), so before the first
+  // connection the base has no events, and a plain dispatch that starts before the first submit
+  // would return at once and leave every request waiting forever (seen with --model-name).
+  i.thread = std::thread([&i] { event_base_loop(i.base, EVLOOP_NO_EXIT_ON_EMPTY); });
   i.model = std::move(model);
   if (!i.model.empty())
     return;
