@@ -24,7 +24,8 @@ nlohmann::json to_json(const run_summary& s) {
           {"input_tokens_per_s", s.input_tokens_per_s}, {"output_tokens_per_s", s.output_tokens_per_s},
           {"input_tokens", s.input_tokens}, {"cached_input_tokens", s.cached_tokens},
           {"ttft_ms", lat_json(s.ttft)}, {"tpot_ms", lat_json(s.tpot)}, {"itl_ms", lat_json(s.itl)},
-          {"e2e_ms", lat_json(s.e2e)}, {"errors", s.errors}, {"good", s.good}, {"goodput", s.goodput}};
+          {"e2e_ms", lat_json(s.e2e)}, {"errors", s.errors}, {"good", s.good}, {"goodput", s.goodput},
+          {"stale_connection_retries", s.stale_retries}};
 }
 
 void print_summary(std::ostream& os, const run_summary& s) {
@@ -45,11 +46,14 @@ void print_summary(std::ostream& os, const run_summary& s) {
   row("E2E", s.e2e);
   for (const auto& [code, n] : s.errors)
     os << "error " << code << ": " << n << "\n";
+  if (s.stale_retries > 0)
+    os << "stale connection retries: " << s.stale_retries
+       << " (sent again on a new connection: the server had closed the kept-alive one; not errors)\n";
 }
 
 void print_sweep(std::ostream& os, const std::vector<sweep_point>& points) {
   os << std::fixed << std::setprecision(1)
-     << "point            | out tok/s | req/s | good | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | cached | errors | lost\n";
+     << "point            | out tok/s | req/s | good | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | cached | errors | lost | retries\n";
   for (const auto& p : points) {
     const auto& s = p.summary;
     const double cached = s.input_tokens ? 100.0 * static_cast<double>(s.cached_tokens) / static_cast<double>(s.input_tokens) : 0;
@@ -57,7 +61,8 @@ void print_sweep(std::ostream& os, const std::vector<sweep_point>& points) {
        << " | " << std::setw(5) << std::setprecision(2) << s.request_throughput << std::setprecision(1) << " | "
        << std::setw(4) << s.good << " | " << std::setw(8) << s.ttft.p50 << " | " << std::setw(8) << s.ttft.p99
        << " | " << std::setw(8) << s.tpot.p50 << " | " << std::setw(8) << s.tpot.p99 << " | " << std::setw(5)
-       << cached << "% | " << std::setw(6) << s.failed << " | " << s.lost << "\n";
+       << cached << "% | " << std::setw(6) << s.failed << " | " << std::setw(4) << s.lost << " | "
+       << s.stale_retries << "\n";
   }
 }
 

@@ -54,6 +54,11 @@ struct run_summary {
   std::map<std::string, std::size_t> errors;  ///< failed requests by code
   std::size_t good = 0;            ///< completed requests meeting every goodput limit
   double goodput = 0;              ///< good requests / s
+  /// Requests the HTTP client sent again on a new connection because the kept-alive one they went
+  /// out on was closed by the server before any byte of the reply (tools/loadtest/http_reuse.hpp).
+  /// Not errors: each such request is counted once, by how it ended. Set by the caller (the
+  /// samples do not carry it); 0 over ZeroMQ.
+  std::size_t stale_retries = 0;
 };
 
 /// `lost`: requests sent that never got a terminal reply (not in `samples`).

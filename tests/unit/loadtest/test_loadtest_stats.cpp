@@ -119,6 +119,28 @@ TEST_CASE("reports: JSON fields, CSV rows and well-formed SVG", "[loadtest]") {
   CHECK(table.str().find("c=2") != std::string::npos);
 }
 
+TEST_CASE("stale connection retries are reported apart from failures", "[loadtest]") {
+  std::vector<request_sample> v{ok(100, 1100, 11), ok(200, 2200, 21)};
+  auto s = summarize(v, 2.0, {});
+  std::ostringstream quiet;
+  print_summary(quiet, s);
+  CHECK(quiet.str().find("stale connection retries") == std::string::npos);  // none, no line
+  CHECK(to_json(s)["stale_connection_retries"] == 0);
+  s.stale_retries = 18;
+  const auto j = to_json(s);
+  CHECK(j["stale_connection_retries"] == 18);
+  CHECK(j["failed"] == 0);
+  CHECK(j["errors"].empty());
+  std::ostringstream text;
+  print_summary(text, s);
+  CHECK(text.str().find("stale connection retries: 18") != std::string::npos);
+  CHECK(text.str().find("error ") == std::string::npos);
+  std::ostringstream table;
+  print_sweep(table, {{"c=4", 4, s}});
+  CHECK(table.str().find("| retries") != std::string::npos);
+  CHECK(table.str().find("| 18\n") != std::string::npos);
+}
+
 TEST_CASE("chart axes end on a nice number with 1, 2, 2.5 or 5 x 10^k steps", "[loadtest]") {
   using lf::loadtest::nice_axis;
   CHECK(nice_axis(5) == std::pair<double, double>{5, 1});
