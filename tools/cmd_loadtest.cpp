@@ -263,10 +263,12 @@ int cmd_loadtest(int argc, char** argv) {
         progress_line(e, s, t, el, n);
       };
     std::cerr << "loadtest: " << p.label << ": " << plan_.size() << " requests\n";
+    const std::uint64_t resent_before = web ? web->stale_retries() : 0;
     auto r = run_workload(submit, plan_, p.d);
     if (!quiet)
       std::cerr << "\n";
     auto s = summarize(r.samples, r.duration_s, lim, r.lost);
+    s.stale_retries = web ? static_cast<std::size_t>(web->stale_retries() - resent_before) : 0;
     total_lost += r.lost;
     summaries.push_back({p.label, p.x, s});
     auto j = to_json(s);

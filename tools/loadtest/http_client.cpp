@@ -1,6 +1,6 @@
 #include "tools/loadtest/http_client.hpp"
 
-#include <condition_variable>
+#include <atomic>
 #include <deque>
 #include <future>
 #include <mutex>
@@ -12,11 +12,13 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/http_struct.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/thread.h>
 #include <nlohmann/json.hpp>
 
 #include "gateway/host_port.hpp"
+#include "tools/loadtest/http_reuse.hpp"
 
 namespace lf::loadtest {
 
@@ -38,11 +40,36 @@ serve_errc errc_from_http(int status, const std::string& code) {
 
 namespace {
 
+/// One connection of the pool. libevent calls the close callback whenever it closes the socket
+/// (the server closed the idle connection, the reply said `Connection: close`, a failure): such
+/// a connection is never handed out as a reused one. Freed only from the loop's wake-up, never
+/// inside one of its own callbacks (libevent still touches it after them).
+struct pooled_conn {
+  evhttp_connection* evcon = nullptr;
+  bool closed = false;  ///< its socket was closed after it was opened
+
+  pooled_conn(event_base* base, const std::string& host, int port)
+      : evcon(evhttp_connection_base_new(base, nullptr, host.c_str(), static_cast<ev_uint16_t>(port))) {
+    evhttp_connection_set_timeout(evcon, 600);
+    evhttp_connection_set_closecb(evcon, [](evhttp_connection*, void* arg) {
+      static_cast<pooled_conn*>(arg)->closed = true;
+    }, this);
+  }
+  ~pooled_conn() {
+    evhttp_connection_set_closecb(evcon, nullptr, nullptr);
+    evhttp_connection_free(evcon);
+  }
+  pooled_conn(const pooled_conn&) = delete;
+  pooled_conn& operator=(const pooled_conn&) = delete;
+};
+
 /// One request in flight.
 struct call {
   struct http_client::impl* owner = nullptr;
   client::stream_callbacks cb;
-  evhttp_connection* conn = nullptr;
+  std::unique_ptr<pooled_conn> conn;  ///< the connection it went out on
+  std::string path, body;  ///< kept to send it again after a stale connection; empty body: GET
+  http_attempt attempt;    ///< the current attempt (http_reuse.hpp)
   std::string buf;  ///< SSE bytes not yet split into events
   client::result res;
   std::uint32_t index = 0;
@@ -59,15 +86,20 @@ struct http_client::impl {
   event* wake = nullptr;
   std::thread thread;
   std::mutex m;
-  std::deque<std::pair<std::string, std::unique_ptr<call>>> queue;  ///< (path + body) waiting for the loop
-  std::vector<evhttp_connection*> idle;
+  std::deque<std::unique_ptr<call>> queue;  ///< waiting for the loop
+  std::vector<std::unique_ptr<pooled_conn>> idle;     ///< kept alive after a complete reply
+  std::vector<std::unique_ptr<pooled_conn>> retired;  ///< freed at the loop's next wake-up
+  std::atomic<std::uint64_t> stale_resends{0};
   bool stopping = false;  ///< under m: the loop breaks at its next wake-up
 
   /// Stops the loop thread from inside the loop (a loopbreak from outside is lost if it comes
   /// before the loop starts) and joins it; frees the connections, the wake event and the base.
   void shutdown();
   void drain_queue();
-  void start(const std::string& path, std::string body, std::unique_ptr<call> c);
+  /// Sends `c` on an idle connection, or a new one (always a new one when `fresh`).
+  void start(std::unique_ptr<call> c, bool fresh = false);
+  /// Back to the idle pool when `keep`, otherwise to be freed.
+  void release(std::unique_ptr<pooled_conn> conn, bool keep);
   void on_chunk(call& c, evhttp_request* req);
   void finish(call* c, evhttp_request* req);
   void parse_events(call& c);
@@ -122,6 +154,7 @@ void http_client::impl::parse_events(call& c) {
 }
 
 void http_client::impl::on_chunk(call& c, evhttp_request* req) {
+  c.attempt.response_started = true;
   auto* in = evhttp_request_get_input_buffer(req);
   const auto n = evbuffer_get_length(in);
   const auto old = c.buf.size();
@@ -131,11 +164,36 @@ void http_client::impl::on_chunk(call& c, evhttp_request* req) {
     parse_events(c);
 }
 
+void http_client::impl::release(std::unique_ptr<pooled_conn> conn, bool keep) {
+  if (keep) {
+    idle.push_back(std::move(conn));
+  } else {
+    retired.push_back(std::move(conn));
+    event_active(wake, EV_READ, 0);
+  }
+}
+
 void http_client::impl::finish(call* raw, evhttp_request* req) {
   std::unique_ptr<call> c(raw);
   const int status = req ? evhttp_request_get_response_code(req) : 0;
-  if (req)
+  if (req && status != 0)
     on_chunk(*c, req);
+  // A complete reply leaves the connection open unless it said otherwise (or libevent closed it);
+  // after a failure libevent has closed it.
+  bool keep = false;
+  if (status != 0 && !c->conn->closed) {
+    const char* connection = evhttp_find_header(evhttp_request_get_input_headers(req), "Connection");
+    keep = reusable_after_reply(req->major, req->minor, connection ? connection : "");
+  }
+  release(std::move(c->conn), keep);
+  if (status == 0 && resend_on_fresh_connection(c->attempt)) {
+    // A stale keep-alive connection: the server closed it before reading this request or before
+    // answering it, and nothing came back. Once more on a new connection, counted apart.
+    ++stale_resends;
+    ++c->attempt.resends;
+    start(std::move(c), true);
+    return;
+  }
   if (status == 0) {
     c->res.error = serve_errc::internal;
     c->res.message = "connection to " + host + ":" + std::to_string(port) + " failed";
@@ -153,18 +211,24 @@ void http_client::impl::finish(call* raw, evhttp_request* req) {
     c->res.error = serve_errc::internal;
     c->res.message = "the stream ended without [DONE]";
   }
-  idle.push_back(c->conn);
   if (c->cb.on_done)
     c->cb.on_done(c->res);
 }
 
-void http_client::impl::start(const std::string& path, std::string body, std::unique_ptr<call> c) {
-  if (!idle.empty()) {
-    c->conn = idle.back();
+void http_client::impl::start(std::unique_ptr<call> c, bool fresh) {
+  // An idle connection whose socket libevent closed meanwhile (the server closed it) would
+  // reconnect: it is not a reused one, so it goes, and so does the stale-connection rule with it.
+  while (!idle.empty() && idle.back()->closed) {
+    release(std::move(idle.back()), false);
     idle.pop_back();
+  }
+  c->attempt = http_attempt{false, false, false, c->attempt.resends};
+  if (!fresh && !idle.empty()) {
+    c->conn = std::move(idle.back());
+    idle.pop_back();
+    c->attempt.reused = true;
   } else {
-    c->conn = evhttp_connection_base_new(base, nullptr, host.c_str(), static_cast<ev_uint16_t>(port));
-    evhttp_connection_set_timeout(c->conn, 600);
+    c->conn = std::make_unique<pooled_conn>(base, host, port);
   }
   auto* raw = c.release();
   auto* req = evhttp_request_new([](evhttp_request* r, void* arg) {
@@ -175,13 +239,25 @@ void http_client::impl::start(const std::string& path, std::string body, std::un
     auto* c = static_cast<call*>(arg);
     c->owner->on_chunk(*c, r);
   });
+  // What counts as "some of the response came back": libevent says nothing before the header
+  // block is complete, so a connection cut inside the status line or headers reads as none.
+  evhttp_request_set_header_cb(req, [](evhttp_request*, void* arg) {
+    static_cast<call*>(arg)->attempt.response_started = true;
+    return 0;
+  });
+  // Called (before the done callback, with the request already freed) when the connection
+  // fails: end-of-file and resets are EVREQ_HTTP_EOF; timeouts and bad headers are not.
+  evhttp_request_set_error_cb(req, [](evhttp_request_error e, void* arg) {
+    static_cast<call*>(arg)->attempt.connection_closed = e == EVREQ_HTTP_EOF;
+  });
   auto* h = evhttp_request_get_output_headers(req);
   const auto host_header = host + ":" + std::to_string(port);
   evhttp_add_header(h, "Host", host_header.c_str());
   evhttp_add_header(h, "Content-Type", "application/json");
   evhttp_add_header(h, "Authorization", "Bearer unused");
-  evbuffer_add(evhttp_request_get_output_buffer(req), body.data(), body.size());
-  if (evhttp_make_request(raw->conn, req, body.empty() ? EVHTTP_REQ_GET : EVHTTP_REQ_POST, path.c_str()) != 0)
+  evbuffer_add(evhttp_request_get_output_buffer(req), raw->body.data(), raw->body.size());
+  if (evhttp_make_request(raw->conn->evcon, req, raw->body.empty() ? EVHTTP_REQ_GET : EVHTTP_REQ_POST,
+                          raw->path.c_str()) != 0)
     finish(raw, nullptr);
 }
 
@@ -193,15 +269,15 @@ void http_client::impl::shutdown() {
   event_active(wake, EV_READ, 0);
   if (thread.joinable())
     thread.join();
-  for (auto* c : idle)
-    evhttp_connection_free(c);
   idle.clear();
+  retired.clear();
   event_free(wake);
   event_base_free(base);
 }
 
 void http_client::impl::drain_queue() {
-  std::deque<std::pair<std::string, std::unique_ptr<call>>> batch;
+  retired.clear();  // outside every connection callback: safe to free them here
+  std::deque<std::unique_ptr<call>> batch;
   {
     std::lock_guard<std::mutex> g(m);
     if (stopping) {
@@ -210,10 +286,8 @@ void http_client::impl::drain_queue() {
     }
     batch.swap(queue);
   }
-  for (auto& [what, c] : batch) {
-    const auto nl = what.find('\n');
-    start(what.substr(0, nl), nl == std::string::npos ? std::string() : what.substr(nl + 1), std::move(c));
-  }
+  for (auto& c : batch)
+    start(std::move(c));
 }
 
 http_client::http_client(const std::string& url, std::string model) : impl_(std::make_unique<impl>()) {
@@ -244,7 +318,7 @@ http_client::http_client(const std::string& url, std::string model) : impl_(std:
   event_add(i.wake, nullptr);
   // NO_EXIT_ON_EMPTY: the wake event is never pending (only made active), so before the first
   // connection the base has no events, and a plain dispatch that starts before the first submit
-  // would return at once and leave every request waiting forever (seen with --model-name).
+  // would return at once and leave every request waiting forever (the HTTP client's tests met it).
   i.thread = std::thread([&i] { event_base_loop(i.base, EVLOOP_NO_EXIT_ON_EMPTY); });
   i.model = std::move(model);
   if (!i.model.empty())
@@ -255,6 +329,7 @@ http_client::http_client(const std::string& url, std::string model) : impl_(std:
     auto c = std::make_unique<call>();
     c->owner = &i;
     c->raw = true;
+    c->path = "/v1/models";
     auto* raw = c.get();
     raw->cb.on_done = [p, raw](const client::result& r) {
       client::result out = r;
@@ -263,7 +338,7 @@ http_client::http_client(const std::string& url, std::string model) : impl_(std:
     };
     {
       std::lock_guard<std::mutex> g(i.m);
-      i.queue.emplace_back("/v1/models", std::move(c));
+      i.queue.push_back(std::move(c));
     }
     event_active(i.wake, EV_READ, 0);
     if (fut.wait_for(std::chrono::seconds(10)) != std::future_status::ready)
@@ -284,6 +359,8 @@ http_client::http_client(const std::string& url, std::string model) : impl_(std:
 http_client::~http_client() { impl_->shutdown(); }
 
 const std::string& http_client::model() const { return impl_->model; }
+
+std::uint64_t http_client::stale_retries() const { return impl_->stale_resends.load(); }
 
 void http_client::submit(const proto::submit_msg& m, client::stream_callbacks cb) {
   json body{{"model", m.adapter.empty() ? impl_->model : m.adapter},
@@ -312,9 +389,11 @@ void http_client::submit(const proto::submit_msg& m, client::stream_callbacks cb
   auto c = std::make_unique<call>();
   c->owner = impl_.get();
   c->cb = std::move(cb);
+  c->path = std::move(path);
+  c->body = body.dump(-1, ' ', false, json::error_handler_t::replace);
   {
     std::lock_guard<std::mutex> g(impl_->m);
-    impl_->queue.emplace_back(path + "\n" + body.dump(-1, ' ', false, json::error_handler_t::replace), std::move(c));
+    impl_->queue.push_back(std::move(c));
   }
   event_active(impl_->wake, EV_READ, 0);
 }

@@ -4,9 +4,15 @@
 /// /v1/completions or /v1/chat/completions, and reports tokens and terminal results through the
 /// same callbacks as the ZeroMQ client, so the driver and the report are shared.
 ///
-/// One libevent loop thread; one keep-alive connection per request in flight (reused after).
+/// One libevent loop thread; one keep-alive connection per request in flight, back to an idle
+/// pool after a complete reply unless the reply said `Connection: close` (or was HTTP/1.0 without
+/// keep-alive). A request that went out on a reused connection which the server had closed, and
+/// that got no byte of a response, is sent once more on a new connection and counted in
+/// stale_retries(), not as an error (llama.cpp's server closes every connection after a streamed
+/// reply); any other failure is reported as it came (tools/loadtest/http_reuse.hpp).
 /// A submit_msg's adapter becomes `model` (empty: the base model's name).
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -31,6 +37,10 @@ public:
 
   /// The base model's name in use.
   const std::string& model() const;
+
+  /// Requests sent again so far because their reused connection was closed before any byte of
+  /// the reply (stale keep-alive connections). Thread-safe.
+  std::uint64_t stale_retries() const;
 
   struct impl;
 
