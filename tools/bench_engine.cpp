@@ -30,7 +30,7 @@
 #include "tools/kv_dtype_flag.hpp"
 #include "tools/loadtest/passage.hpp"
 #include "worker/engine/cpu_model.hpp"
-#include "worker/engine/kernels/cpu_features.hpp"
+#include "worker/engine/kernels/kernel_table.hpp"
 #include "worker/engine/kernels/peak_probe.hpp"
 #include "worker/engine/model_writer.hpp"
 #include "worker/engine/tokenizer.hpp"
@@ -149,11 +149,11 @@ int main(int argc, char** argv) try {
   nlohmann::json report;
   const auto& f = kernels::host_features();
   report["cpu"] = kernels::describe(f);
-  report["kernels"] = std::string(kernels::to_string(kernels::active_isa()));
+  report["kernels"] = std::string(kernels::active_table().name);
   report["threads"] = threads;
   report["kv_dtype"] = std::string(kernels::to_string(kvt));
   std::cout << std::fixed << std::setprecision(1);
-  std::cout << "cpu: " << kernels::describe(f) << "; kernels " << kernels::to_string(kernels::active_isa())
+  std::cout << "cpu: " << kernels::describe(f) << "; kernels " << kernels::active_table().name
             << "; " << threads << " thread(s) in the worker's pool; K/V " << kernels::to_string(kvt) << "\n";
   kernels::thread_pool probe_pool(threads);
   const auto peaks = kernels::measure_peaks(probe_pool);

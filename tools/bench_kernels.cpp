@@ -25,8 +25,8 @@
 
 #include "tools/args.hpp"
 #include "tools/bench_stats.hpp"
-#include "worker/engine/half.hpp"
-#include "worker/engine/kernels/cpu_features.hpp"
+#include "worker/engine/kernels/common/half.hpp"
+#include "worker/engine/kernels/kernel_table.hpp"
 #include "worker/engine/kernels/gemm.hpp"
 
 #if LF_HAVE_OPENBLAS
@@ -137,7 +137,7 @@ int main(int argc, char** argv) try {
   a.finish();
 
   std::cout << "cpu: " << kernels::describe(kernels::host_features()) << "; our kernels "
-            << kernels::to_string(kernels::active_isa()) << "; " << threads << " thread(s) for every library\n";
+            << kernels::active_table().name << "; " << threads << " thread(s) for every library\n";
 #if LF_HAVE_OPENBLAS
   openblas_set_num_threads(threads);
 #endif

@@ -16,7 +16,7 @@
 #include "worker/engine/cpu_runner.hpp"
 #include "worker/engine/generator.hpp"
 #include "worker/engine/gpt2_model.hpp"
-#include "worker/engine/kernels/cpu_features.hpp"
+#include "worker/engine/kernels/kernel_table.hpp"
 #include "worker/engine/lora_weights.hpp"
 #include "worker/engine/tokenizer.hpp"
 #include "worker/engine/weights.hpp"
@@ -119,7 +119,7 @@ int cmd_generate(int argc, char** argv) {
 
   auto tok = tokenizer_for(dir);
   cpu_model model(load_cpu_weights(dir, dtype), threads);
-  if (auto note = kernels::slow_path_note(kernels::host_features(), kernels::active_isa(), dtype_name))
+  if (auto note = kernels::slow_path_note(kernels::host_features(), kernels::active_table(), dtype_name))
     std::cerr << "note: " << *note << "\n";
   const auto& cfg = model.config();
   // Adapters by synthetic name ("a1", ...): the manager loads each from its directory.
@@ -196,7 +196,7 @@ int cmd_generate(int argc, char** argv) {
   }
   std::cerr << "model " << dir << ": " << cfg.n_layer << " layers, " << cfg.n_embd << " embd; " << dtype_name
             << " weights, " << kernels::to_string(kv_type) << " K/V, " << threads << " thread(s), kernels "
-            << kernels::to_string(kernels::active_isa()) << "\n";
+            << kernels::active_table().name << "\n";
   return failed ? 1 : 0;
 }
 

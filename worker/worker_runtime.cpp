@@ -13,7 +13,7 @@
 #include "worker/engine/cpu_runner.hpp"
 #include "worker/engine/generator.hpp"
 #include "worker/engine/gpt2_model.hpp"
-#include "worker/engine/kernels/cpu_features.hpp"
+#include "worker/engine/kernels/kernel_table.hpp"
 #include "worker/engine/lora_adapter.hpp"
 #include "worker/engine/lora_weights.hpp"
 #include "worker/engine/tokenizer.hpp"
@@ -109,7 +109,13 @@ struct worker_runtime::impl {
     const auto dtype = engine::parse_compute_dtype(s.dtype);
     if (s.mode == batching_mode::continuous) {
       model = std::make_unique<engine::cpu_model>(engine::load_cpu_weights(s.model_dir, dtype), threads);
-      if (auto note = kernels::slow_path_note(kernels::host_features(), kernels::active_isa(), s.dtype))
+      if (auto problem = kernels::lf_isa_problem())
+        log::warn("worker", *problem);
+      const auto& table = kernels::active_table();
+      log::info("worker", "kernels " + std::string(table.name) + ": " + std::string(table.summary),
+                {{"cpu", kernels::describe(kernels::host_features())},
+                 {"runnable", kernels::runnable_names(kernels::host_features())}});
+      if (auto note = kernels::slow_path_note(kernels::host_features(), table, s.dtype))
         log::warn("worker", *note);
       config = model->config();
       kv = std::make_unique<kernels::kv_cache>(kv_shape_of(s, config));
@@ -263,7 +269,7 @@ std::string worker_runtime::describe() const {
   if (impl_->model) {
     d += ", " + s.kv_dtype + " K/V (" + std::to_string(s.num_blocks) + " blocks of " + std::to_string(s.block_size)
          + "), " + std::to_string(impl_->model->threads()) + " thread(s), kernels "
-         + std::string(kernels::to_string(kernels::active_isa())) + " on "
+         + std::string(kernels::active_table().name) + " on "
          + kernels::describe(kernels::host_features());
   }
   return d;

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "worker/engine/half.hpp"
+#include "worker/engine/kernels/common/half.hpp"
 
 namespace lf::engine {
 

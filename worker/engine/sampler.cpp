@@ -7,6 +7,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "worker/engine/kernels/common/sampler_passes.hpp"
+#include "worker/engine/kernels/kernel_table.hpp"
+
 namespace lf::engine {
 
 namespace {
@@ -59,30 +62,7 @@ int bucket_of(float z) {
   return f >= static_cast<float>(num_buckets - 1) ? num_buckets - 1 : static_cast<int>(f);
 }
 
-/// exp(z) for z <= 0 (including -inf) within 1e-7 relative error, and exactly 0 for z <= -87
-/// (below 1.7e-38 of the best token's weight). Plain arithmetic that the compiler vectorizes,
-/// unlike a libm call: 4-5x faster over a 50k vocabulary. Unlike libm, which picks an FMA or a
-/// non-FMA code path at run time, it also gives the same bits on every CPU running one binary.
-inline float exp_nonpositive(float z) {
-  const bool live = z > -87.0f;
-  const float x = live ? z : -87.0f;
-  // Cody-Waite: x = n ln2 + r with |r| <= ln2 / 2; adding 1.5 * 2^23 rounds to an integer.
-  constexpr float round_magic = 12582912.0f;
-  const float n = (x * 1.44269504088896341f + round_magic) - round_magic;
-  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
-  // Cephes expf polynomial.
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
-  const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) * (1 << 23);
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return live ? p * scale : 0.0f;
-}
+using kernels::sampler_passes::exp_nonpositive;
 
 /// Mass per z-bucket and where the nucleus ends: buckets before `last` are kept whole, the cut
 /// lies inside bucket `last`, and `need` is the mass still needed from it.
@@ -152,42 +132,13 @@ std::int32_t walk(const candidate* c, std::size_t n, double u) {
   return last;
 }
 
-/// Sixteen floats / int32 flags as one value (GCC vector extensions): each target clone below
-/// compiles them to its widest registers (one AVX-512 register, two AVX2, four SSE).
-typedef float lanes_f32 __attribute__((vector_size(64)));
-typedef std::int32_t lanes_i32 __attribute__((vector_size(64)));
-constexpr std::size_t lanes = 16;
-
-/// Rejects rows a blown-up model produces and returns the maximum, sixteen lanes at a time.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
+/// The largest logit through the kernel table's pass; a NaN or +inf logit (a blown-up model) or a
+/// row of -inf is an error.
 float checked_max(const float* logits, std::size_t vocab) {
-  lanes_f32 m;
-  lanes_i32 ok;
-  for (std::size_t j = 0; j < lanes; ++j) {
-    m[j] = neg_inf;
-    ok[j] = -1;
-  }
-  std::size_t i = 0;
-  for (; i + lanes <= vocab; i += lanes) {
-    lanes_f32 v;
-    __builtin_memcpy(&v, logits + i, sizeof v);
-    ok &= v < pos_inf;  // 0 where NaN or +inf
-    m = v > m ? v : m;
-  }
-  float max = neg_inf;
-  bool any_bad = false;
-  for (std::size_t j = 0; j < lanes; ++j) {
-    max = m[j] > max ? m[j] : max;
-    any_bad |= ok[j] == 0;
-  }
-  for (; i < vocab; ++i) {
-    any_bad |= !(logits[i] < pos_inf);
-    max = logits[i] > max ? logits[i] : max;
-  }
-  if (any_bad) {
-    i = 0;
+  bool bad = false;
+  const float max = kernels::active_table().logits_max(logits, vocab, bad);
+  if (bad) {
+    std::size_t i = 0;
     while (logits[i] < pos_inf)
       ++i;
     throw std::runtime_error("sampler: logit " + std::to_string(i) + " is "
@@ -197,74 +148,6 @@ float checked_max(const float* logits, std::size_t vocab) {
   if (max == neg_inf)
     throw std::runtime_error("sampler: every logit is -inf, no token can be sampled");
   return max;
-}
-
-/// The first i with logits[i] == value (which is there): greedy's argmax after checked_max, in
-/// blocks of 16 compared at once.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-std::int32_t first_index_of(const float* logits, std::size_t vocab, float value) {
-  std::size_t i = 0;
-  lanes_f32 want;
-  for (std::size_t j = 0; j < lanes; ++j)
-    want[j] = value;
-  for (; i + lanes <= vocab; i += lanes) {
-    lanes_f32 v;
-    __builtin_memcpy(&v, logits + i, sizeof v);
-    const lanes_i32 eq = v == want;
-    std::int32_t hit = 0;
-    for (std::size_t j = 0; j < lanes; ++j)
-      hit |= eq[j];
-    if (hit)
-      break;
-  }
-  while (logits[i] != value)
-    ++i;
-  return static_cast<std::int32_t>(i);
-}
-
-/// logits[i] = (logits[i] - max) * inv_t and probs[i] = exp of that, in one vectorizable pass.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-void scale_and_exp(float* __restrict logits, float* __restrict probs, std::size_t vocab, float max,
-                   float inv_t) {
-  for (std::size_t i = 0; i < vocab; ++i) {
-    const float z = (logits[i] - max) * inv_t;
-    logits[i] = z;
-    probs[i] = exp_nonpositive(z);
-  }
-}
-
-/// Lanes of a block sum: a block's mass is summed in this many double lanes, then the lanes
-/// pairwise, the same order everywhere (so a seed draws the same token on every machine).
-constexpr std::size_t mass_lanes = 8;
-
-/// The mass of ids [first, end) (at most block_size of them) in mass_lanes lanes.
-inline double block_mass_of(const float* probs, std::size_t first, std::size_t end) {
-  double l[mass_lanes] = {};
-  std::size_t i = first;
-  for (; i + mass_lanes <= end; i += mass_lanes)
-    for (std::size_t j = 0; j < mass_lanes; ++j)
-      l[j] += probs[i + j];
-  for (std::size_t j = 0; i < end; ++i, ++j)
-    l[j] += probs[i];
-  return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
-}
-
-/// out[b] = the mass of block b of ids for every block; returns their sum in block order.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-double block_masses(const float* probs, std::size_t vocab, double* out) {
-  const std::size_t blocks = (vocab + block_size - 1) / block_size;
-  double total = 0.0;
-  for (std::size_t b = 0; b < blocks; ++b) {
-    out[b] = block_mass_of(probs, b * block_size, std::min(vocab, (b + 1) * block_size));
-    total += out[b];
-  }
-  return total;
 }
 
 /// Sets every logit outside c[0, n) to -inf.
@@ -356,7 +239,7 @@ std::int32_t sampler::sample(float* logits, std::size_t vocab,
   apply_repetition_penalty(logits, vocab, context);
   const float max = checked_max(logits, vocab);
   if (temperature_ == 0.0f)
-    return first_index_of(logits, vocab, max);
+    return kernels::active_table().first_index_of(logits, vocab, max);
 
   // Multiplying is cheaper than dividing; clamping keeps 0 * inv_t finite for the best token
   // when the temperature is subnormal.
@@ -401,7 +284,7 @@ std::int32_t sampler::sample(float* logits, std::size_t vocab,
     if (n == k)
       mask_all_but(logits, vocab, c, n);
   } else {
-    scale_and_exp(logits, probs, vocab, max, inv_t);
+    kernels::active_table().scale_and_exp(logits, probs, vocab, max, inv_t);
     if (!top_k_cuts && top_p_ >= 1.0f)
       return draw_unfiltered(probs, vocab, u);
     if (!top_k_cuts)
@@ -442,7 +325,7 @@ std::int32_t sampler::sample(float* logits, std::size_t vocab,
 std::int32_t sampler::draw_unfiltered(const float* probs, std::size_t vocab, double u) {
   auto& block_mass = thread_scratch().block_mass;
   const std::size_t blocks = (vocab + block_size - 1) / block_size;
-  const double total = block_masses(probs, vocab, block_mass.data());
+  const double total = kernels::active_table().block_masses(probs, vocab, block_size, block_mass.data());
   const double target = u * total;
   double cum = 0.0;
   std::size_t b = 0;

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/temp_dir.hpp"
-#include "worker/engine/half.hpp"
+#include "worker/engine/kernels/common/half.hpp"
 #include "worker/engine/lora_adapter.hpp"
 
 using namespace lf::engine;

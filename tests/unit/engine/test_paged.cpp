@@ -9,6 +9,7 @@
 
 #include "cache/block_manager.hpp"
 #include "tests/support/tiny_engine.hpp"
+#include "tests/unit/kernels/kernel_reference.hpp"
 #include "worker/engine/cpu_runner.hpp"
 #include "worker/engine/dense_attention.hpp"
 #include "worker/engine/generator.hpp"
@@ -223,4 +224,38 @@ TEST_CASE("an untied checkpoint: logits from lm_head, embeddings from wte, as th
   auto expected = ref.logits(ref.forward_hidden(at::tensor(ids, at::kLong), at::arange(n, at::kLong), c).narrow(0, n - 1, 1))[0];
   auto got = at::from_blob(m.logits(0), {static_cast<std::int64_t>(m.vocab_size())}, at::kFloat);
   CHECK((got - expected).abs().max().item<double>() < 1e-4);
+}
+
+TEST_CASE("every kernel table this machine runs gives the same greedy text", "[paged][tables]") {
+  // int8: the products are the same integers in every table, so the text must match exactly;
+  // f32 and bf16 agree within rounding (logits close; the tiny model's text matches too).
+  const auto prompts = test_prompts();
+  for (auto dt : {compute_dtype::int8, compute_dtype::bf16, compute_dtype::f32}) {
+    std::vector<std::vector<std::int32_t>> first_text;
+    std::vector<std::vector<std::vector<float>>> first_logits;
+    for (const auto* table : lf::kernels::runnable_tables(lf::kernels::host_features())) {
+      lf::test::table_scope scope(*table);
+      engine_under_test e(dt, lf::kernels::kv_type::bf16, 2);
+      paged_driver d{e};
+      d.compare_dense = false;
+      const auto text = d.run(prompts, 16, 5);
+      INFO(to_string(dt) << " weights, table " << table->name);
+      if (first_text.empty()) {
+        first_text = text;
+        first_logits = d.logits;
+        continue;
+      }
+      CHECK(text == first_text);
+      double worst = 0;
+      for (std::size_t s = 0; s < d.logits.size(); ++s)
+        for (std::size_t k = 0; k < std::min(d.logits[s].size(), first_logits[s].size()); ++k)
+          for (std::size_t v = 0; v < d.logits[s][k].size(); ++v)
+            worst = std::max(worst, static_cast<double>(std::fabs(d.logits[s][k][v] - first_logits[s][k][v])));
+      INFO("worst logit difference from the portable table: " << worst);
+      // int8: the same integer products, but attention and layer norm round differently per
+      // table, and an activation that lands on the other side of a u8 step moves a logit by a
+      // quantization step of the tiny model's peaked weights.
+      CHECK(worst < (dt == compute_dtype::f32 ? 1e-3 : dt == compute_dtype::bf16 ? 5e-2 : 0.5));
+    }
+  }
 }

@@ -11,7 +11,7 @@
 
 #include "tests/support/temp_dir.hpp"
 #include "worker/engine/gpt2_config.hpp"
-#include "worker/engine/half.hpp"
+#include "worker/engine/kernels/common/half.hpp"
 #include "worker/engine/safetensors.hpp"
 
 using namespace lf::engine;

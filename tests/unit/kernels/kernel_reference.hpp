@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "worker/engine/kernels/cpu_features.hpp"
+#include "worker/engine/kernels/kernel_table.hpp"
 
 namespace lf::test {
 
@@ -33,19 +33,17 @@ inline std::vector<double> reference_product(const std::vector<float>& x, const 
   return y;
 }
 
-/// Every kernel family this machine runs, most portable first.
-inline std::vector<kernels::isa> runnable_isas() {
-  std::vector<kernels::isa> out;
-  for (auto i : {kernels::isa::generic, kernels::isa::avx2, kernels::isa::avx512})
-    if (static_cast<int>(i) <= static_cast<int>(kernels::best_isa(kernels::host_features())))
-      out.push_back(i);
-  return out;
+/// Every kernel table this machine runs, the portable one first.
+inline std::vector<const kernels::kernel_table*> runnable_tables() {
+  return kernels::runnable_tables(kernels::host_features());
 }
 
-/// Sets the kernel family for a scope, and back to the best afterwards.
-struct isa_scope {
-  explicit isa_scope(kernels::isa i) { kernels::set_active_isa(i); }
-  ~isa_scope() { kernels::set_active_isa(kernels::best_isa(kernels::host_features())); }
+/// Sets the kernel table for a scope, and back to the best afterwards.
+struct table_scope {
+  explicit table_scope(const kernels::kernel_table& t) { kernels::set_active_table(t); }
+  ~table_scope() { kernels::set_active_table(kernels::best_table(kernels::host_features())); }
+  table_scope(const table_scope&) = delete;
+  table_scope& operator=(const table_scope&) = delete;
 };
 
 } // namespace lf::test

@@ -11,7 +11,7 @@
 #include "worker/engine/kernels/attention.hpp"
 
 using namespace lf::kernels;
-using lf::test::isa_scope;
+using lf::test::table_scope;
 
 namespace {
 
@@ -78,8 +78,8 @@ std::vector<double> reference_row(const kv_shape& shape, const seq_data& s, int 
 
 TEST_CASE("attention matches the reference for every K/V type, block size and head size", "[kernels][attention]") {
   thread_pool pool(2);
-  for (auto isa : lf::test::runnable_isas()) {
-    isa_scope scope(isa);
+  for (const auto* table : lf::test::runnable_tables()) {
+    table_scope scope(*table);
     for (auto type : {kv_type::f32, kv_type::bf16, kv_type::int8})
       for (auto [bs, d] : std::vector<std::pair<int, int>>{{16, 64}, {8, 16}, {20, 32}, {16, 24}}) {
         kv_shape shape{1, 3, d, bs, 64, type};
@@ -91,7 +91,7 @@ TEST_CASE("attention matches the reference for every K/V type, block size and he
           for (std::size_t i = 0; i < ref.size(); ++i)
             worst = std::max(worst, std::fabs(out[static_cast<std::size_t>(r) * ref.size() + i] - ref[i]));
         }
-        INFO(to_string(isa) << " " << to_string(type) << " block " << bs << " head_dim " << d);
+        INFO(table->name << " " << to_string(type) << " block " << bs << " head_dim " << d);
         CHECK(worst < (type == kv_type::f32 ? 3e-5 : type == kv_type::bf16 ? 3e-2 : 8e-2));
       }
   }
@@ -99,13 +99,13 @@ TEST_CASE("attention matches the reference for every K/V type, block size and he
 
 TEST_CASE("a row's output does not depend on chunking, decoding or the thread count", "[kernels][attention]") {
   thread_pool one(1), two(2), three(3);
-  for (auto isa : lf::test::runnable_isas()) {
-    isa_scope scope(isa);
+  for (const auto* table : lf::test::runnable_tables()) {
+    table_scope scope(*table);
     for (auto type : {kv_type::f32, kv_type::bf16, kv_type::int8}) {
       kv_shape shape{1, 4, 64, 16, 32, type};
       auto s = make_seq(shape, 45, 11);
       const auto whole = run_chunks(shape, s, {45}, two);
-      INFO(to_string(isa) << " " << to_string(type));
+      INFO(table->name << " " << to_string(type));
       CHECK(run_chunks(shape, s, {45}, one) == whole);
       CHECK(run_chunks(shape, s, {45}, three) == whole);
       CHECK(run_chunks(shape, s, {7, 1, 20, 17}, two) == whole);

@@ -7,11 +7,11 @@
 #include "worker/engine/kernels/elementwise.hpp"
 
 using namespace lf::kernels;
-using lf::test::isa_scope;
+using lf::test::table_scope;
 
 TEST_CASE("layer norm matches the reference for odd widths", "[kernels][elementwise]") {
-  for (auto isa : lf::test::runnable_isas()) {
-    isa_scope scope(isa);
+  for (const auto* table : lf::test::runnable_tables()) {
+    table_scope scope(*table);
     for (int n : {1, 5, 16, 37, 768}) {
       auto x = lf::test::random_floats(static_cast<std::size_t>(n) * 3, static_cast<std::uint64_t>(n), 2.0f);
       auto g = lf::test::random_floats(static_cast<std::size_t>(n), 1);
@@ -28,7 +28,7 @@ TEST_CASE("layer norm matches the reference for odd widths", "[kernels][elementw
         var /= n;
         for (int i = 0; i < n; ++i) {
           const double ref = (x[static_cast<std::size_t>(r * n + i)] - mean) / std::sqrt(var + 1e-5) * g[static_cast<std::size_t>(i)] + b[static_cast<std::size_t>(i)];
-          INFO(to_string(isa) << " n " << n << " i " << i);
+          INFO(table->name << " n " << n << " i " << i);
           CHECK(std::fabs(y[static_cast<std::size_t>(r * n + i)] - ref) < 1e-4 * (1 + std::fabs(ref)));
         }
       }
@@ -37,8 +37,8 @@ TEST_CASE("layer norm matches the reference for odd widths", "[kernels][elementw
 }
 
 TEST_CASE("gelu (tanh approximation and erf) matches the reference", "[kernels][elementwise]") {
-  for (auto isa : lf::test::runnable_isas()) {
-    isa_scope scope(isa);
+  for (const auto* table : lf::test::runnable_tables()) {
+    table_scope scope(*table);
     for (bool exact : {false, true}) {
       std::vector<float> x;
       for (int i = -200; i <= 200; ++i)
@@ -51,7 +51,7 @@ TEST_CASE("gelu (tanh approximation and erf) matches the reference", "[kernels][
         const double v = x[i];
         const double ref = exact ? 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)))
                                  : 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
-        INFO(to_string(isa) << " exact " << exact << " x " << v);
+        INFO(table->name << " exact " << exact << " x " << v);
         CHECK(std::fabs(y[i] - ref) < 2e-6 * (1 + std::fabs(ref)));
       }
     }
@@ -63,8 +63,8 @@ TEST_CASE("a LoRA delta adds (x A^T) B to each row", "[kernels][elementwise]") {
   auto x = lf::test::random_floats(static_cast<std::size_t>(rows * in), 1);
   auto a = lf::test::random_floats(static_cast<std::size_t>(in * rank), 2);
   auto b = lf::test::random_floats(static_cast<std::size_t>(rank * out), 3);
-  for (auto isa : lf::test::runnable_isas()) {
-  isa_scope scope(isa);
+  for (const auto* table : lf::test::runnable_tables()) {
+  table_scope scope(*table);
   std::vector<float> y(static_cast<std::size_t>(rows * out), 1.0f), t(rank);
   lora_rows(x.data(), in, y.data(), out, rows, in, rank, out, a.data(), b.data(), t.data());
   for (int r = 0; r < rows; ++r)

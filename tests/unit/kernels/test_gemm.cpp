@@ -1,5 +1,5 @@
 // The matrix kernels against a double-precision reference on odd shapes (M 1..300, K and N not
-// multiples of the vector width), in every kernel family this machine runs; and the invariances
+// multiples of the vector width), in every kernel table this machine runs; and the invariances
 // the engine relies on: a row's result does not depend on the other rows, on M, or on the threads.
 #include <catch2/catch.hpp>
 
@@ -7,11 +7,11 @@
 #include <cstring>
 
 #include "tests/unit/kernels/kernel_reference.hpp"
-#include "worker/engine/half.hpp"
+#include "worker/engine/kernels/common/half.hpp"
 #include "worker/engine/kernels/gemm.hpp"
 
 using namespace lf::kernels;
-using lf::test::isa_scope;
+using lf::test::table_scope;
 
 namespace {
 
@@ -103,17 +103,17 @@ TEST_CASE("activation rows quantize to u8 with 0 exact and every value within ha
   CHECK(q[2] == 255);
 }
 
-TEST_CASE("products match the reference on odd shapes in every kernel family", "[kernels][gemm]") {
+TEST_CASE("products match the reference on odd shapes in every kernel table", "[kernels][gemm]") {
   thread_pool pool(2);
   const std::vector<std::array<int, 3>> shapes = {{1, 1, 1}, {1, 768, 2304}, {3, 37, 70}, {7, 129, 65},
                                                   {13, 64, 64}, {61, 200, 130}, {300, 95, 33}};
-  for (auto isa : lf::test::runnable_isas()) {
-    isa_scope scope(isa);
+  for (const auto* table : lf::test::runnable_tables()) {
+    table_scope scope(*table);
     for (auto [M, K, N] : shapes) {
       problem p(M, K, N, static_cast<std::uint64_t>(M * 1000 + K));
       const auto ref = lf::test::reference_product(p.x, p.w, p.bias, M, K, N);
       for (auto t : {weight_type::f32, weight_type::bf16, weight_type::int8}) {
-        INFO(to_string(isa) << " " << to_string(t) << " M " << M << " K " << K << " N " << N);
+        INFO(table->name << " " << to_string(t) << " M " << M << " K " << K << " N " << N);
         const auto err = worst_error(run(pack(t, p), p, pool), ref, p);
         // f32: rounding only; bf16: 8-bit mantissas; int8: weights and activations at 8 bits (the
         // inputs have 8-sigma outliers, which widen a row's quantization step).
@@ -126,10 +126,10 @@ TEST_CASE("products match the reference on odd shapes in every kernel family", "
 TEST_CASE("accumulate adds to y, a row's result does not depend on M, its neighbours or threads", "[kernels][gemm]") {
   problem p(37, 150, 200, 77);
   thread_pool one(1), two(2), three(3);
-  for (auto isa : lf::test::runnable_isas()) {
-    isa_scope scope(isa);
+  for (const auto* table : lf::test::runnable_tables()) {
+    table_scope scope(*table);
     for (auto t : {weight_type::f32, weight_type::bf16, weight_type::int8}) {
-      INFO(to_string(isa) << " " << to_string(t));
+      INFO(table->name << " " << to_string(t));
       auto pm = pack(t, p);
       const auto all = run(pm, p, two);
       const std::size_t ldy = static_cast<std::size_t>(p.N + 3);
@@ -152,22 +152,7 @@ TEST_CASE("accumulate adds to y, a row's result does not depend on M, its neighb
   }
 }
 
-TEST_CASE("int8 results are the same bit for bit in every kernel family", "[kernels][gemm]") {
-  problem p(19, 333, 150, 5);
-  thread_pool pool(2);
-  auto pm = pack(weight_type::int8, p);
-  std::vector<float> first;
-  for (auto isa : lf::test::runnable_isas()) {
-    isa_scope scope(isa);
-    auto y = run(pm, p, pool);
-    if (first.empty())
-      first = y;
-    INFO(to_string(isa));
-    CHECK(y == first);
-  }
-}
-
-TEST_CASE("bf16 products round activations exactly as f32_to_bf16 in every kernel family", "[kernels][gemm]") {
+TEST_CASE("bf16 products round activations exactly as f32_to_bf16 in every kernel table", "[kernels][gemm]") {
   // K = 1 and W = 1: y = bf16(x) * 1, exact; x covers ties, both signs, 0, the smallest normal and
   // huge values (not denormals: vdpbf16ps reads them as 0).
   std::vector<float> x;
@@ -183,13 +168,13 @@ TEST_CASE("bf16 products round activations exactly as f32_to_bf16 in every kerne
   std::vector<float> one{1.0f};
   auto pm = packed_matrix::pack(weight_type::bf16, 1, 1, {one.data(), 1, 1});
   thread_pool pool(2);
-  for (auto isa : lf::test::runnable_isas()) {
-    isa_scope scope(isa);
+  for (const auto* table : lf::test::runnable_tables()) {
+    table_scope scope(*table);
     std::vector<float> y(x.size());
     gemm_workspace ws;
     gemm(pm, {x.data(), 1, y.data(), 1, M, nullptr, false}, ws, pool);
     for (std::size_t i = 0; i < x.size(); ++i) {
-      INFO(to_string(isa) << " x " << x[i]);
+      INFO(table->name << " x " << x[i]);
       CHECK(y[i] == lf::engine::bf16_to_f32(lf::engine::f32_to_bf16(x[i])));
     }
   }
@@ -199,37 +184,87 @@ TEST_CASE("bf16 products round activations exactly as f32_to_bf16 in every kerne
   w[0] = 1.0f;  // column 0 = x[:, 0]; column 1 = x[:, 36] (the tail)
   w[static_cast<std::size_t>(36) * p.N + 1] = 1.0f;
   auto pw = packed_matrix::pack(weight_type::bf16, p.K, p.N, {w.data(), static_cast<std::size_t>(p.N), 1});
-  for (auto isa : lf::test::runnable_isas()) {
-    isa_scope scope(isa);
+  for (const auto* table : lf::test::runnable_tables()) {
+    table_scope scope(*table);
     std::vector<float> y(static_cast<std::size_t>(p.M) * p.N);
     gemm_workspace ws;
     gemm(pw, {p.x.data(), static_cast<std::size_t>(p.K), y.data(), static_cast<std::size_t>(p.N), p.M, nullptr, false}, ws, pool);
     for (int m = 0; m < p.M; ++m) {
-      INFO(to_string(isa) << " row " << m);
+      INFO(table->name << " row " << m);
       CHECK(y[static_cast<std::size_t>(m) * p.N] == lf::engine::bf16_to_f32(lf::engine::f32_to_bf16(p.x[static_cast<std::size_t>(m) * p.K])));
       CHECK(y[static_cast<std::size_t>(m) * p.N + 1] == lf::engine::bf16_to_f32(lf::engine::f32_to_bf16(p.x[static_cast<std::size_t>(m) * p.K + 36])));
     }
   }
 }
 
-TEST_CASE("a worker on a slow kernel path is told why, and the fast path says nothing", "[kernels]") {
+TEST_CASE("int8 results are the same bit for bit in every table, on every tile shape", "[kernels][gemm]") {
+  // M 1 takes whole panels, 2..13 every row-tile remainder; N 1..200 every column tail.
+  thread_pool pool(2);
+  for (auto [M, K, N] : std::vector<std::array<int, 3>>{{1, 768, 200}, {2, 64, 9}, {3, 130, 71}, {5, 4, 1},
+                                                        {6, 97, 64}, {7, 512, 129}, {13, 33, 8}}) {
+    problem p(M, K, N, static_cast<std::uint64_t>(M * 7 + N));
+    auto pm = pack(weight_type::int8, p);
+    std::vector<float> first;
+    for (const auto* table : lf::test::runnable_tables()) {
+      table_scope scope(*table);
+      auto y = run(pm, p, pool);
+      if (first.empty())
+        first = y;
+      INFO(table->name << " M " << M << " K " << K << " N " << N);
+      CHECK(y == first);
+    }
+  }
+}
+
+TEST_CASE("activation rows quantize to the same bytes in every table", "[kernels][gemm]") {
+  // The u8 bytes, scales and zero points are what makes int8 bit-identical across tables.
+  for (int k : {1, 7, 8, 15, 16, 17, 768, 1001}) {
+    const auto x = lf::test::random_floats(static_cast<std::size_t>(k) * 3, static_cast<std::uint64_t>(k));
+    const int kp = (k + 3) / 4 * 4;
+    std::vector<std::uint8_t> want(static_cast<std::size_t>(kp) * 3);
+    float want_scale[3];
+    std::int32_t want_zero[3];
+    for (int r = 0; r < 3; ++r)
+      quantize_row_u8(x.data() + static_cast<std::size_t>(r) * k, k, kp, want.data() + static_cast<std::size_t>(r) * kp,
+                      want_scale[r], want_zero[r]);
+    for (const auto* table : lf::test::runnable_tables()) {
+      std::vector<std::uint8_t> got(want.size());
+      float scale[3];
+      std::int32_t zero[3];
+      table->rows_to_u8(x.data(), static_cast<std::size_t>(k), 3, k, kp, got.data(), scale, zero);
+      INFO(table->name << " k " << k);
+      CHECK(got == want);
+      for (int r = 0; r < 3; ++r) {
+        CHECK(scale[r] == want_scale[r]);
+        CHECK(zero[r] == want_zero[r]);
+      }
+    }
+  }
+}
+
+TEST_CASE("a worker on a slow kernel path is told why, and the best table says nothing", "[kernels]") {
+  using lf::kernels::cpu_cap;
   using lf::kernels::cpu_features;
+  using lf::kernels::find_table;
   using lf::kernels::slow_path_note;
-  cpu_features full;
-  full.avx2 = full.fma = full.avx512f = full.avx512bw = full.avx512vl = true;
-  full.avx512_vnni = full.avx512_bf16 = true;
-  for (const char* d : {"f32", "bf16", "int8"})
-    CHECK_FALSE(slow_path_note(full, isa::avx512, d));
-  auto avx2 = slow_path_note(full, isa::avx2, "int8");
-  REQUIRE(avx2);
-  CHECK(avx2->find("kernels avx2") != std::string::npos);
-  CHECK(slow_path_note(full, isa::generic, "f32"));
-  cpu_features no_vnni = full;
-  no_vnni.avx512_vnni = false;
-  CHECK(slow_path_note(no_vnni, isa::avx512, "int8"));
-  CHECK_FALSE(slow_path_note(no_vnni, isa::avx512, "bf16"));
-  cpu_features no_bf16 = full;
-  no_bf16.avx512_bf16 = false;
-  CHECK(slow_path_note(no_bf16, isa::avx512, "bf16"));
-  CHECK_FALSE(slow_path_note(no_bf16, isa::avx512, "int8"));
+  const cpu_features avx512_all{cpu_cap::avx2, cpu_cap::fma, cpu_cap::avx512f, cpu_cap::avx512bw,
+                                cpu_cap::avx512vl, cpu_cap::avx512_vnni, cpu_cap::avx512_bf16};
+  const cpu_features zen3{cpu_cap::avx2, cpu_cap::fma, cpu_cap::f16c};
+  const cpu_features none{};
+  const auto& portable = *find_table("portable");
+  CHECK(slow_path_note(none, portable, "int8"));  // nothing better exists, but say it is slow
+  if (const auto* avx2 = find_table("avx2")) {
+    CHECK(&lf::kernels::best_table(zen3) == avx2);
+    CHECK_FALSE(slow_path_note(zen3, *avx2, "int8"));
+    CHECK_FALSE(slow_path_note(zen3, *avx2, "f32"));
+    CHECK(slow_path_note(zen3, *avx2, "bf16"));  // widened: int8 is faster there
+    auto forced = slow_path_note(zen3, portable, "int8");
+    REQUIRE(forced);
+    CHECK(forced->find("forced") != std::string::npos);
+    const auto& best = lf::kernels::best_table(avx512_all);
+    CHECK(best.name == "avx512_bf16");
+    for (const char* d : {"f32", "bf16", "int8"})
+      CHECK_FALSE(slow_path_note(avx512_all, best, d));
+    CHECK(slow_path_note(avx512_all, *avx2, "int8"));
+  }
 }

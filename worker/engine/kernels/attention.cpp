@@ -1,13 +1,13 @@
-// The attention dispatcher (work items over the pool), the K/V store and the portable kernel.
+// The attention dispatcher (work items over the pool) and the K/V store; the kernels are the
+// active table's.
 #include "worker/engine/kernels/attention.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
-#include "worker/engine/half.hpp"
-#include "worker/engine/kernels/cpu_features.hpp"
-#include "worker/engine/kernels/gemm.hpp"
+#include "worker/engine/kernels/common/half.hpp"
+#include "worker/engine/kernels/kernel_table.hpp"
 
 namespace lf::kernels {
 
@@ -27,20 +27,10 @@ void quantize_head(const float* x, int d, std::int8_t* out, std::size_t stride, 
       static_cast<std::int8_t>(std::clamp(std::nearbyint(x[i] * inv), -127.0f, 127.0f));
 }
 
-/// Value `i` of a K vector (dims-major block: element d of slot s at d * block_size + s) or of a
-/// V row, as a float.
-float load_elem(const kv_layer& kv, const std::byte* base, std::size_t i) {
-  switch (kv.type) {
-    case kv_type::f32: return reinterpret_cast<const float*>(base)[i];
-    case kv_type::bf16: return engine::bf16_to_f32(reinterpret_cast<const std::uint16_t*>(base)[i]);
-    case kv_type::int8: return static_cast<float>(reinterpret_cast<const std::int8_t*>(base)[i]);
-  }
-  return 0;
-}
-
 } // namespace
 
 void kv_store(const kv_layer& kv, int block, int slot, const float* k, const float* v) {
+  const kernel_table& table = active_table();
   const int D = kv.head_dim, BS = kv.block_size;
   for (int h = 0; h < kv.heads; ++h) {
     const std::size_t bh = static_cast<std::size_t>(block) * kv.heads + h;
@@ -59,11 +49,11 @@ void kv_store(const kv_layer& kv, int block, int slot, const float* k, const flo
         std::uint16_t kq[256];
         for (int d0 = 0; d0 < D; d0 += 256) {
           const int n = std::min(256, D - d0);
-          convert_rows_bf16(kh + d0, static_cast<std::size_t>(n), 1, n, n, kq);
+          table.rows_to_bf16(kh + d0, static_cast<std::size_t>(n), 1, n, n, kq);
           for (int d = 0; d < n; ++d)
             reinterpret_cast<std::uint16_t*>(kb)[static_cast<std::size_t>(d0 + d) * BS + slot] = kq[d];
         }
-        convert_rows_bf16(vh, static_cast<std::size_t>(D), 1, D, D,
+        table.rows_to_bf16(vh, static_cast<std::size_t>(D), 1, D, D,
                           reinterpret_cast<std::uint16_t*>(vb) + static_cast<std::size_t>(slot) * D);
         break;
       }
@@ -74,49 +64,6 @@ void kv_store(const kv_layer& kv, int block, int slot, const float* k, const flo
                       kv.v_scale[bh * BS + slot]);
         break;
     }
-  }
-}
-
-void attend_generic(const attn_group& g) {
-  const auto& kv = *g.kv;
-  const int D = kv.head_dim, BS = kv.block_size;
-  const float qscale = 1.0f / std::sqrt(static_cast<float>(D));
-  std::vector<float> s;
-  std::vector<float> q(static_cast<std::size_t>(D)), o(static_cast<std::size_t>(D));
-  for (int j = 0; j < g.nq; ++j) {
-    const int len = g.pos0 + j + 1;
-    s.resize(static_cast<std::size_t>(len));
-    for (int d = 0; d < D; ++d)
-      q[static_cast<std::size_t>(d)] = g.q[j][d] * qscale;
-    for (int t = 0; t < len; ++t) {
-      const std::size_t bh = static_cast<std::size_t>(g.table[t / BS]) * kv.heads + g.head;
-      const std::byte* kb = kv.k + bh * kv.head_bytes();
-      float acc = 0;
-      for (int d = 0; d < D; ++d)
-        acc += q[static_cast<std::size_t>(d)] * load_elem(kv, kb, static_cast<std::size_t>(d) * BS + t % BS);
-      if (kv.type == kv_type::int8)
-        acc *= kv.k_scale[bh * BS + t % BS];
-      s[static_cast<std::size_t>(t)] = acc;
-    }
-    const float mx = *std::max_element(s.begin(), s.end());
-    float sum = 0;
-    for (auto& v : s) {
-      v = std::exp(v - mx);
-      sum += v;
-    }
-    std::fill(o.begin(), o.end(), 0.0f);
-    for (int t = 0; t < len; ++t) {
-      const std::size_t bh = static_cast<std::size_t>(g.table[t / BS]) * kv.heads + g.head;
-      const std::byte* vb = kv.v + bh * kv.head_bytes();
-      float w = s[static_cast<std::size_t>(t)];
-      if (kv.type == kv_type::int8)
-        w *= kv.v_scale[bh * BS + t % BS];
-      for (int d = 0; d < D; ++d)
-        o[static_cast<std::size_t>(d)] += w * load_elem(kv, vb, static_cast<std::size_t>(t % BS) * D + d);
-    }
-    const float inv = 1.0f / sum;
-    for (int d = 0; d < D; ++d)
-      g.out[j][d] = o[static_cast<std::size_t>(d)] * inv;
   }
 }
 
@@ -157,7 +104,7 @@ void paged_attention(const kv_layer& kv, const float* qkv, std::size_t ld_qkv, f
         items.push_back(g);
         cost.push_back(static_cast<double>(g.nq) * (g.pos0 + g.nq));
       }
-  const auto kernel = active_isa() == isa::avx512 ? detail::attend_avx512 : detail::attend_generic;
+  const auto kernel = active_table().attend;
   const int parts = pool.size();
   if (parts == 1 || items.size() < 2) {
     for (const auto& g : items)

@@ -47,8 +47,6 @@ struct attn_group {
   float* out[4];
 };
 
-void attend_generic(const attn_group& g);
-void attend_avx512(const attn_group& g);
 /// Stores one token's K and V (head_dim floats per head, heads in a row) in slot `slot` of `block`.
 void kv_store(const kv_layer& kv, int block, int slot, const float* k, const float* v);
 

@@ -1,54 +1,72 @@
 #pragma once
-/// What this CPU can run, detected once at run time (cpuid + the OS's saved-state mask), and
-/// which kernel family the engine uses. Machines differ: some have AMX, some only AVX-512 with
-/// VNNI and avx512_bf16, some only AVX2; nothing is assumed at build time.
+/// What this CPU can run, detected once at run time: on x86 from cpuid and the OS's saved-state
+/// mask, on aarch64 from the kernel's hardware capability bits (getauxval). A set of
+/// capabilities, not an ordered level: NEON does not sit above or below AVX-512, and one AVX-512
+/// CPU has VNNI while another lacks it. Nothing is assumed at build time; the kernel tables
+/// (kernel_table.hpp) each name the capabilities they need.
 
-#include <optional>
+#include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
 namespace lf::kernels {
 
-/// Instruction-set extensions the kernels care about (all false on a non-x86 build).
-struct cpu_features {
-  bool avx2 = false, fma = false;
-  bool avx512f = false, avx512bw = false, avx512vl = false;
-  bool avx512_vnni = false;   ///< vpdpbusd: u8 x s8 dot products into int32
-  bool avx512_bf16 = false;   ///< vdpbf16ps: bf16 pair dot products into f32
-  bool amx_tile = false, amx_int8 = false, amx_bf16 = false;
+/// One instruction-set extension the kernels care about.
+enum class cpu_cap : std::uint8_t {
+  // x86
+  avx2,
+  fma,
+  f16c,
+  avx512f,
+  avx512bw,
+  avx512vl,
+  avx512_vnni,  ///< vpdpbusd on 512-bit registers: u8 x s8 dot products into int32
+  avx512_bf16,  ///< vdpbf16ps: bf16 pair dot products into f32
+  avx_vnni,     ///< vpdpbusd on 256-bit registers, VEX-encoded (Alder Lake and later, Zen 5)
+  amx_tile,
+  amx_int8,
+  amx_bf16,
+  // aarch64
+  neon,     ///< Advanced SIMD (every aarch64 CPU)
+  dotprod,  ///< sdot / udot: four 8-bit products summed into an int32 lane
+  i8mm,     ///< smmla / usmmla / usdot: 8-bit matrix multiply-accumulate
+  bf16,     ///< bfdot / bfmmla
+  count_    ///< (the number of capabilities)
+};
+
+/// "avx2", "avx512_vnni", "dotprod", ...
+std::string_view to_string(cpu_cap c) noexcept;
+
+/// A set of capabilities.
+class cpu_features {
+public:
+  constexpr cpu_features() noexcept = default;
+  constexpr cpu_features(std::initializer_list<cpu_cap> caps) noexcept {
+    for (auto c : caps)
+      bits_ |= bit(c);
+  }
+
+  constexpr bool has(cpu_cap c) const noexcept { return (bits_ & bit(c)) != 0; }
+  /// Every capability of `need` is here.
+  constexpr bool has_all(const cpu_features& need) const noexcept { return (bits_ & need.bits_) == need.bits_; }
+  constexpr void add(cpu_cap c) noexcept { bits_ |= bit(c); }
+  constexpr void remove(cpu_cap c) noexcept { bits_ &= ~bit(c); }
+  constexpr bool empty() const noexcept { return bits_ == 0; }
+  constexpr bool operator==(const cpu_features& o) const noexcept { return bits_ == o.bits_; }
+
+private:
+  static constexpr std::uint32_t bit(cpu_cap c) noexcept { return std::uint32_t{1} << static_cast<unsigned>(c); }
+  std::uint32_t bits_ = 0;
 };
 
 /// The features of this machine (detected on first call; thread-safe).
 const cpu_features& host_features();
 
-/// "avx2 fma avx512f avx512bw avx512vl avx512_vnni avx512_bf16 (no AMX)" and the like.
+/// "avx2 fma f16c (no AVX-512, no AMX)", "neon dotprod i8mm bf16" and the like.
 std::string describe(const cpu_features& f);
 
-/// The kernel families, from the most portable up. Every family computes the same int8 results
-/// bit for bit (integer arithmetic); f32 and bf16 results agree within rounding.
-enum class isa { generic, avx2, avx512 };
-
-/// "generic", "avx2", "avx512".
-std::string_view to_string(isa i) noexcept;
-
-/// Parses to_string's spellings.
-std::optional<isa> parse_isa(std::string_view s) noexcept;
-
-/// The best family this machine runs: avx512 needs AVX-512 F/BW/VL + AVX2 + FMA, avx2
-/// needs AVX2 + FMA.
-isa best_isa(const cpu_features& f) noexcept;
-
-/// The family in use: best_isa(host_features()), or LF_ISA from the environment when it names a
-/// family this machine runs (tests and benchmarks compare families that way), or what
-/// set_active_isa chose.
-isa active_isa();
-
-/// Overrides the family (tests). Throws std::invalid_argument if this machine cannot run it.
-void set_active_isa(isa i);
-
-/// What an operator should be told when a worker computing in `dtype` ("f32", "bf16", "int8")
-/// runs far below this engine's speed on these features with family `active`: no AVX-512 kernels,
-/// int8 without VNNI, bf16 without avx512_bf16 (emulated). std::nullopt when on the fast path.
-std::optional<std::string> slow_path_note(const cpu_features& f, isa active, std::string_view dtype);
+/// The processor this program was built for: "x86_64", "aarch64" or "other".
+std::string_view build_arch() noexcept;
 
 } // namespace lf::kernels

@@ -1,6 +1,7 @@
 #pragma once
 /// Row-wise operations of a transformer step: layer norm, GELU and LoRA deltas. Each row is
-/// computed on its own in a fixed order (batch-invariant); callers split rows over the pool.
+/// computed on its own in a fixed order (batch-invariant); callers split rows over the pool. The
+/// active kernel table (kernel_table.hpp) does the arithmetic.
 
 #include <cstddef>
 
@@ -18,12 +19,5 @@ void gelu_rows(float* x, std::size_t ldx, int rows, int n, bool exact);
 /// floats.
 void lora_rows(const float* x, std::size_t ldx, float* y, std::size_t ldy, int rows, int in,
                int rank, int out, const float* a, const float* b, float* scratch);
-
-namespace detail {
-void layer_norm_avx512(const float* x, float* y, int n, const float* gain, const float* bias, float eps);
-void gelu_tanh_avx512(float* x, int n);
-void lora_row_avx512(const float* x, float* y, int in, int rank, int out, const float* a,
-                     const float* b, float* t);
-} // namespace detail
 
 } // namespace lf::kernels

@@ -1,14 +1,12 @@
-// The matrix-product dispatcher, activation conversion and the generic family's kernel.
+// The matrix-product dispatcher: converts the activations with the active table's conversion,
+// then spreads the packed matrix's panels over the pool with the table's kernel for its type.
 #include "worker/engine/kernels/gemm.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
 
-#include "worker/engine/half.hpp"
-#include "worker/engine/kernels/cpu_features.hpp"
-#include "worker/engine/kernels/gemm_portable.hpp"
-#include "worker/engine/kernels/quant_params.hpp"
+#include "worker/engine/kernels/common/quant_params.hpp"
+#include "worker/engine/kernels/kernel_table.hpp"
 
 namespace lf::kernels {
 
@@ -37,42 +35,17 @@ void quantize_row_u8(const float* x, int k, int k_padded, std::uint8_t* out, flo
     out[i] = static_cast<std::uint8_t>(zero);
 }
 
-namespace detail {
-
-void convert_rows_bf16(const float* x, std::size_t ldx, int rows, int k, int k_padded, std::uint16_t* out) {
-  if (active_isa() == isa::avx512) {
-    convert_rows_bf16_avx512(x, ldx, rows, k, k_padded, out);
-    return;
-  }
-  for (int r = 0; r < rows; ++r) {
-    const float* xr = x + static_cast<std::size_t>(r) * ldx;
-    std::uint16_t* o = out + static_cast<std::size_t>(r) * static_cast<std::size_t>(k_padded);
-    for (int i = 0; i < k; ++i)
-      o[i] = engine::f32_to_bf16(xr[i]);
-    for (int i = k; i < k_padded; ++i)
-      o[i] = 0;
-  }
-}
-
-struct generic_tag {
-  using int8_operand = std::int16_t;
-};
-
-void gemm_generic(const gemm_panels& g, int p0, int p1) { gemm_portable<generic_tag>(g, p0, p1); }
-
-} // namespace detail
-
 void gemm(const packed_matrix& w, const gemm_io& io, gemm_workspace& ws, thread_pool& pool) {
   if (io.m < 0 || (io.m > 0 && (io.x == nullptr || io.y == nullptr)))
     throw std::invalid_argument("gemm: null operand or negative row count");
   if (io.m == 0)
     return;
   const int K = w.k(), KP = w.k_padded(), M = io.m;
-  const auto family = active_isa();
-  const auto& f = host_features();
+  const kernel_table& table = active_table();
   gemm_panels g{&w, io.x, io.ldx, nullptr, nullptr, io.y, io.ldy, M, io.bias, io.accumulate};
   // Rows are converted in parallel only when there are enough of them to pay for a region.
   const bool rows_in_parallel = M >= 16;
+  auto kernel = table.gemm_f32;
   switch (w.type()) {
     case weight_type::f32:
       break;
@@ -80,13 +53,14 @@ void gemm(const packed_matrix& w, const gemm_io& io, gemm_workspace& ws, thread_
       ws.reserve(static_cast<std::size_t>(M) * KP * 2, 0);
       auto* a = reinterpret_cast<std::uint16_t*>(ws.act());
       auto convert = [&](std::size_t r0, std::size_t r1) {
-        detail::convert_rows_bf16(io.x + r0 * io.ldx, io.ldx, static_cast<int>(r1 - r0), K, KP,
-                                  a + r0 * static_cast<std::size_t>(KP));
+        table.rows_to_bf16(io.x + r0 * io.ldx, io.ldx, static_cast<int>(r1 - r0), K, KP,
+                           a + r0 * static_cast<std::size_t>(KP));
       };
       rows_in_parallel ? pool.parallel_for(static_cast<std::size_t>(M), convert)
                        : convert(0, static_cast<std::size_t>(M));
       g.a = a;
       g.lda = static_cast<std::size_t>(KP);
+      kernel = table.gemm_bf16;
       break;
     }
     case weight_type::int8: {
@@ -95,13 +69,8 @@ void gemm(const packed_matrix& w, const gemm_io& io, gemm_workspace& ws, thread_
       float* scale = ws.row_scale();
       std::int32_t* zero = ws.row_zero();
       auto quantize = [&](std::size_t r0, std::size_t r1) {
-        if (family == isa::avx512) {
-          detail::quantize_rows_avx512(io.x + r0 * io.ldx, io.ldx, static_cast<int>(r1 - r0), K, KP,
-                                       a + r0 * static_cast<std::size_t>(KP), scale + r0, zero + r0);
-          return;
-        }
-        for (auto r = r0; r < r1; ++r)
-          quantize_row_u8(io.x + r * io.ldx, K, KP, a + r * static_cast<std::size_t>(KP), scale[r], zero[r]);
+        table.rows_to_u8(io.x + r0 * io.ldx, io.ldx, static_cast<int>(r1 - r0), K, KP,
+                         a + r0 * static_cast<std::size_t>(KP), scale + r0, zero + r0);
       };
       rows_in_parallel ? pool.parallel_for(static_cast<std::size_t>(M), quantize)
                        : quantize(0, static_cast<std::size_t>(M));
@@ -109,21 +78,8 @@ void gemm(const packed_matrix& w, const gemm_io& io, gemm_workspace& ws, thread_
       g.lda = static_cast<std::size_t>(KP);
       g.a_scale = scale;
       g.a_zero = zero;
+      kernel = table.gemm_int8;
       break;
-    }
-  }
-  using kernel_fn = void (*)(const gemm_panels&, int, int);
-  kernel_fn kernel = family == isa::generic ? detail::gemm_generic : detail::gemm_avx2;
-  if (family == isa::avx512) {
-    switch (w.type()) {
-      case weight_type::f32: kernel = detail::gemm_avx512_f32; break;
-      case weight_type::bf16:
-        kernel = f.avx512_bf16 ? detail::gemm_avx512_bf16_native : detail::gemm_avx512_bf16_emulated;
-        break;
-      case weight_type::int8:
-        if (f.avx512_vnni)
-          kernel = detail::gemm_avx512_int8_vnni;
-        break;
     }
   }
   pool.parallel_for(static_cast<std::size_t>(w.panels()), [&](std::size_t p0, std::size_t p1) {

@@ -1,17 +1,18 @@
 #pragma once
 /// Matrix products of float activations with packed weights: y = x W + bias over M rows, on a
-/// thread_pool, with the kernel family of active_isa().
+/// thread_pool, with the kernels of active_table() (kernel_table.hpp).
 ///
 ///   f32:  fused multiply-adds, k in order, one accumulator per output.
-///   bf16: activations rounded to bf16, pair dot products (vdpbf16ps where the CPU has
-///         avx512_bf16, its exact emulation with two FMAs elsewhere), accumulated in f32.
+///   bf16: activations rounded to bf16, pair dot products (vdpbf16ps / bfdot where the CPU has
+///         them, widened to f32 and two FMAs elsewhere), accumulated in f32.
 ///   int8 (W8A8, dynamic): each activation row quantized at run time to u8 with its own scale and
 ///         zero point (asymmetric absmax over the row, zero kept exact), u8 x s8 products summed
-///         in int32 (vpdpbusd with VNNI), then y = (acc - zp * colsum) * row_scale * col_scale.
+///         exactly in int32 (vpdpbusd, vpmaddubsw with a sign trick, sdot...), then
+///         y = (acc - zp * colsum) * row_scale * col_scale.
 ///
 /// Every output element is computed by one thread from its row and its column alone, in a fixed
 /// order: a row's result does not depend on the other rows of the batch, on M, or on the thread
-/// count. int8 results are the same bit for bit in every kernel family.
+/// count. int8 results are the same bit for bit in every kernel table.
 
 #include <cstddef>
 #include <cstdint>
@@ -57,7 +58,7 @@ void gemm(const packed_matrix& w, const gemm_io& io, gemm_workspace& ws, thread_
 void quantize_row_u8(const float* x, int k, int k_padded, std::uint8_t* out, float& scale,
                      std::int32_t& zero) noexcept;
 
-// -- kernel entry points (one implementation per family; gemm() picks) -------------------------
+// -- what a kernel table's matrix products take ------------------------------------------------
 
 /// Operands of a run of panels [p0, p1) for rows [0, m) (activations already converted).
 struct gemm_panels {
@@ -73,20 +74,5 @@ struct gemm_panels {
   bool accumulate;
 };
 
-namespace detail {
-void gemm_generic(const gemm_panels& g, int p0, int p1);
-void gemm_avx2(const gemm_panels& g, int p0, int p1);
-void gemm_avx512_f32(const gemm_panels& g, int p0, int p1);
-void gemm_avx512_bf16_emulated(const gemm_panels& g, int p0, int p1);
-void gemm_avx512_bf16_native(const gemm_panels& g, int p0, int p1);
-void gemm_avx512_int8_vnni(const gemm_panels& g, int p0, int p1);
-/// Rows of x to bf16 (f32_to_bf16's rounding), each padded with zeros to k_padded: the AVX-512
-/// conversion where the active family has it, the scalar one elsewhere.
-void convert_rows_bf16(const float* x, std::size_t ldx, int rows, int k, int k_padded, std::uint16_t* out);
-void convert_rows_bf16_avx512(const float* x, std::size_t ldx, int rows, int k, int k_padded,
-                              std::uint16_t* out);
-void quantize_rows_avx512(const float* x, std::size_t ldx, int rows, int k, int k_padded,
-                          std::uint8_t* out, float* scale, std::int32_t* zero);
-} // namespace detail
 
 } // namespace lf::kernels

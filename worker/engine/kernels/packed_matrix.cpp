@@ -8,7 +8,7 @@
 #include <new>
 #include <stdexcept>
 
-#include "worker/engine/half.hpp"
+#include "worker/engine/kernels/common/half.hpp"
 namespace lf::kernels {
 
 std::string_view to_string(weight_type t) noexcept {

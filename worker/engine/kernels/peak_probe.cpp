@@ -5,7 +5,7 @@
 #include <chrono>
 #include <vector>
 
-#include "worker/engine/kernels/cpu_features.hpp"
+#include "worker/engine/kernels/kernel_table.hpp"
 #include "worker/engine/kernels/packed_matrix.hpp"
 
 namespace lf::kernels {
@@ -33,18 +33,13 @@ peak_rates measure_peaks(thread_pool& pool) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     out.read_gbs = std::max(out.read_gbs, static_cast<double>(floats * sizeof(float)) / s / 1e9);
   }
-  if (active_isa() == isa::avx512) {
-    std::vector<double> f(static_cast<std::size_t>(n)), b(f), q(f);
-    const auto& hf = host_features();
-    pool.run([&](int t) {
-      detail::peak_avx512(f[static_cast<std::size_t>(t)], b[static_cast<std::size_t>(t)],
-                          q[static_cast<std::size_t>(t)], hf.avx512_bf16, hf.avx512_vnni);
-    });
-    for (int t = 0; t < n; ++t) {
-      out.f32_gflops += 2 * f[static_cast<std::size_t>(t)] / 1e9;
-      out.bf16_gflops += 2 * b[static_cast<std::size_t>(t)] / 1e9;
-      out.int8_gops += 2 * q[static_cast<std::size_t>(t)] / 1e9;
-    }
+  const auto probe = active_table().peak;
+  std::vector<thread_peaks> per(static_cast<std::size_t>(n));
+  pool.run([&](int t) { per[static_cast<std::size_t>(t)] = probe(); });
+  for (const auto& p : per) {
+    out.f32_gflops += 2 * p.f32 / 1e9;
+    out.bf16_gflops += 2 * p.bf16 / 1e9;
+    out.int8_gops += 2 * p.int8 / 1e9;
   }
   return out;
 }

@@ -1,11 +1,9 @@
 #pragma once
 // Private to the kernels: the portable matrix-product kernel, written so a compiler vectorizes it
 // across the 64 columns of a panel (k outer, columns inner, up to four rows sharing each panel
-// read). gemm.cpp instantiates it for the generic family (baseline x86-64 / any CPU) and
-// gemm_avx2.cpp, compiled with AVX2 flags, for the avx2 family. The Tag (with its int8_operand
-// type) makes each instantiation its own symbol. What it calls beyond that (std::min, the
-// packed_matrix accessors) is trivial and inlined at the kernels' -O3; compiled out of line they
-// hold no AVX2 instruction, so the linker cannot hand AVX2 code to the generic family.
+// read). gemm_portable.cpp instantiates it for the portable table (baseline flags: any CPU of
+// the architecture). The Tag (with its int8_operand type) makes an instantiation its own symbol,
+// so a copy compiled with other flags could never stand in for it at link time.
 //
 // Each output element is summed over k in order from 0 (bf16: the odd element of a pair first, as
 // vdpbf16ps), one multiply and one add per step (no FMA contraction: -ffp-contract=off), whatever
@@ -17,6 +15,7 @@
 #include <cstring>
 
 #include "worker/engine/kernels/gemm.hpp"
+#include "worker/engine/kernels/packed_matrix.hpp"
 
 namespace lf::kernels::detail {
 

@@ -1,6 +1,6 @@
 // bf16 with avx512_bf16 (vdpbf16ps: bf16 pairs multiplied and summed into f32 lanes). Called only
 // when the CPU has avx512_bf16.
-#include "worker/engine/kernels/gemm_avx512_common.hpp"
+#include "worker/engine/kernels/x86/avx512_gemm_common.hpp"
 
 namespace lf::kernels::detail {
 
@@ -32,7 +32,7 @@ void bf16_tile(const gemm_panels& g, const std::byte* panel, int col0, int ncols
 
 } // namespace
 
-void gemm_avx512_bf16_native(const gemm_panels& g, int p0, int p1) {
+void avx512_bf16_gemm_bf16(const gemm_panels& g, int p0, int p1) {
   for_each_tile<6>(g, p0, p1, [&](auto rows, const std::byte* panel, int col0, int ncols, int m0) {
     bf16_tile<decltype(rows)::value>(g, panel, col0, ncols, m0);
   });

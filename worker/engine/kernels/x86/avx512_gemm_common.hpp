@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "worker/engine/kernels/gemm.hpp"
+#include "worker/engine/kernels/common/family.hpp"
 
 namespace lf::kernels::detail {
 

@@ -1,6 +1,6 @@
 // W8A8 int8 with AVX-512 VNNI (vpdpbusd: u8 x s8, four products summed into each int32 lane).
 // Called only when the CPU has avx512_vnni.
-#include "worker/engine/kernels/gemm_avx512_common.hpp"
+#include "worker/engine/kernels/x86/avx512_gemm_common.hpp"
 
 namespace lf::kernels::detail {
 
@@ -47,7 +47,7 @@ void int8_tile(const gemm_panels& g, const std::byte* panel, int col0, int ncols
 
 } // namespace
 
-void gemm_avx512_int8_vnni(const gemm_panels& g, int p0, int p1) {
+void avx512_vnni_gemm_int8(const gemm_panels& g, int p0, int p1) {
   for_each_tile<6>(g, p0, p1, [&](auto rows, const std::byte* panel, int col0, int ncols, int m0) {
     int8_tile<decltype(rows)::value>(g, panel, col0, ncols, m0);
   });

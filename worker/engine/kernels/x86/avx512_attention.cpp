@@ -6,8 +6,8 @@
 #include <cmath>
 #include <vector>
 
-#include "worker/engine/kernels/attention.hpp"
-#include "worker/engine/kernels/math_avx512.hpp"
+#include "worker/engine/kernels/common/family.hpp"
+#include "worker/engine/kernels/x86/avx512_math.hpp"
 
 namespace lf::kernels::detail {
 
@@ -177,13 +177,13 @@ void by_head_dim(const attn_group& g) {
     case 32: by_queries<T, 2>(g); break;
     case 48: by_queries<T, 3>(g); break;
     case 64: by_queries<T, 4>(g); break;
-    default: attend_generic(g); break;
+    default: portable_attend(g); break;
   }
 }
 
 } // namespace
 
-void attend_avx512(const attn_group& g) {
+void avx512_attend(const attn_group& g) {
   switch (g.kv->type) {
     case kv_type::f32: by_head_dim<kv_type::f32>(g); break;
     case kv_type::bf16: by_head_dim<kv_type::bf16>(g); break;

@@ -1,8 +1,8 @@
-// AVX-512 (F, BW, VL) + FMA kernels: f32, bf16 emulated with two FMAs per pair (for CPUs without
-// avx512_bf16), and the conversion of activation rows (to bf16, to u8). Called only when active_isa() is
-// avx512 (cpu_features.hpp).
-#include "worker/engine/kernels/gemm_avx512_common.hpp"
-#include "worker/engine/kernels/quant_params.hpp"
+// The avx512 table's matrix products: f32, bf16 emulated with two FMAs per pair (for CPUs without
+// avx512_bf16), and the conversion of activation rows (to bf16, to u8). Compiled with AVX-512
+// flags; reached only through a table whose needs this CPU meets.
+#include "worker/engine/kernels/x86/avx512_gemm_common.hpp"
+#include "worker/engine/kernels/common/quant_params.hpp"
 
 namespace lf::kernels::detail {
 
@@ -34,13 +34,13 @@ void f32_tile(const gemm_panels& g, const std::byte* panel, int col0, int ncols,
 
 } // namespace
 
-void gemm_avx512_f32(const gemm_panels& g, int p0, int p1) {
+void avx512_gemm_f32(const gemm_panels& g, int p0, int p1) {
   for_each_tile<6>(g, p0, p1, [&](auto rows, const std::byte* panel, int col0, int ncols, int m0) {
     f32_tile<decltype(rows)::value>(g, panel, col0, ncols, m0);
   });
 }
 
-void gemm_avx512_bf16_emulated(const gemm_panels& g, int p0, int p1) {
+void avx512_gemm_bf16(const gemm_panels& g, int p0, int p1) {
   const int groups = g.w->k_padded() / 2;
   const __m512i hi_mask = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
   for_each_tile<4>(g, p0, p1, [&](auto rows, const std::byte* panel, int col0, int ncols, int m0) {
@@ -74,7 +74,7 @@ void gemm_avx512_bf16_emulated(const gemm_panels& g, int p0, int p1) {
   });
 }
 
-void convert_rows_bf16_avx512(const float* x, std::size_t ldx, int rows, int k, int k_padded,
+void avx512_rows_to_bf16(const float* x, std::size_t ldx, int rows, int k, int k_padded,
                               std::uint16_t* out) {
   // f32_to_bf16's rounding (half.hpp), 16 at a time: u + 0x7fff + ((u >> 16) & 1), then the high
   // half; a NaN keeps its high half with the quiet bit set.
@@ -101,7 +101,7 @@ void convert_rows_bf16_avx512(const float* x, std::size_t ldx, int rows, int k, 
   }
 }
 
-void quantize_rows_avx512(const float* x, std::size_t ldx, int rows, int k, int k_padded,
+void avx512_rows_to_u8(const float* x, std::size_t ldx, int rows, int k, int k_padded,
                           std::uint8_t* out, float* scale, std::int32_t* zero) {
   for (int r = 0; r < rows; ++r) {
     const float* xr = x + static_cast<std::size_t>(r) * ldx;

@@ -1,10 +1,11 @@
-// Peak-rate probes: many independent accumulators of the kernels' inner instructions. The bf16
-// and VNNI probes are compiled with target attributes and run only when the CPU has them.
+// The AVX-512 tables' peak-rate probes: many independent accumulators of the kernels' inner
+// instructions. The bf16 and VNNI probes are compiled with target attributes and run only from the
+// tables that need those features.
 #include <immintrin.h>
 
 #include <chrono>
 
-#include "worker/engine/kernels/peak_probe.hpp"
+#include "worker/engine/kernels/common/family.hpp"
 
 namespace lf::kernels::detail {
 
@@ -55,10 +56,16 @@ __attribute__((target("avx512vnni"))) double probe_int8() {
 
 } // namespace
 
-void peak_avx512(double& f32, double& bf16, double& int8, bool has_bf16, bool has_vnni) {
-  f32 = probe_f32();
-  bf16 = has_bf16 ? probe_bf16() : f32;        // emulated: two FMAs per pair
-  int8 = has_vnni ? probe_int8() : 0;
+thread_peaks avx512_peak() {
+  const double f = probe_f32();
+  return {f, f, 0};  // bf16 emulated: two FMAs per pair; int8 borrows avx2's kernel (avx2_peak)
 }
+
+thread_peaks avx512_vnni_peak() {
+  const double f = probe_f32();
+  return {f, f, probe_int8()};
+}
+
+thread_peaks avx512_bf16_peak() { return {probe_f32(), probe_bf16(), probe_int8()}; }
 
 } // namespace lf::kernels::detail

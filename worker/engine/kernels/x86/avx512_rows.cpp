@@ -1,10 +1,13 @@
-// AVX-512 layer norm and tanh-GELU (called only when active_isa() is avx512).
+// The AVX-512 tables' row operations (layer norm, tanh-GELU, LoRA rows) and sampler passes.
 #include <immintrin.h>
 
 #include <cmath>
 
-#include "worker/engine/kernels/elementwise.hpp"
-#include "worker/engine/kernels/math_avx512.hpp"
+#include "worker/engine/kernels/common/family.hpp"
+#include "worker/engine/kernels/common/sampler_passes.hpp"
+#include "worker/engine/kernels/x86/avx512_math.hpp"
+
+LF_DEFINE_SAMPLER_PASSES(avx512)
 
 namespace lf::kernels::detail {
 
@@ -12,7 +15,7 @@ namespace {
 inline __mmask16 tail(int left) { return left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1); }
 } // namespace
 
-void layer_norm_avx512(const float* x, float* y, int n, const float* gain, const float* bias, float eps) {
+void avx512_layer_norm(const float* x, float* y, int n, const float* gain, const float* bias, float eps) {
   __m512 acc = _mm512_setzero_ps();
   for (int i = 0; i < n; i += 16)
     acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(tail(n - i), x + i));
@@ -35,7 +38,7 @@ void layer_norm_avx512(const float* x, float* y, int n, const float* gain, const
   }
 }
 
-void gelu_tanh_avx512(float* x, int n) {
+void avx512_gelu_tanh(float* x, int n) {
   const __m512 c0 = _mm512_set1_ps(0.79788456080286536f), c1 = _mm512_set1_ps(0.044715f);
   const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f), two = _mm512_set1_ps(2.0f);
   const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
@@ -53,7 +56,7 @@ void gelu_tanh_avx512(float* x, int n) {
   }
 }
 
-void lora_row_avx512(const float* x, float* y, int in, int rank, int out, const float* a,
+void avx512_lora_row(const float* x, float* y, int in, int rank, int out, const float* a,
                      const float* b, float* t) {
   for (int j = 0; j < rank; ++j) {
     const float* aj = a + static_cast<std::size_t>(j) * in;

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Cross-compiles the kernel library and its unit tests for aarch64 with Debian's cross compiler and
+# runs them under qemu-user on three emulated CPUs, so every aarch64 kernel table is exercised:
+#
+#   cortex-a53    NEON only                 -> tables portable, neon
+#   neoverse-n1   + dotprod                 -> + neon_dotprod
+#   max           + dotprod, i8mm, bf16     -> + neon_i8mm
+#
+#   tests/cross/run_aarch64.sh [BUILD_DIR]     (default build/cross-aarch64)
+#
+# Needs g++-aarch64-linux-gnu, qemu-user and catch2 (`./setup.sh cross` installs them). Exit 0
+# when every table passes on every CPU; this says nothing about speed on ARM (qemu emulates).
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+build="${1:-$repo/build/cross-aarch64}"
+for tool in aarch64-linux-gnu-g++ qemu-aarch64 cmake ninja; do
+  command -v "$tool" > /dev/null || { echo "run_aarch64: $tool is missing (./setup.sh cross installs it)" >&2; exit 2; }
+done
+[ -f /usr/include/catch2/catch.hpp ] || { echo "run_aarch64: catch2 is missing (apt-get install catch2)" >&2; exit 2; }
+
+mkdir -p "$build/include"
+ln -sfn /usr/include/catch2 "$build/include/catch2"
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -S "$repo/tests/cross" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR=aarch64 \
+    -DCMAKE_CXX_COMPILER=aarch64-linux-gnu-g++ -DCATCH_INCLUDE_DIR="$build/include" > "$build/configure.log"
+fi
+cmake --build "$build" -j "${JOBS:-$(nproc)}"
+
+status=0
+for cpu in cortex-a53 neoverse-n1 max; do
+  echo "== aarch64 kernels on qemu -cpu $cpu"
+  QEMU_CPU=$cpu QEMU_LD_PREFIX=/usr/aarch64-linux-gnu qemu-aarch64 "$build/test_kernels_cross" || status=1
+done
+exit $status

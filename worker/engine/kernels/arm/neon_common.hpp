@@ -1,0 +1,121 @@
+#pragma once
+// Private to the aarch64 kernel translation units: the output stage, the loop over panels, row
+// tiles and column slices the matrix kernels share, and the vector math of attention and the row
+// operations. A panel's group row is 16 vectors of 4 columns (packed_matrix.hpp); a tile is R rows
+// x CV column vectors: one row takes WIDE vectors at once, more rows slices of SLICE vectors.
+// Every helper has internal linkage: a file compiled with +dotprod or +i8mm keeps its own copy.
+
+#include <arm_neon.h>
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "worker/engine/kernels/common/family.hpp"
+#include "worker/engine/kernels/packed_matrix.hpp"
+
+namespace lf::kernels::detail {
+
+namespace {
+
+/// y[m][col .. col + 4) = v + bias, or y + (v + bias), for the first `left` columns (left >= 1).
+inline void neon_store(const gemm_panels& g, int m, int col, int left, float32x4_t v) {
+  float* y = g.y + static_cast<std::size_t>(m) * g.ldy + col;
+  if (left >= 4) {
+    if (g.bias)
+      v = vaddq_f32(v, vld1q_f32(g.bias + col));
+    if (g.accumulate)
+      v = vaddq_f32(vld1q_f32(y), v);
+    vst1q_f32(y, v);
+    return;
+  }
+  float t[4];
+  vst1q_f32(t, v);
+  for (int c = 0; c < left; ++c) {
+    float r = t[c];
+    if (g.bias)
+      r = r + g.bias[col + c];
+    y[c] = g.accumulate ? y[c] + r : r;
+  }
+}
+
+/// Stores vector `t` of a tile whose first column vector is v0 (skipped past the valid columns).
+inline void neon_store_vec(const gemm_panels& g, int m, int col0, int v0, int t, int ncols, float32x4_t v) {
+  const int left = ncols - 4 * (v0 + t);
+  if (left > 0)
+    neon_store(g, m, col0 + 4 * (v0 + t), left, v);
+}
+
+/// Calls tile(R, CV, panel, col0, v0, ncols, m0) over panels [p0, p1).
+template <int MR, int WIDE, int SLICE, class Tile>
+inline void neon_tiles(const gemm_panels& g, int p0, int p1, Tile&& tile) {
+  for (int p = p0; p < p1; ++p) {
+    const int col0 = p * panel_cols;
+    const int ncols = std::min(panel_cols, g.w->n() - col0);
+    const int nvec = (ncols + 3) / 4;
+    const std::byte* panel = g.w->panel(p);
+    if (g.m == 1) {
+      for (int v0 = 0; v0 < nvec; v0 += WIDE)
+        tile(std::integral_constant<int, 1>{}, std::integral_constant<int, WIDE>{}, panel, col0, v0, ncols, 0);
+      continue;
+    }
+    auto rows = [&](auto r, int m0) {
+      for (int v0 = 0; v0 < nvec; v0 += SLICE)
+        tile(r, std::integral_constant<int, SLICE>{}, panel, col0, v0, ncols, m0);
+    };
+    int m0 = 0;
+    for (; m0 + MR <= g.m; m0 += MR)
+      rows(std::integral_constant<int, MR>{}, m0);
+    switch (g.m - m0) {
+      case 1: rows(std::integral_constant<int, 1>{}, m0); break;
+      case 2: if constexpr (MR > 2) rows(std::integral_constant<int, 2>{}, m0); break;
+      case 3: if constexpr (MR > 3) rows(std::integral_constant<int, 3>{}, m0); break;
+      default: break;
+    }
+  }
+}
+
+/// Four bytes as one 32-bit lane value (unaligned).
+inline std::int32_t neon_load_u32(const void* p) noexcept {
+  std::int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+/// The int8 output stage of one row and CV column vectors (accumulators of sum(a w), or of
+/// sum(a' w) with a' = a - 128 when `shifted`): y = (acc - zp * colsum) * row_scale * col_scale.
+template <int CV>
+inline void neon_int8_out(const gemm_panels& g, int m, int col0, int v0, int ncols, const int32x4_t* acc,
+                          bool shifted) {
+  const float* ws = g.w->scales() + col0 + 4 * v0;
+  const std::int32_t* cs = g.w->col_sums() + col0 + 4 * v0;
+  const int32x4_t vzp = vdupq_n_s32(g.a_zero[m] - (shifted ? 128 : 0));
+  const float32x4_t as = vdupq_n_f32(g.a_scale[m]);
+  for (int t = 0; t < CV; ++t) {
+    const int32x4_t d = vsubq_s32(acc[t], vmulq_s32(vzp, vld1q_s32(cs + 4 * t)));
+    const float32x4_t v = vmulq_f32(vcvtq_f32_s32(d), vmulq_f32(as, vld1q_f32(ws + 4 * t)));
+    neon_store_vec(g, m, col0, v0, t, ncols, v);
+  }
+}
+
+/// e^x for x <= 0: Cephes' polynomial after x = n ln2 + r; about 1.6e-38 (not 0) at and below -87.
+inline float32x4_t neon_exp4(float32x4_t x) {
+  x = vmaxq_f32(x, vdupq_n_f32(-87.0f));
+  const float32x4_t n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504088896341f)));
+  float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(0.693359375f));
+  r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
+  float32x4_t p = vdupq_n_f32(1.9875691500e-4f);
+  p = vfmaq_f32(vdupq_n_f32(1.3981999507e-3f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(8.3334519073e-3f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(4.1665795894e-2f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(1.6666665459e-1f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(5.0000001201e-1f), p, r);
+  p = vfmaq_f32(r, p, vmulq_f32(r, r));
+  p = vaddq_f32(p, vdupq_n_f32(1.0f));
+  const int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23);
+  return vmulq_f32(p, vreinterpretq_f32_s32(e));
+}
+
+} // namespace
+
+} // namespace lf::kernels::detail

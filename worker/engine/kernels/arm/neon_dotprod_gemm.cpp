@@ -1,0 +1,62 @@
+// The neon_dotprod table's int8 product and peak probe: sdot sums four s8 x s8 products into each
+// int32 lane, exactly the panel's 4-k groups. The activation is shifted to a' = a - 128 (signed);
+// the output stage adds back 128 * colsum. Compiled with +dotprod; reached only through a table
+// that needs it.
+#include <chrono>
+
+#include "worker/engine/kernels/arm/neon_common.hpp"
+
+namespace lf::kernels::detail {
+
+namespace {
+
+template <int R, int CV>
+void int8_tile(const gemm_panels& g, const std::byte* panel, int col0, int v0, int ncols, int m0) {
+  const int groups = g.w->k_padded() / 4;
+  const auto* A = static_cast<const std::uint8_t*>(g.a) + static_cast<std::size_t>(m0) * g.lda;
+  int32x4_t c[R][CV];
+  for (int m = 0; m < R; ++m)
+    for (int t = 0; t < CV; ++t)
+      c[m][t] = vdupq_n_s32(0);
+  for (int k = 0; k < groups; ++k) {
+    const auto* b = reinterpret_cast<const std::int8_t*>(panel + static_cast<std::size_t>(k) * 256) + 16 * v0;
+    int8x16_t w[CV];
+    for (int t = 0; t < CV; ++t)
+      w[t] = vld1q_s8(b + 16 * t);
+    for (int m = 0; m < R; ++m) {
+      const std::int32_t bits = neon_load_u32(A + static_cast<std::size_t>(m) * g.lda + 4 * k) ^ static_cast<std::int32_t>(0x80808080u);
+      const int8x16_t s = vreinterpretq_s8_s32(vdupq_n_s32(bits));
+      for (int t = 0; t < CV; ++t)
+        c[m][t] = vdotq_s32(c[m][t], w[t], s);
+    }
+  }
+  for (int m = 0; m < R; ++m)
+    neon_int8_out<CV>(g, m0 + m, col0, v0, ncols, c[m], true);
+}
+
+} // namespace
+
+void neon_dotprod_gemm_int8(const gemm_panels& g, int p0, int p1) {
+  neon_tiles<4, 16, 4>(g, p0, p1, [&](auto r, auto cv, const std::byte* panel, int col0, int v0, int ncols, int m0) {
+    int8_tile<decltype(r)::value, decltype(cv)::value>(g, panel, col0, v0, ncols, m0);
+  });
+}
+
+/// sdot products per second on this thread (ten independent chains).
+double neon_dotprod_probe() {
+  constexpr long iterations = 4'000'000;
+  const int8x16_t a = vdupq_n_s8(1), b = vdupq_n_s8(2);
+  int32x4_t c[10];
+  for (auto& x : c)
+    x = vdupq_n_s32(0);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (long i = 0; i < iterations; ++i) {
+    for (auto& x : c)
+      x = vdotq_s32(x, a, b);
+    __asm__ volatile("" : "+w"(c[0]), "+w"(c[1]), "+w"(c[2]), "+w"(c[3]), "+w"(c[4]), "+w"(c[5]), "+w"(c[6]),
+                     "+w"(c[7]), "+w"(c[8]), "+w"(c[9]));
+  }
+  return 10.0 * 16 * iterations / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+} // namespace lf::kernels::detail

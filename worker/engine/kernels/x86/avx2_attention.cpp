@@ -1,0 +1,158 @@
+// The AVX2 tables' attention kernel for head sizes that are multiples of 8 up to 64 (every GPT-2
+// size has 64) and block sizes that are multiples of 8; other shapes use the portable kernel.
+// One query at a time (16 registers hold one query's 8 output vectors, not four queries'); the
+// group's queries re-read their keys and values from cache. A query's arithmetic is the same
+// whether it is computed alone (decode) or in a group (prefill).
+#include <immintrin.h>
+
+#include <cmath>
+#include <vector>
+
+#include "worker/engine/kernels/common/family.hpp"
+#include "worker/engine/kernels/x86/avx2_math.hpp"
+
+namespace lf::kernels::detail {
+
+namespace {
+
+/// 8 consecutive elements of a K or V array of type T, as floats.
+template <kv_type T>
+inline __m256 load8(const std::byte* base, std::size_t i) {
+  if constexpr (T == kv_type::f32) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(base) + i);
+  } else if constexpr (T == kv_type::bf16) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const std::uint16_t*>(base) + i));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  } else {
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(reinterpret_cast<const std::int8_t*>(base) + i));
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
+  }
+}
+
+inline void prefetch_head(const std::byte* p, std::size_t bytes) {
+  for (std::size_t off = 0; off < bytes; off += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
+}
+
+/// Query j of the group: its scores, softmax and weighted values.
+template <kv_type T, int DV>
+void attend_one(const attn_group& g, int j) {
+  const auto& kv = *g.kv;
+  constexpr int D = 8 * DV;
+  const int BS = kv.block_size;
+  const int len = g.pos0 + j + 1;
+  const int nblocks = (len + BS - 1) / BS;
+  const float qscale = 1.0f / std::sqrt(static_cast<float>(D));
+  thread_local std::vector<float> sbuf;
+  sbuf.resize(static_cast<std::size_t>(nblocks) * BS + 8);
+  float* sp = sbuf.data();
+  alignas(32) float q[D];
+  for (int d = 0; d < D; ++d)
+    q[d] = g.q[j][d] * qscale;
+  const std::size_t head_bytes = kv.head_bytes();
+
+  // Scores: per block, per 8 slots, four chains over the dims (d mod 4), summed (c0+c1)+(c2+c3).
+  for (int bi = 0; bi < nblocks; ++bi) {
+    const std::size_t bh = static_cast<std::size_t>(g.table[bi]) * kv.heads + g.head;
+    const std::byte* kb = kv.k + bh * head_bytes;
+    if (bi + 1 < nblocks)
+      prefetch_head(kv.k + (static_cast<std::size_t>(g.table[bi + 1]) * kv.heads + g.head) * head_bytes, head_bytes);
+    for (int c = 0; c < BS; c += 8) {
+      const int lane0 = bi * BS + c;
+      if (lane0 >= len)
+        break;
+      __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+      for (int d = 0; d < D; d += 4) {
+        a0 = _mm256_fmadd_ps(_mm256_set1_ps(q[d]), load8<T>(kb, static_cast<std::size_t>(d) * BS + c), a0);
+        a1 = _mm256_fmadd_ps(_mm256_set1_ps(q[d + 1]), load8<T>(kb, static_cast<std::size_t>(d + 1) * BS + c), a1);
+        a2 = _mm256_fmadd_ps(_mm256_set1_ps(q[d + 2]), load8<T>(kb, static_cast<std::size_t>(d + 2) * BS + c), a2);
+        a3 = _mm256_fmadd_ps(_mm256_set1_ps(q[d + 3]), load8<T>(kb, static_cast<std::size_t>(d + 3) * BS + c), a3);
+      }
+      __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+      if constexpr (T == kv_type::int8)
+        s = _mm256_mul_ps(s, _mm256_loadu_ps(kv.k_scale + bh * static_cast<std::size_t>(BS) + c));
+      _mm256_storeu_ps(sp + lane0, s);
+    }
+  }
+
+  // Softmax over [0, len): lanes past len are masked out of the maximum and the sum.
+  const int full = len / 8 * 8;
+  __m256 vmax = _mm256_set1_ps(-INFINITY);
+  for (int i = 0; i < full; i += 8)
+    vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(sp + i));
+  float mx = avx2_hmax(vmax);
+  for (int i = full; i < len; ++i)
+    mx = sp[i] > mx ? sp[i] : mx;
+  const __m256 vmx = _mm256_set1_ps(mx);
+  __m256 vsum = _mm256_setzero_ps();
+  for (int i = 0; i < len; i += 8) {
+    __m256 p = avx2_exp8(_mm256_sub_ps(_mm256_loadu_ps(sp + i), vmx));
+    if (len - i < 8)
+      p = _mm256_and_ps(p, _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(len - i),
+                                                                 _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))));
+    _mm256_storeu_ps(sp + i, p);
+    vsum = _mm256_add_ps(vsum, p);
+  }
+  const float inv_sum = 1.0f / avx2_hsum(vsum);
+
+  // Weighted values, token by token in order.
+  __m256 o[DV];
+  for (int t = 0; t < DV; ++t)
+    o[t] = _mm256_setzero_ps();
+  for (int tok = 0; tok < len; ++tok) {
+    const std::size_t bh = static_cast<std::size_t>(g.table[tok / BS]) * kv.heads + g.head;
+    const int slot = tok % BS;
+    if (slot == 0 && tok / BS + 1 < nblocks)
+      prefetch_head(kv.v + (static_cast<std::size_t>(g.table[tok / BS + 1]) * kv.heads + g.head) * head_bytes, head_bytes);
+    const std::byte* vb = kv.v + bh * head_bytes;
+    float w = sp[tok];
+    if constexpr (T == kv_type::int8)
+      w *= kv.v_scale[bh * BS + slot];
+    const __m256 vw = _mm256_set1_ps(w);
+    const std::size_t row = static_cast<std::size_t>(slot) * D;
+#pragma GCC unroll 8
+    for (int t = 0; t < DV; ++t)
+      o[t] = _mm256_fmadd_ps(vw, load8<T>(vb, row + 8 * t), o[t]);
+  }
+  const __m256 vinv = _mm256_set1_ps(inv_sum);
+#pragma GCC unroll 8
+  for (int t = 0; t < DV; ++t)
+    _mm256_storeu_ps(g.out[j] + 8 * t, _mm256_mul_ps(o[t], vinv));
+}
+
+template <kv_type T, int DV>
+void by_queries(const attn_group& g) {
+  for (int j = 0; j < g.nq; ++j)
+    attend_one<T, DV>(g, j);
+}
+
+template <kv_type T>
+void by_head_dim(const attn_group& g) {
+  if (g.kv->block_size % 8 != 0) {
+    portable_attend(g);
+    return;
+  }
+  switch (g.kv->head_dim) {
+    case 8: by_queries<T, 1>(g); break;
+    case 16: by_queries<T, 2>(g); break;
+    case 24: by_queries<T, 3>(g); break;
+    case 32: by_queries<T, 4>(g); break;
+    case 40: by_queries<T, 5>(g); break;
+    case 48: by_queries<T, 6>(g); break;
+    case 56: by_queries<T, 7>(g); break;
+    case 64: by_queries<T, 8>(g); break;
+    default: portable_attend(g); break;
+  }
+}
+
+} // namespace
+
+void avx2_attend(const attn_group& g) {
+  switch (g.kv->type) {
+    case kv_type::f32: by_head_dim<kv_type::f32>(g); break;
+    case kv_type::bf16: by_head_dim<kv_type::bf16>(g); break;
+    case kv_type::int8: by_head_dim<kv_type::int8>(g); break;
+  }
+}
+
+} // namespace lf::kernels::detail

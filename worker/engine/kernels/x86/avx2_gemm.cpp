@@ -1,0 +1,306 @@
+// The avx2 table's matrix products (AVX2 + FMA, hand-written register tiles) and its activation
+// conversions.
+//
+//   f32:  one FMA per row and column vector per k, k in order.
+//   bf16: a pair of bf16 widened to two f32 vectors in registers (shift / mask), two FMAs per
+//         pair, the odd element first (the order of vdpbf16ps and of the avx512 emulation).
+//   int8: u8 x s8 without VNNI. vpmaddubsw sums two u8 x s8 products into a saturating int16,
+//         which a = 255 and w = 127 overflow. So the activation is shifted to a' = a - 128
+//         (signed, -128..127), its magnitude |a'| <= 128 is the unsigned operand and its sign
+//         moves onto the weight (vpsignb): |a'| * sign(a') w = a' w, and a pair sums to at most
+//         2 * 128 * 127 = 32512 < 32767: exact. vpmaddwd with ones widens pairs to int32. The
+//         output stage adds back 128 * colsum (avx2_int8_out), so the integers equal every
+//         other table's bit for bit.
+#include "worker/engine/kernels/common/quant_params.hpp"
+#include "worker/engine/kernels/x86/avx2_gemm_common.hpp"
+
+namespace lf::kernels::detail {
+
+namespace {
+
+// Named accumulators, not arrays: GCC 12 keeps an array of vectors that a loop updates partly in
+// memory (a store per update). A slice tile holds c<row><0|1> for up to six rows (guarded by
+// `if constexpr (R > row)`); a wide tile (one row, whole panel) d0..d7.
+#define LF_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define LF_WIDE(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define LF_SLICE_DECLARE(type, zero)                                                               \
+  type c00 = zero, c01 = zero, c10 = zero, c11 = zero, c20 = zero, c21 = zero, c30 = zero,         \
+       c31 = zero, c40 = zero, c41 = zero, c50 = zero, c51 = zero
+#define LF_WIDE_DECLARE(type, zero)                                                                \
+  type d0 = zero, d1 = zero, d2 = zero, d3 = zero, d4 = zero, d5 = zero, d6 = zero, d7 = zero
+
+template <int R>
+void f32_slice(const gemm_panels& g, const std::byte* panel, int col0, int v0, int ncols, int m0) {
+  const int K = g.w->k();
+  const float* A = static_cast<const float*>(g.a) + static_cast<std::size_t>(m0) * g.lda;
+  const float* B = reinterpret_cast<const float*>(panel) + 8 * v0;
+  LF_SLICE_DECLARE(__m256, _mm256_setzero_ps());
+  for (int k = 0; k < K; ++k) {
+    const float* b = B + static_cast<std::size_t>(k) * panel_cols;
+    const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+#define LF_ROW(m)                                                                                  \
+  if constexpr (R > m) {                                                                           \
+    const __m256 a = _mm256_broadcast_ss(A + static_cast<std::size_t>(m) * g.lda + k);             \
+    c##m##0 = _mm256_fmadd_ps(a, b0, c##m##0);                                                     \
+    c##m##1 = _mm256_fmadd_ps(a, b1, c##m##1);                                                     \
+  }
+    LF_ROWS(LF_ROW)
+#undef LF_ROW
+  }
+#define LF_OUT(m)                                                                                  \
+  if constexpr (R > m) {                                                                           \
+    avx2_store_vec(g, m0 + m, col0, v0, 0, ncols, c##m##0);                                        \
+    avx2_store_vec(g, m0 + m, col0, v0, 1, ncols, c##m##1);                                        \
+  }
+  LF_ROWS(LF_OUT)
+#undef LF_OUT
+}
+
+void f32_wide(const gemm_panels& g, const std::byte* panel, int col0, int ncols) {
+  const int K = g.w->k();
+  const float* A = static_cast<const float*>(g.a);
+  const float* B = reinterpret_cast<const float*>(panel);
+  LF_WIDE_DECLARE(__m256, _mm256_setzero_ps());
+  for (int k = 0; k < K; ++k) {
+    const float* b = B + static_cast<std::size_t>(k) * panel_cols;
+    const __m256 a = _mm256_broadcast_ss(A + k);
+#define LF_COL(t) d##t = _mm256_fmadd_ps(a, _mm256_load_ps(b + 8 * t), d##t);
+    LF_WIDE(LF_COL)
+#undef LF_COL
+  }
+#define LF_OUT(t) avx2_store_vec(g, 0, col0, 0, t, ncols, d##t);
+  LF_WIDE(LF_OUT)
+#undef LF_OUT
+}
+
+template <int R>
+void bf16_slice(const gemm_panels& g, const std::byte* panel, int col0, int v0, int ncols, int m0) {
+  const int groups = g.w->k_padded() / 2;
+  const auto* A = static_cast<const std::uint16_t*>(g.a) + static_cast<std::size_t>(m0) * g.lda;
+  const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  LF_SLICE_DECLARE(__m256, _mm256_setzero_ps());
+  for (int k = 0; k < groups; ++k) {
+    const std::byte* b = panel + static_cast<std::size_t>(k) * 256 + 32 * v0;
+    const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b));
+    const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32));
+    const __m256 h0 = _mm256_castsi256_ps(_mm256_and_si256(w0, hi_mask)), l0 = _mm256_castsi256_ps(_mm256_slli_epi32(w0, 16));
+    const __m256 h1 = _mm256_castsi256_ps(_mm256_and_si256(w1, hi_mask)), l1 = _mm256_castsi256_ps(_mm256_slli_epi32(w1, 16));
+    // Odd element first, as vdpbf16ps and the avx512 emulation.
+#define LF_ROW(m)                                                                                  \
+  if constexpr (R > m) {                                                                           \
+    const int pair = avx2_load_u32(A + static_cast<std::size_t>(m) * g.lda + 2 * k);               \
+    const __m256 ah = _mm256_castsi256_ps(_mm256_set1_epi32(pair & static_cast<int>(0xffff0000u))); \
+    const __m256 al = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(static_cast<unsigned>(pair) << 16))); \
+    c##m##0 = _mm256_fmadd_ps(al, l0, _mm256_fmadd_ps(ah, h0, c##m##0));                           \
+    c##m##1 = _mm256_fmadd_ps(al, l1, _mm256_fmadd_ps(ah, h1, c##m##1));                           \
+  }
+    LF_ROWS(LF_ROW)
+#undef LF_ROW
+  }
+#define LF_OUT(m)                                                                                  \
+  if constexpr (R > m) {                                                                           \
+    avx2_store_vec(g, m0 + m, col0, v0, 0, ncols, c##m##0);                                        \
+    avx2_store_vec(g, m0 + m, col0, v0, 1, ncols, c##m##1);                                        \
+  }
+  LF_ROWS(LF_OUT)
+#undef LF_OUT
+}
+
+void bf16_wide(const gemm_panels& g, const std::byte* panel, int col0, int ncols) {
+  const int groups = g.w->k_padded() / 2;
+  const auto* A = static_cast<const std::uint16_t*>(g.a);
+  const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  LF_WIDE_DECLARE(__m256, _mm256_setzero_ps());
+  for (int k = 0; k < groups; ++k) {
+    const std::byte* b = panel + static_cast<std::size_t>(k) * 256;
+    const int pair = avx2_load_u32(A + 2 * k);
+    const __m256 ah = _mm256_castsi256_ps(_mm256_set1_epi32(pair & static_cast<int>(0xffff0000u)));
+    const __m256 al = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(static_cast<unsigned>(pair) << 16)));
+#define LF_COL(t)                                                                                  \
+  {                                                                                                \
+    const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32 * t));             \
+    d##t = _mm256_fmadd_ps(ah, _mm256_castsi256_ps(_mm256_and_si256(w, hi_mask)), d##t);           \
+    d##t = _mm256_fmadd_ps(al, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)), d##t);               \
+  }
+    LF_WIDE(LF_COL)
+#undef LF_COL
+  }
+#define LF_OUT(t) avx2_store_vec(g, 0, col0, 0, t, ncols, d##t);
+  LF_WIDE(LF_OUT)
+#undef LF_OUT
+}
+
+/// One row's 32 products with one weight vector: |a'| * (sign(a') w), pairs to int32.
+inline __m256i int8_step(__m256i u, __m256i s, __m256i w, __m256i ones) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, _mm256_sign_epi8(w, s)), ones);
+}
+
+template <int R>
+void int8_slice(const gemm_panels& g, const std::byte* panel, int col0, int v0, int ncols, int m0) {
+  const int groups = g.w->k_padded() / 4;
+  const auto* A = static_cast<const std::uint8_t*>(g.a) + static_cast<std::size_t>(m0) * g.lda;
+  const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  LF_SLICE_DECLARE(__m256i, _mm256_setzero_si256());
+  for (int k = 0; k < groups; ++k) {
+    const std::byte* b = panel + static_cast<std::size_t>(k) * 256 + 32 * v0;
+    const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b));
+    const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32));
+    // a' = a - 128 = a ^ 0x80 as int8; |a'| as uint8 (|-128| = 128 fits).
+#define LF_ROW(m)                                                                                  \
+  if constexpr (R > m) {                                                                           \
+    const __m256i s = _mm256_xor_si256(_mm256_set1_epi32(avx2_load_u32(A + static_cast<std::size_t>(m) * g.lda + 4 * k)), flip); \
+    const __m256i u = _mm256_abs_epi8(s);                                                          \
+    c##m##0 = _mm256_add_epi32(c##m##0, int8_step(u, s, w0, ones));                                \
+    c##m##1 = _mm256_add_epi32(c##m##1, int8_step(u, s, w1, ones));                                \
+  }
+    LF_ROWS(LF_ROW)
+#undef LF_ROW
+  }
+#define LF_OUT(m)                                                                                  \
+  if constexpr (R > m) {                                                                           \
+    const __m256i acc[2] = {c##m##0, c##m##1};                                                     \
+    avx2_int8_out<2>(g, m0 + m, col0, v0, ncols, acc, true);                                       \
+  }
+  LF_ROWS(LF_OUT)
+#undef LF_OUT
+}
+
+void int8_wide(const gemm_panels& g, const std::byte* panel, int col0, int ncols) {
+  const int groups = g.w->k_padded() / 4;
+  const auto* A = static_cast<const std::uint8_t*>(g.a);
+  const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  LF_WIDE_DECLARE(__m256i, _mm256_setzero_si256());
+  for (int k = 0; k < groups; ++k) {
+    const std::byte* b = panel + static_cast<std::size_t>(k) * 256;
+    const __m256i s = _mm256_xor_si256(_mm256_set1_epi32(avx2_load_u32(A + 4 * k)), flip);
+    const __m256i u = _mm256_abs_epi8(s);
+#define LF_COL(t)                                                                                  \
+  d##t = _mm256_add_epi32(d##t, int8_step(u, s, _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32 * t)), ones));
+    LF_WIDE(LF_COL)
+#undef LF_COL
+  }
+  const __m256i acc[8] = {d0, d1, d2, d3, d4, d5, d6, d7};
+  avx2_int8_out<8>(g, 0, col0, 0, ncols, acc, true);
+}
+
+#undef LF_SLICE_DECLARE
+#undef LF_WIDE_DECLARE
+
+} // namespace
+
+void avx2_gemm_f32(const gemm_panels& g, int p0, int p1) {
+  avx2_tiles<6>(g, p0, p1, [&](auto r, auto cv, const std::byte* panel, int col0, int v0, int ncols, int m0) {
+    if constexpr (decltype(cv)::value == 8)
+      f32_wide(g, panel, col0, ncols);
+    else
+      f32_slice<decltype(r)::value>(g, panel, col0, v0, ncols, m0);
+  });
+}
+
+void avx2_gemm_bf16(const gemm_panels& g, int p0, int p1) {
+  avx2_tiles<4>(g, p0, p1, [&](auto r, auto cv, const std::byte* panel, int col0, int v0, int ncols, int m0) {
+    if constexpr (decltype(cv)::value == 8)
+      bf16_wide(g, panel, col0, ncols);
+    else
+      bf16_slice<decltype(r)::value>(g, panel, col0, v0, ncols, m0);
+  });
+}
+
+void avx2_gemm_int8(const gemm_panels& g, int p0, int p1) {
+  avx2_tiles<4>(g, p0, p1, [&](auto r, auto cv, const std::byte* panel, int col0, int v0, int ncols, int m0) {
+    if constexpr (decltype(cv)::value == 8)
+      int8_wide(g, panel, col0, ncols);
+    else
+      int8_slice<decltype(r)::value>(g, panel, col0, v0, ncols, m0);
+  });
+}
+
+void avx2_rows_to_bf16(const float* x, std::size_t ldx, int rows, int k, int k_padded, std::uint16_t* out) {
+  // f32_to_bf16's rounding (half.hpp), 8 at a time: u + 0x7fff + ((u >> 16) & 1), then the high
+  // half; a NaN keeps its high half with the quiet bit set.
+  const __m256i round = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1), quiet = _mm256_set1_epi32(0x40);
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+  auto convert = [&](__m256i u) {
+    const __m256i rounded = _mm256_add_epi32(u, _mm256_add_epi32(round, _mm256_and_si256(_mm256_srli_epi32(u, 16), one)));
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs_mask), inf);
+    const __m256i quiet_nan = _mm256_or_si256(_mm256_srli_epi32(u, 16), quiet);
+    const __m256i r = _mm256_blendv_epi8(_mm256_srli_epi32(rounded, 16), quiet_nan, nan);
+    // 8 x u32 (each < 2^16) to 8 x u16: pack within lanes, then gather the two lanes' halves.
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+    return _mm256_castsi256_si128(packed);
+  };
+  for (int r = 0; r < rows; ++r) {
+    const float* xr = x + static_cast<std::size_t>(r) * ldx;
+    std::uint16_t* o = out + static_cast<std::size_t>(r) * static_cast<std::size_t>(k_padded);
+    int i = 0;
+    for (; i + 8 <= k; i += 8)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + i), convert(_mm256_castps_si256(_mm256_loadu_ps(xr + i))));
+    if (i < k) {
+      alignas(32) float tail[8] = {};
+      alignas(16) std::uint16_t res[8];
+      for (int j = i; j < k; ++j)
+        tail[j - i] = xr[j];
+      _mm_store_si128(reinterpret_cast<__m128i*>(res), convert(_mm256_castps_si256(_mm256_load_ps(tail))));
+      for (int j = i; j < k; ++j)
+        o[j] = res[j - i];
+    }
+    for (int j = k; j < k_padded; ++j)
+      o[j] = 0;
+  }
+}
+
+void avx2_rows_to_u8(const float* x, std::size_t ldx, int rows, int k, int k_padded, std::uint8_t* out,
+                     float* scale, std::int32_t* zero) {
+  auto hmin = [](__m256 v) {
+    __m128 m = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_min_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_min_ss(m, _mm_shuffle_ps(m, m, 1));
+    return _mm_cvtss_f32(m);
+  };
+  auto hmax = [](__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+    return _mm_cvtss_f32(m);
+  };
+  for (int r = 0; r < rows; ++r) {
+    const float* xr = x + static_cast<std::size_t>(r) * ldx;
+    std::uint8_t* o = out + static_cast<std::size_t>(r) * static_cast<std::size_t>(k_padded);
+    __m256 mn = _mm256_setzero_ps(), mx = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 8 <= k; i += 8) {
+      const __m256 v = _mm256_loadu_ps(xr + i);
+      mn = _mm256_min_ps(mn, v);
+      mx = _mm256_max_ps(mx, v);
+    }
+    float lo = hmin(mn), hi = hmax(mx);
+    for (int j = i; j < k; ++j) {
+      lo = std::min(lo, xr[j]);
+      hi = std::max(hi, xr[j]);
+    }
+    float inv;
+    u8_params(lo, hi, scale[r], inv, zero[r]);
+    const __m256 vinv = _mm256_set1_ps(inv);
+    const __m256 vzero = _mm256_set1_ps(static_cast<float>(zero[r]));
+    const __m256 vlo = _mm256_setzero_ps(), vhi = _mm256_set1_ps(255.0f);
+    i = 0;
+    for (; i + 16 <= k; i += 16) {
+      // round(x * inv) (to nearest even), + zero, clamp: u8_of's arithmetic, 16 at a time.
+      __m256i q[2];
+      for (int h = 0; h < 2; ++h) {
+        const __m256 t = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(xr + i + 8 * h), vinv),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        q[h] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_add_ps(t, vzero), vlo), vhi));
+      }
+      const __m256i w16 = _mm256_permute4x64_epi64(_mm256_packus_epi32(q[0], q[1]), 0xd8);
+      const __m128i b8 = _mm_packus_epi16(_mm256_castsi256_si128(w16), _mm256_extracti128_si256(w16, 1));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + i), b8);
+    }
+    for (; i < k; ++i)
+      o[i] = u8_of(xr[i], inv, zero[r]);
+    for (int j = k; j < k_padded; ++j)
+      o[j] = static_cast<std::uint8_t>(zero[r]);
+  }
+}
+
+} // namespace lf::kernels::detail

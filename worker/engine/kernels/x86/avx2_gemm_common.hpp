@@ -1,0 +1,112 @@
+#pragma once
+// Private to the AVX2 kernel translation units (compiled with AVX2 + FMA flags, reached only
+// through a table whose needs the CPU meets): the output stage and the loop over panels, row
+// tiles and column slices that the matrix kernels share.
+//
+// A panel's group row is 8 vectors of 8 columns (packed_matrix.hpp). A tile is R rows x CV column
+// vectors; one row of a batch of one takes the whole panel width (CV = 8: the panel is streamed
+// once, front to back), more rows take slices of 2 vectors (16 columns) so R rows of
+// accumulators fit the 16 registers. The tile shape never changes an output element's order of
+// operations, so a row's result does not depend on M.
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "worker/engine/kernels/common/family.hpp"
+#include "worker/engine/kernels/packed_matrix.hpp"
+
+namespace lf::kernels::detail {
+
+/// Lanes [0, left) set (left in 1..7).
+inline __m256i avx2_first_lanes(int left) noexcept {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/// y[m][col .. col + 8) = v + bias, or y + (v + bias), for the first `left` columns (left >= 1).
+inline void avx2_store(const gemm_panels& g, int m, int col, int left, __m256 v) {
+  float* y = g.y + static_cast<std::size_t>(m) * g.ldy + col;
+  if (left >= 8) {
+    if (g.bias)
+      v = _mm256_add_ps(v, _mm256_loadu_ps(g.bias + col));
+    if (g.accumulate)
+      v = _mm256_add_ps(_mm256_loadu_ps(y), v);
+    _mm256_storeu_ps(y, v);
+    return;
+  }
+  const __m256i mask = avx2_first_lanes(left);
+  if (g.bias)
+    v = _mm256_add_ps(v, _mm256_maskload_ps(g.bias + col, mask));
+  if (g.accumulate)
+    v = _mm256_add_ps(_mm256_maskload_ps(y, mask), v);
+  _mm256_maskstore_ps(y, mask, v);
+}
+
+/// Stores vector `t` of a tile whose first column vector is v0 (skipped past the valid columns).
+inline void avx2_store_vec(const gemm_panels& g, int m, int col0, int v0, int t, int ncols, __m256 v) {
+  const int left = ncols - 8 * (v0 + t);
+  if (left > 0)
+    avx2_store(g, m, col0 + 8 * (v0 + t), left, v);
+}
+
+/// Calls tile(R, CV, panel, col0, v0, ncols, m0) (R and CV as integral_constant) over panels
+/// [p0, p1): one row takes whole panels (CV 8), more rows tiles of MR rows x 2 vectors.
+template <int MR, class Tile>
+inline void avx2_tiles(const gemm_panels& g, int p0, int p1, Tile&& tile) {
+  using wide = std::integral_constant<int, 8>;
+  using slice = std::integral_constant<int, 2>;
+  for (int p = p0; p < p1; ++p) {
+    const int col0 = p * panel_cols;
+    const int ncols = std::min(panel_cols, g.w->n() - col0);
+    const int nvec = (ncols + 7) / 8;
+    const std::byte* panel = g.w->panel(p);
+    if (p + 1 < p1)
+      _mm_prefetch(reinterpret_cast<const char*>(g.w->panel(p + 1)), _MM_HINT_T0);
+    if (g.m == 1) {
+      tile(std::integral_constant<int, 1>{}, wide{}, panel, col0, 0, ncols, 0);
+      continue;
+    }
+    auto rows = [&](auto r, int m0) {
+      for (int v0 = 0; v0 < nvec; v0 += 2)
+        tile(r, slice{}, panel, col0, v0, ncols, m0);
+    };
+    int m0 = 0;
+    for (; m0 + MR <= g.m; m0 += MR)
+      rows(std::integral_constant<int, MR>{}, m0);
+    switch (g.m - m0) {
+      case 1: rows(std::integral_constant<int, 1>{}, m0); break;
+      case 2: if constexpr (MR > 2) rows(std::integral_constant<int, 2>{}, m0); break;
+      case 3: if constexpr (MR > 3) rows(std::integral_constant<int, 3>{}, m0); break;
+      case 4: if constexpr (MR > 4) rows(std::integral_constant<int, 4>{}, m0); break;
+      case 5: if constexpr (MR > 5) rows(std::integral_constant<int, 5>{}, m0); break;
+      default: break;
+    }
+  }
+}
+
+/// Four bytes as one 32-bit lane value (unaligned).
+inline int avx2_load_u32(const void* p) noexcept {
+  int v;
+  __builtin_memcpy(&v, p, 4);
+  return v;
+}
+
+/// The int8 output stage of one row and CV column vectors: y = (acc - zp * colsum) * row_scale *
+/// col_scale, acc given as sum(a' w) with a' = a - 128 (so acc = sum(a w) - 128 * colsum).
+template <int CV>
+inline void avx2_int8_out(const gemm_panels& g, int m, int col0, int v0, int ncols, const __m256i* acc,
+                          bool shifted) {
+  const float* ws = g.w->scales() + col0 + 8 * v0;
+  const std::int32_t* cs = g.w->col_sums() + col0 + 8 * v0;
+  const std::int32_t zp = g.a_zero[m] - (shifted ? 128 : 0);
+  const __m256i vzp = _mm256_set1_epi32(zp);
+  const __m256 as = _mm256_set1_ps(g.a_scale[m]);
+  for (int t = 0; t < CV; ++t) {
+    const __m256i d = _mm256_sub_epi32(acc[t], _mm256_mullo_epi32(vzp, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cs + 8 * t))));
+    const __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(d), _mm256_mul_ps(as, _mm256_loadu_ps(ws + 8 * t)));
+    avx2_store_vec(g, m, col0, v0, t, ncols, v);
+  }
+}
+
+} // namespace lf::kernels::detail
