@@ -64,14 +64,21 @@ void gemm(const packed_matrix& w, const gemm_io& io, gemm_workspace& ws, thread_
       break;
     }
     case weight_type::int8: {
-      ws.reserve(static_cast<std::size_t>(M) * KP, static_cast<std::size_t>(M));
+      const std::size_t bytes = static_cast<std::size_t>(M) * KP;
+      const auto shift = table.int8_shift_rows;
+      ws.reserve(shift ? 2 * bytes : bytes, static_cast<std::size_t>(M));
       auto* a = reinterpret_cast<std::uint8_t*>(ws.act());
       float* scale = ws.row_scale();
       std::int32_t* zero = ws.row_zero();
       auto quantize = [&](std::size_t r0, std::size_t r1) {
         table.rows_to_u8(io.x + r0 * io.ldx, io.ldx, static_cast<int>(r1 - r0), K, KP,
                          a + r0 * static_cast<std::size_t>(KP), scale + r0, zero + r0);
+        if (shift)
+          shift(a + r0 * static_cast<std::size_t>(KP), (r1 - r0) * static_cast<std::size_t>(KP),
+                a + bytes + r0 * static_cast<std::size_t>(KP));
       };
+      if (shift)
+        g.a_abs = a + bytes;
       rows_in_parallel ? pool.parallel_for(static_cast<std::size_t>(M), quantize)
                        : quantize(0, static_cast<std::size_t>(M));
       g.a = a;

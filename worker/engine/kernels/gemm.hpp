@@ -63,7 +63,8 @@ void quantize_row_u8(const float* x, int k, int k_padded, std::uint8_t* out, flo
 /// Operands of a run of panels [p0, p1) for rows [0, m) (activations already converted).
 struct gemm_panels {
   const packed_matrix* w;
-  const void* a;          ///< f32: the floats of x; bf16: u16 rows; int8: u8 rows
+  const void* a;          ///< f32: the floats of x; bf16: u16 rows; int8: u8 rows (or a' = a - 128
+                          ///< as int8 rows, for a table with int8_shift_rows)
   std::size_t lda;        ///< elements per activation row
   const float* a_scale;   ///< int8: per row
   const std::int32_t* a_zero;
@@ -72,7 +73,7 @@ struct gemm_panels {
   int m;
   const float* bias;
   bool accumulate;
+  const std::uint8_t* a_abs = nullptr;  ///< int8 with int8_shift_rows: |a'| rows, as `a`
 };
-
 
 } // namespace lf::kernels

@@ -48,6 +48,11 @@ struct kernel_table {
   void (*rows_to_u8)(const float* x, std::size_t ldx, int rows, int k, int k_padded, std::uint8_t* out,
                      float* scale, std::int32_t* zero);
 
+  /// nullptr, or what gemm_int8 needs done to the quantized activations first: n bytes of u8
+  /// rows a become a' = a - 128 as int8 (in place) and |a'| in abs_out (the avx2 kernel's sign
+  /// trick then needs no per-row work in its inner loop).
+  void (*int8_shift_rows)(std::uint8_t* a, std::size_t n, std::uint8_t* abs_out);
+
   /// Up to four queries of one sequence and head over the paged K/V (attention.hpp).
   void (*attend)(const detail::attn_group& g);
 

@@ -17,6 +17,7 @@
                         std::uint16_t* out);                                                       \
   void p##_rows_to_u8(const float* x, std::size_t ldx, int rows, int k, int k_padded,              \
                       std::uint8_t* out, float* scale, std::int32_t* zero);                        \
+  void p##_int8_shift_rows(std::uint8_t* a, std::size_t n, std::uint8_t* abs_out);                 \
   void p##_attend(const attn_group& g);                                                            \
   void p##_layer_norm(const float* x, float* y, int n, const float* gain, const float* bias,       \
                       float eps);                                                                  \

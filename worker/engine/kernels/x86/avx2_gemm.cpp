@@ -6,8 +6,8 @@
 //         pair, the odd element first (the order of vdpbf16ps and of the avx512 emulation).
 //   int8: u8 x s8 without VNNI. vpmaddubsw sums two u8 x s8 products into a saturating int16,
 //         which a = 255 and w = 127 overflow. So the activation is shifted to a' = a - 128
-//         (signed, -128..127), its magnitude |a'| <= 128 is the unsigned operand and its sign
-//         moves onto the weight (vpsignb): |a'| * sign(a') w = a' w, and a pair sums to at most
+//         (signed, -128..127; avx2_int8_shift_rows writes a' and |a'| once per product), its
+//         magnitude |a'| <= 128 is the unsigned operand and its sign moves onto the weight (vpsignb): |a'| * sign(a') w = a' w, and a pair sums to at most
 //         2 * 128 * 127 = 32512 < 32767: exact. vpmaddwd with ones widens pairs to int32. The
 //         output stage adds back 128 * colsum (avx2_int8_out), so the integers equal every
 //         other table's bit for bit.
@@ -19,7 +19,8 @@ namespace lf::kernels::detail {
 namespace {
 
 // Named accumulators, not arrays: GCC 12 keeps an array of vectors that a loop updates partly in
-// memory (a store per update). A slice tile holds c<row><0|1> for up to six rows (guarded by
+// memory (a store per update). Each tile is its own (noinline) function: inlined into the panel
+// loop, GCC 12 spilled a weight vector and the row addresses to the stack. A slice tile holds c<row><0|1> for up to six rows (guarded by
 // `if constexpr (R > row)`); a wide tile (one row, whole panel) d0..d7.
 #define LF_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define LF_WIDE(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
@@ -28,19 +29,28 @@ namespace {
        c31 = zero, c40 = zero, c41 = zero, c50 = zero, c51 = zero
 #define LF_WIDE_DECLARE(type, zero)                                                                \
   type d0 = zero, d1 = zero, d2 = zero, d3 = zero, d4 = zero, d5 = zero, d6 = zero, d7 = zero
+// Row pointers r0..r5 (rows past R point at row 0 and are never read): GCC otherwise recomputes
+// each row's address from values it spills, and runs out of registers for the accumulators.
+#define LF_ROW_POINTERS(T, base)                                                                   \
+  const T* r0 = (base);                                                                            \
+  const T* r1 = r0 + (R > 1 ? g.lda : 0);                                                          \
+  const T* r2 = r0 + (R > 2 ? 2 * g.lda : 0);                                                      \
+  const T* r3 = r0 + (R > 3 ? 3 * g.lda : 0);                                                      \
+  const T* r4 = r0 + (R > 4 ? 4 * g.lda : 0);                                                      \
+  const T* r5 = r0 + (R > 5 ? 5 * g.lda : 0);                                                      \
+  (void)r1, (void)r2, (void)r3, (void)r4, (void)r5
 
 template <int R>
-void f32_slice(const gemm_panels& g, const std::byte* panel, int col0, int v0, int ncols, int m0) {
+__attribute__((noinline)) void f32_slice(const gemm_panels& g, const std::byte* panel, int col0, int v0, int ncols, int m0) {
   const int K = g.w->k();
-  const float* A = static_cast<const float*>(g.a) + static_cast<std::size_t>(m0) * g.lda;
-  const float* B = reinterpret_cast<const float*>(panel) + 8 * v0;
+  LF_ROW_POINTERS(float, static_cast<const float*>(g.a) + static_cast<std::size_t>(m0) * g.lda);
+  const float* b = reinterpret_cast<const float*>(panel) + 8 * v0;
   LF_SLICE_DECLARE(__m256, _mm256_setzero_ps());
-  for (int k = 0; k < K; ++k) {
-    const float* b = B + static_cast<std::size_t>(k) * panel_cols;
+  for (int k = 0; k < K; ++k, b += panel_cols) {
     const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
 #define LF_ROW(m)                                                                                  \
   if constexpr (R > m) {                                                                           \
-    const __m256 a = _mm256_broadcast_ss(A + static_cast<std::size_t>(m) * g.lda + k);             \
+    const __m256 a = _mm256_broadcast_ss(r##m + k);                                                \
     c##m##0 = _mm256_fmadd_ps(a, b0, c##m##0);                                                     \
     c##m##1 = _mm256_fmadd_ps(a, b1, c##m##1);                                                     \
   }
@@ -56,7 +66,7 @@ void f32_slice(const gemm_panels& g, const std::byte* panel, int col0, int v0, i
 #undef LF_OUT
 }
 
-void f32_wide(const gemm_panels& g, const std::byte* panel, int col0, int ncols) {
+__attribute__((noinline)) void f32_wide(const gemm_panels& g, const std::byte* panel, int col0, int ncols) {
   const int K = g.w->k();
   const float* A = static_cast<const float*>(g.a);
   const float* B = reinterpret_cast<const float*>(panel);
@@ -74,13 +84,13 @@ void f32_wide(const gemm_panels& g, const std::byte* panel, int col0, int ncols)
 }
 
 template <int R>
-void bf16_slice(const gemm_panels& g, const std::byte* panel, int col0, int v0, int ncols, int m0) {
+__attribute__((noinline)) void bf16_slice(const gemm_panels& g, const std::byte* panel, int col0, int v0, int ncols, int m0) {
   const int groups = g.w->k_padded() / 2;
-  const auto* A = static_cast<const std::uint16_t*>(g.a) + static_cast<std::size_t>(m0) * g.lda;
+  LF_ROW_POINTERS(std::uint16_t, static_cast<const std::uint16_t*>(g.a) + static_cast<std::size_t>(m0) * g.lda);
   const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   LF_SLICE_DECLARE(__m256, _mm256_setzero_ps());
-  for (int k = 0; k < groups; ++k) {
-    const std::byte* b = panel + static_cast<std::size_t>(k) * 256 + 32 * v0;
+  const std::byte* b = panel + 32 * v0;
+  for (int k = 0; k < groups; ++k, b += 256) {
     const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b));
     const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32));
     const __m256 h0 = _mm256_castsi256_ps(_mm256_and_si256(w0, hi_mask)), l0 = _mm256_castsi256_ps(_mm256_slli_epi32(w0, 16));
@@ -88,9 +98,9 @@ void bf16_slice(const gemm_panels& g, const std::byte* panel, int col0, int v0, 
     // Odd element first, as vdpbf16ps and the avx512 emulation.
 #define LF_ROW(m)                                                                                  \
   if constexpr (R > m) {                                                                           \
-    const int pair = avx2_load_u32(A + static_cast<std::size_t>(m) * g.lda + 2 * k);               \
-    const __m256 ah = _mm256_castsi256_ps(_mm256_set1_epi32(pair & static_cast<int>(0xffff0000u))); \
-    const __m256 al = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(static_cast<unsigned>(pair) << 16))); \
+    const __m256i pair = _mm256_set1_epi32(avx2_load_u32(r##m + 2 * k));                          \
+    const __m256 ah = _mm256_castsi256_ps(_mm256_and_si256(pair, hi_mask));                        \
+    const __m256 al = _mm256_castsi256_ps(_mm256_slli_epi32(pair, 16));                            \
     c##m##0 = _mm256_fmadd_ps(al, l0, _mm256_fmadd_ps(ah, h0, c##m##0));                           \
     c##m##1 = _mm256_fmadd_ps(al, l1, _mm256_fmadd_ps(ah, h1, c##m##1));                           \
   }
@@ -106,16 +116,16 @@ void bf16_slice(const gemm_panels& g, const std::byte* panel, int col0, int v0, 
 #undef LF_OUT
 }
 
-void bf16_wide(const gemm_panels& g, const std::byte* panel, int col0, int ncols) {
+__attribute__((noinline)) void bf16_wide(const gemm_panels& g, const std::byte* panel, int col0, int ncols) {
   const int groups = g.w->k_padded() / 2;
   const auto* A = static_cast<const std::uint16_t*>(g.a);
   const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   LF_WIDE_DECLARE(__m256, _mm256_setzero_ps());
   for (int k = 0; k < groups; ++k) {
     const std::byte* b = panel + static_cast<std::size_t>(k) * 256;
-    const int pair = avx2_load_u32(A + 2 * k);
-    const __m256 ah = _mm256_castsi256_ps(_mm256_set1_epi32(pair & static_cast<int>(0xffff0000u)));
-    const __m256 al = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(static_cast<unsigned>(pair) << 16)));
+    const __m256i pair = _mm256_set1_epi32(avx2_load_u32(A + 2 * k));
+    const __m256 ah = _mm256_castsi256_ps(_mm256_and_si256(pair, hi_mask));
+    const __m256 al = _mm256_castsi256_ps(_mm256_slli_epi32(pair, 16));
 #define LF_COL(t)                                                                                  \
   {                                                                                                \
     const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32 * t));             \
@@ -136,20 +146,22 @@ inline __m256i int8_step(__m256i u, __m256i s, __m256i w, __m256i ones) {
 }
 
 template <int R>
-void int8_slice(const gemm_panels& g, const std::byte* panel, int col0, int v0, int ncols, int m0) {
+__attribute__((noinline)) void int8_slice(const gemm_panels& g, const std::byte* panel, int col0, int v0, int ncols, int m0) {
   const int groups = g.w->k_padded() / 4;
-  const auto* A = static_cast<const std::uint8_t*>(g.a) + static_cast<std::size_t>(m0) * g.lda;
-  const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  LF_ROW_POINTERS(std::uint8_t, static_cast<const std::uint8_t*>(g.a) + static_cast<std::size_t>(m0) * g.lda);
+  // |a'| rows lie at the same offsets from a_abs as a' rows from a.
+  const std::ptrdiff_t to_abs = g.a_abs - static_cast<const std::uint8_t*>(g.a);
+  const __m256i ones = _mm256_set1_epi16(1);
   LF_SLICE_DECLARE(__m256i, _mm256_setzero_si256());
-  for (int k = 0; k < groups; ++k) {
-    const std::byte* b = panel + static_cast<std::size_t>(k) * 256 + 32 * v0;
+  const std::byte* b = panel + 32 * v0;
+  for (int k = 0; k < groups; ++k, b += 256) {
     const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b));
     const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32));
-    // a' = a - 128 = a ^ 0x80 as int8; |a'| as uint8 (|-128| = 128 fits).
+    // a' = a - 128 as int8 and |a'| as uint8 (|-128| = 128 fits), both prepared by int8_shift_rows.
 #define LF_ROW(m)                                                                                  \
   if constexpr (R > m) {                                                                           \
-    const __m256i s = _mm256_xor_si256(_mm256_set1_epi32(avx2_load_u32(A + static_cast<std::size_t>(m) * g.lda + 4 * k)), flip); \
-    const __m256i u = _mm256_abs_epi8(s);                                                          \
+    const __m256i s = _mm256_set1_epi32(avx2_load_u32(r##m + 4 * k));                              \
+    const __m256i u = _mm256_set1_epi32(avx2_load_u32(r##m + to_abs + 4 * k));                     \
     c##m##0 = _mm256_add_epi32(c##m##0, int8_step(u, s, w0, ones));                                \
     c##m##1 = _mm256_add_epi32(c##m##1, int8_step(u, s, w1, ones));                                \
   }
@@ -165,15 +177,16 @@ void int8_slice(const gemm_panels& g, const std::byte* panel, int col0, int v0, 
 #undef LF_OUT
 }
 
-void int8_wide(const gemm_panels& g, const std::byte* panel, int col0, int ncols) {
+__attribute__((noinline)) void int8_wide(const gemm_panels& g, const std::byte* panel, int col0, int ncols) {
   const int groups = g.w->k_padded() / 4;
   const auto* A = static_cast<const std::uint8_t*>(g.a);
-  const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  const std::uint8_t* U = g.a_abs;
+  const __m256i ones = _mm256_set1_epi16(1);
   LF_WIDE_DECLARE(__m256i, _mm256_setzero_si256());
   for (int k = 0; k < groups; ++k) {
     const std::byte* b = panel + static_cast<std::size_t>(k) * 256;
-    const __m256i s = _mm256_xor_si256(_mm256_set1_epi32(avx2_load_u32(A + 4 * k)), flip);
-    const __m256i u = _mm256_abs_epi8(s);
+    const __m256i s = _mm256_set1_epi32(avx2_load_u32(A + 4 * k));
+    const __m256i u = _mm256_set1_epi32(avx2_load_u32(U + 4 * k));
 #define LF_COL(t)                                                                                  \
   d##t = _mm256_add_epi32(d##t, int8_step(u, s, _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32 * t)), ones));
     LF_WIDE(LF_COL)
@@ -185,6 +198,7 @@ void int8_wide(const gemm_panels& g, const std::byte* panel, int col0, int ncols
 
 #undef LF_SLICE_DECLARE
 #undef LF_WIDE_DECLARE
+#undef LF_ROW_POINTERS
 
 } // namespace
 
@@ -213,6 +227,21 @@ void avx2_gemm_int8(const gemm_panels& g, int p0, int p1) {
     else
       int8_slice<decltype(r)::value>(g, panel, col0, v0, ncols, m0);
   });
+}
+
+void avx2_int8_shift_rows(std::uint8_t* a, std::size_t n, std::uint8_t* abs_out) {
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i s = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i)), flip);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + i), s);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(abs_out + i), _mm256_abs_epi8(s));
+  }
+  for (; i < n; ++i) {
+    const auto s = static_cast<std::int8_t>(a[i] ^ 0x80u);
+    a[i] = static_cast<std::uint8_t>(s);
+    abs_out[i] = static_cast<std::uint8_t>(s < 0 ? -s : s);
+  }
 }
 
 void avx2_rows_to_bf16(const float* x, std::size_t ldx, int rows, int k, int k_padded, std::uint16_t* out) {
