@@ -4,6 +4,8 @@
 #   ./setup.sh demo    install packages, build, run the main job
 #   ./setup.sh test    install packages, build, run every test (what CI runs)
 #   ./setup.sh build   install packages and build only
+#   ./setup.sh cross   install the aarch64 cross compiler and qemu-user, build the kernels and their
+#                      tests for aarch64 and run them on three emulated CPUs (part of `test` too)
 #
 # Idempotent: packages already installed and an up-to-date build cost a few seconds.
 # LORAFLEET_PRESET=debug|asan|release (default release), JOBS=N parallel compile jobs.
@@ -25,6 +27,10 @@ packages=(
 
 # The tests also drive the HTTP gateway with curl, the official `openai` npm package (Node.js) and
 # headless Chromium (the dashboard).
+# The aarch64 kernel tables are tested cross-compiled, under qemu-user.
+if [ "$action" = test ] || [ "$action" = cross ]; then
+  packages+=(g++-aarch64-linux-gnu qemu-user)
+fi
 if [ "$action" = test ]; then
   packages+=(curl chromium)
   command -v node > /dev/null || packages+=(nodejs)
@@ -46,6 +52,10 @@ fi
 if [ "$action" = test ] && [ ! -f tests/http/node_modules/openai/package.json ]; then
   echo "setup: installing the openai npm package for the HTTP tests"
   (cd tests/http && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+if [ "$action" = cross ]; then
+  exec tests/cross/run_aarch64.sh "build/$preset/cross-aarch64"
 fi
 
 if [ ! -f "build/$preset/build.ninja" ]; then
@@ -93,7 +103,7 @@ case "$action" in
     trap - EXIT
     ;;
   *)
-    echo "usage: $0 [demo|test|build]" >&2
+    echo "usage: $0 [demo|test|build|cross]" >&2
     exit 2
     ;;
 esac

@@ -8,7 +8,7 @@
 #
 #   tests/cross/run_aarch64.sh [BUILD_DIR]     (default build/cross-aarch64)
 #
-# Needs g++-aarch64-linux-gnu, qemu-user and catch2 (`./setup.sh cross` installs them). Exit 0
+# Needs g++-aarch64-linux-gnu, qemu-user and catch2 (`./setup.sh cross` installs them and runs this). Exit 0
 # when every table passes on every CPU; this says nothing about speed on ARM (qemu emulates).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"

@@ -5,6 +5,8 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define LF_PAUSE() _mm_pause()
+#elif defined(__aarch64__)
+#define LF_PAUSE() __asm__ volatile("yield")
 #else
 #define LF_PAUSE() std::this_thread::yield()
 #endif

@@ -2,8 +2,9 @@
 // conversions.
 //
 //   f32:  one FMA per row and column vector per k, k in order.
-//   bf16: a pair of bf16 widened to two f32 vectors in registers (shift / mask), two FMAs per
-//         pair, the odd element first (the order of vdpbf16ps and of the avx512 emulation).
+//   bf16: a pair of bf16 widened to two f32 vectors (shift / mask), two FMAs per pair, the odd
+//         element first (the order of vdpbf16ps and of the avx512 emulation): in registers for
+//         one row (memory-bound), from a panel widened once per thread for more (bf16_widened).
 //   int8: u8 x s8 without VNNI. vpmaddubsw sums two u8 x s8 products into a saturating int16,
 //         which a = 255 and w = 127 overflow. So the activation is shifted to a' = a - 128
 //         (signed, -128..127; avx2_int8_shift_rows writes a' and |a'| once per product), its
@@ -11,6 +12,7 @@
 //         2 * 128 * 127 = 32512 < 32767: exact. vpmaddwd with ones widens pairs to int32. The
 //         output stage adds back 128 * colsum (avx2_int8_out), so the integers equal every
 //         other table's bit for bit.
+#include "worker/engine/kernels/common/half.hpp"
 #include "worker/engine/kernels/common/quant_params.hpp"
 #include "worker/engine/kernels/x86/avx2_gemm_common.hpp"
 
@@ -80,39 +82,6 @@ __attribute__((noinline)) void f32_wide(const gemm_panels& g, const std::byte* p
   }
 #define LF_OUT(t) avx2_store_vec(g, 0, col0, 0, t, ncols, d##t);
   LF_WIDE(LF_OUT)
-#undef LF_OUT
-}
-
-template <int R>
-__attribute__((noinline)) void bf16_slice(const gemm_panels& g, const std::byte* panel, int col0, int v0, int ncols, int m0) {
-  const int groups = g.w->k_padded() / 2;
-  LF_ROW_POINTERS(std::uint16_t, static_cast<const std::uint16_t*>(g.a) + static_cast<std::size_t>(m0) * g.lda);
-  const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
-  LF_SLICE_DECLARE(__m256, _mm256_setzero_ps());
-  const std::byte* b = panel + 32 * v0;
-  for (int k = 0; k < groups; ++k, b += 256) {
-    const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b));
-    const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32));
-    const __m256 h0 = _mm256_castsi256_ps(_mm256_and_si256(w0, hi_mask)), l0 = _mm256_castsi256_ps(_mm256_slli_epi32(w0, 16));
-    const __m256 h1 = _mm256_castsi256_ps(_mm256_and_si256(w1, hi_mask)), l1 = _mm256_castsi256_ps(_mm256_slli_epi32(w1, 16));
-    // Odd element first, as vdpbf16ps and the avx512 emulation.
-#define LF_ROW(m)                                                                                  \
-  if constexpr (R > m) {                                                                           \
-    const __m256i pair = _mm256_set1_epi32(avx2_load_u32(r##m + 2 * k));                          \
-    const __m256 ah = _mm256_castsi256_ps(_mm256_and_si256(pair, hi_mask));                        \
-    const __m256 al = _mm256_castsi256_ps(_mm256_slli_epi32(pair, 16));                            \
-    c##m##0 = _mm256_fmadd_ps(al, l0, _mm256_fmadd_ps(ah, h0, c##m##0));                           \
-    c##m##1 = _mm256_fmadd_ps(al, l1, _mm256_fmadd_ps(ah, h1, c##m##1));                           \
-  }
-    LF_ROWS(LF_ROW)
-#undef LF_ROW
-  }
-#define LF_OUT(m)                                                                                  \
-  if constexpr (R > m) {                                                                           \
-    avx2_store_vec(g, m0 + m, col0, v0, 0, ncols, c##m##0);                                        \
-    avx2_store_vec(g, m0 + m, col0, v0, 1, ncols, c##m##1);                                        \
-  }
-  LF_ROWS(LF_OUT)
 #undef LF_OUT
 }
 
@@ -196,6 +165,94 @@ __attribute__((noinline)) void int8_wide(const gemm_panels& g, const std::byte* 
   avx2_int8_out<8>(g, 0, col0, 0, ncols, acc, true);
 }
 
+/// bf16 with more than one row (prefill, batches): each panel is widened once to f32 in a
+/// per-thread buffer (per k-group 8 vectors of the odd elements, then 8 of the even) and the
+/// activations once to f32 rows, so a tile runs FMAs and loads only. The two FMAs per pair are
+/// the same, in the same order, as bf16_wide's, so a row's result does not depend on M.
+template <int R>
+__attribute__((noinline)) void bf16w_slice(const gemm_panels& g, const float* pw, int groups, const float* af,
+                                           std::size_t ldaf, int col0, int v0, int ncols, int m0) {
+  const float* r0 = af + static_cast<std::size_t>(m0) * ldaf;
+  const float* r1 = r0 + (R > 1 ? ldaf : 0);
+  const float* r2 = r0 + (R > 2 ? 2 * ldaf : 0);
+  const float* r3 = r0 + (R > 3 ? 3 * ldaf : 0);
+  const float *r4 = r0, *r5 = r0;
+  (void)r1, (void)r2, (void)r3, (void)r4, (void)r5;
+  LF_SLICE_DECLARE(__m256, _mm256_setzero_ps());
+  const float* w = pw + 8 * v0;
+  for (int k = 0; k < groups; ++k, w += 128) {
+    const __m256 o0 = _mm256_load_ps(w), o1 = _mm256_load_ps(w + 8);
+    const __m256 e0 = _mm256_load_ps(w + 64), e1 = _mm256_load_ps(w + 72);
+#define LF_ROW(m)                                                                                  \
+  if constexpr (R > m) {                                                                           \
+    const __m256 ao = _mm256_broadcast_ss(r##m + 2 * k + 1), ae = _mm256_broadcast_ss(r##m + 2 * k); \
+    c##m##0 = _mm256_fmadd_ps(ae, e0, _mm256_fmadd_ps(ao, o0, c##m##0));                           \
+    c##m##1 = _mm256_fmadd_ps(ae, e1, _mm256_fmadd_ps(ao, o1, c##m##1));                           \
+  }
+    LF_ROWS(LF_ROW)
+#undef LF_ROW
+  }
+#define LF_OUT(m)                                                                                  \
+  if constexpr (R > m) {                                                                           \
+    avx2_store_vec(g, m0 + m, col0, v0, 0, ncols, c##m##0);                                        \
+    avx2_store_vec(g, m0 + m, col0, v0, 1, ncols, c##m##1);                                        \
+  }
+  LF_ROWS(LF_OUT)
+#undef LF_OUT
+}
+
+/// A per-thread buffer of at least `floats` 64-byte aligned floats.
+float* thread_floats(aligned_buffer& buf, std::size_t floats) {
+  if (buf.size() < floats * sizeof(float))
+    buf = aligned_buffer(floats * sizeof(float) * 5 / 4);
+  return reinterpret_cast<float*>(buf.data());
+}
+
+void bf16_widened(const gemm_panels& g, int p0, int p1) {
+  thread_local aligned_buffer panel_buf, act_buf;
+  const int KP = g.w->k_padded(), groups = KP / 2;
+  float* pw = thread_floats(panel_buf, static_cast<std::size_t>(groups) * 128);
+  const std::size_t ldaf = static_cast<std::size_t>(KP);
+  float* af = thread_floats(act_buf, static_cast<std::size_t>(g.m) * ldaf);
+  for (int m = 0; m < g.m; ++m) {
+    const auto* a = static_cast<const std::uint16_t*>(g.a) + static_cast<std::size_t>(m) * g.lda;
+    float* o = af + static_cast<std::size_t>(m) * ldaf;
+    for (int k = 0; k < KP; k += 8) {  // KP is even; the row's padding past KP is never read
+      if (k + 8 <= KP) {
+        const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + k));
+        _mm256_storeu_ps(o + k, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
+      } else {
+        for (int j = k; j < KP; ++j)
+          o[j] = engine::bf16_to_f32(a[j]);
+      }
+    }
+  }
+  const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  for (int p = p0; p < p1; ++p) {
+    const int col0 = p * panel_cols;
+    const int ncols = std::min(panel_cols, g.w->n() - col0);
+    const int nvec = (ncols + 7) / 8;
+    const std::byte* panel = g.w->panel(p);
+    for (int k = 0; k < groups; ++k)
+      for (int t = 0; t < 8; ++t) {
+        const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel + static_cast<std::size_t>(k) * 256 + 32 * t));
+        _mm256_store_ps(pw + static_cast<std::size_t>(k) * 128 + 8 * t, _mm256_castsi256_ps(_mm256_and_si256(v, hi_mask)));
+        _mm256_store_ps(pw + static_cast<std::size_t>(k) * 128 + 64 + 8 * t, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+      }
+    int m0 = 0;
+    for (; m0 + 4 <= g.m; m0 += 4)
+      for (int v0 = 0; v0 < nvec; v0 += 2)
+        bf16w_slice<4>(g, pw, groups, af, ldaf, col0, v0, ncols, m0);
+    for (int v0 = 0; v0 < nvec; v0 += 2)
+      switch (g.m - m0) {
+        case 1: bf16w_slice<1>(g, pw, groups, af, ldaf, col0, v0, ncols, m0); break;
+        case 2: bf16w_slice<2>(g, pw, groups, af, ldaf, col0, v0, ncols, m0); break;
+        case 3: bf16w_slice<3>(g, pw, groups, af, ldaf, col0, v0, ncols, m0); break;
+        default: break;
+      }
+  }
+}
+
 #undef LF_SLICE_DECLARE
 #undef LF_WIDE_DECLARE
 #undef LF_ROW_POINTERS
@@ -212,12 +269,12 @@ void avx2_gemm_f32(const gemm_panels& g, int p0, int p1) {
 }
 
 void avx2_gemm_bf16(const gemm_panels& g, int p0, int p1) {
-  avx2_tiles<4>(g, p0, p1, [&](auto r, auto cv, const std::byte* panel, int col0, int v0, int ncols, int m0) {
-    if constexpr (decltype(cv)::value == 8)
-      bf16_wide(g, panel, col0, ncols);
-    else
-      bf16_slice<decltype(r)::value>(g, panel, col0, v0, ncols, m0);
-  });
+  if (g.m > 1) {
+    bf16_widened(g, p0, p1);
+    return;
+  }
+  for (int p = p0; p < p1; ++p)
+    bf16_wide(g, g.w->panel(p), p * panel_cols, std::min(panel_cols, g.w->n() - p * panel_cols));
 }
 
 void avx2_gemm_int8(const gemm_panels& g, int p0, int p1) {
