@@ -42,9 +42,11 @@ namespace {
   const T* r5 = r0 + (R > 5 ? 5 * g.lda : 0);                                                      \
   (void)r1, (void)r2, (void)r3, (void)r4, (void)r5
 
+/// R rows x 16 columns of an f32 panel over k in [0, K), K given (bf16_widened runs it over a
+/// widened panel of 2 x groups rows).
 template <int R>
-__attribute__((noinline)) void f32_slice(const gemm_panels& g, const std::byte* panel, int col0, int v0, int ncols, int m0) {
-  const int K = g.w->k();
+__attribute__((noinline)) void f32_slice(const gemm_panels& g, const std::byte* panel, int K, int col0, int v0,
+                                         int ncols, int m0) {
   LF_ROW_POINTERS(float, static_cast<const float*>(g.a) + static_cast<std::size_t>(m0) * g.lda);
   const float* b = reinterpret_cast<const float*>(panel) + 8 * v0;
   LF_SLICE_DECLARE(__m256, _mm256_setzero_ps());
@@ -165,42 +167,6 @@ __attribute__((noinline)) void int8_wide(const gemm_panels& g, const std::byte* 
   avx2_int8_out<8>(g, 0, col0, 0, ncols, acc, true);
 }
 
-/// bf16 with more than one row (prefill, batches): each panel is widened once to f32 in a
-/// per-thread buffer (per k-group 8 vectors of the odd elements, then 8 of the even) and the
-/// activations once to f32 rows, so a tile runs FMAs and loads only. The two FMAs per pair are
-/// the same, in the same order, as bf16_wide's, so a row's result does not depend on M.
-template <int R>
-__attribute__((noinline)) void bf16w_slice(const gemm_panels& g, const float* pw, int groups, const float* af,
-                                           std::size_t ldaf, int col0, int v0, int ncols, int m0) {
-  const float* r0 = af + static_cast<std::size_t>(m0) * ldaf;
-  const float* r1 = r0 + (R > 1 ? ldaf : 0);
-  const float* r2 = r0 + (R > 2 ? 2 * ldaf : 0);
-  const float* r3 = r0 + (R > 3 ? 3 * ldaf : 0);
-  const float *r4 = r0, *r5 = r0;
-  (void)r1, (void)r2, (void)r3, (void)r4, (void)r5;
-  LF_SLICE_DECLARE(__m256, _mm256_setzero_ps());
-  const float* w = pw + 8 * v0;
-  for (int k = 0; k < groups; ++k, w += 128) {
-    const __m256 o0 = _mm256_load_ps(w), o1 = _mm256_load_ps(w + 8);
-    const __m256 e0 = _mm256_load_ps(w + 64), e1 = _mm256_load_ps(w + 72);
-#define LF_ROW(m)                                                                                  \
-  if constexpr (R > m) {                                                                           \
-    const __m256 ao = _mm256_broadcast_ss(r##m + 2 * k + 1), ae = _mm256_broadcast_ss(r##m + 2 * k); \
-    c##m##0 = _mm256_fmadd_ps(ae, e0, _mm256_fmadd_ps(ao, o0, c##m##0));                           \
-    c##m##1 = _mm256_fmadd_ps(ae, e1, _mm256_fmadd_ps(ao, o1, c##m##1));                           \
-  }
-    LF_ROWS(LF_ROW)
-#undef LF_ROW
-  }
-#define LF_OUT(m)                                                                                  \
-  if constexpr (R > m) {                                                                           \
-    avx2_store_vec(g, m0 + m, col0, v0, 0, ncols, c##m##0);                                        \
-    avx2_store_vec(g, m0 + m, col0, v0, 1, ncols, c##m##1);                                        \
-  }
-  LF_ROWS(LF_OUT)
-#undef LF_OUT
-}
-
 /// A per-thread buffer of at least `floats` 64-byte aligned floats.
 float* thread_floats(aligned_buffer& buf, std::size_t floats) {
   if (buf.size() < floats * sizeof(float))
@@ -208,26 +174,35 @@ float* thread_floats(aligned_buffer& buf, std::size_t floats) {
   return reinterpret_cast<float*>(buf.data());
 }
 
+/// bf16 with more than one row (prefill, batches): each panel is widened once, in a per-thread
+/// buffer, to an f32 panel of 2 x groups rows (per pair the odd element's row, then the even's),
+/// and the activations to f32 rows in the same order; then the f32 tiles run over them. That is
+/// the same two FMAs per pair, in the same order, as bf16_wide, so a row's result does not
+/// depend on M.
 void bf16_widened(const gemm_panels& g, int p0, int p1) {
   thread_local aligned_buffer panel_buf, act_buf;
   const int KP = g.w->k_padded(), groups = KP / 2;
-  float* pw = thread_floats(panel_buf, static_cast<std::size_t>(groups) * 128);
+  float* pw = thread_floats(panel_buf, static_cast<std::size_t>(KP) * panel_cols);
   const std::size_t ldaf = static_cast<std::size_t>(KP);
   float* af = thread_floats(act_buf, static_cast<std::size_t>(g.m) * ldaf);
+  const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   for (int m = 0; m < g.m; ++m) {
     const auto* a = static_cast<const std::uint16_t*>(g.a) + static_cast<std::size_t>(m) * g.lda;
     float* o = af + static_cast<std::size_t>(m) * ldaf;
-    for (int k = 0; k < KP; k += 8) {  // KP is even; the row's padding past KP is never read
-      if (k + 8 <= KP) {
-        const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + k));
-        _mm256_storeu_ps(o + k, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
-      } else {
-        for (int j = k; j < KP; ++j)
-          o[j] = engine::bf16_to_f32(a[j]);
-      }
+    int k = 0;
+    for (; k + 8 <= KP; k += 8) {  // 4 pairs: (even, odd) in each 32-bit lane -> odd, even
+      const __m256i v = _mm256_cvtepu32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + k)));
+      const __m256i odd = _mm256_and_si256(v, hi_mask), even = _mm256_slli_epi64(_mm256_slli_epi32(v, 16), 32);
+      _mm256_storeu_ps(o + k, _mm256_castsi256_ps(_mm256_or_si256(odd, even)));
+    }
+    for (; k < KP; k += 2) {
+      o[k] = engine::bf16_to_f32(a[k + 1]);
+      o[k + 1] = engine::bf16_to_f32(a[k]);
     }
   }
-  const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  gemm_panels gw = g;
+  gw.a = af;
+  gw.lda = ldaf;
   for (int p = p0; p < p1; ++p) {
     const int col0 = p * panel_cols;
     const int ncols = std::min(panel_cols, g.w->n() - col0);
@@ -236,18 +211,21 @@ void bf16_widened(const gemm_panels& g, int p0, int p1) {
     for (int k = 0; k < groups; ++k)
       for (int t = 0; t < 8; ++t) {
         const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel + static_cast<std::size_t>(k) * 256 + 32 * t));
-        _mm256_store_ps(pw + static_cast<std::size_t>(k) * 128 + 8 * t, _mm256_castsi256_ps(_mm256_and_si256(v, hi_mask)));
-        _mm256_store_ps(pw + static_cast<std::size_t>(k) * 128 + 64 + 8 * t, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+        _mm256_store_ps(pw + static_cast<std::size_t>(2 * k) * panel_cols + 8 * t, _mm256_castsi256_ps(_mm256_and_si256(v, hi_mask)));
+        _mm256_store_ps(pw + static_cast<std::size_t>(2 * k + 1) * panel_cols + 8 * t, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
       }
+    const auto* wide = reinterpret_cast<const std::byte*>(pw);
     int m0 = 0;
-    for (; m0 + 4 <= g.m; m0 += 4)
+    for (; m0 + 6 <= g.m; m0 += 6)
       for (int v0 = 0; v0 < nvec; v0 += 2)
-        bf16w_slice<4>(g, pw, groups, af, ldaf, col0, v0, ncols, m0);
+        f32_slice<6>(gw, wide, KP, col0, v0, ncols, m0);
     for (int v0 = 0; v0 < nvec; v0 += 2)
       switch (g.m - m0) {
-        case 1: bf16w_slice<1>(g, pw, groups, af, ldaf, col0, v0, ncols, m0); break;
-        case 2: bf16w_slice<2>(g, pw, groups, af, ldaf, col0, v0, ncols, m0); break;
-        case 3: bf16w_slice<3>(g, pw, groups, af, ldaf, col0, v0, ncols, m0); break;
+        case 1: f32_slice<1>(gw, wide, KP, col0, v0, ncols, m0); break;
+        case 2: f32_slice<2>(gw, wide, KP, col0, v0, ncols, m0); break;
+        case 3: f32_slice<3>(gw, wide, KP, col0, v0, ncols, m0); break;
+        case 4: f32_slice<4>(gw, wide, KP, col0, v0, ncols, m0); break;
+        case 5: f32_slice<5>(gw, wide, KP, col0, v0, ncols, m0); break;
         default: break;
       }
   }
@@ -264,7 +242,7 @@ void avx2_gemm_f32(const gemm_panels& g, int p0, int p1) {
     if constexpr (decltype(cv)::value == 8)
       f32_wide(g, panel, col0, ncols);
     else
-      f32_slice<decltype(r)::value>(g, panel, col0, v0, ncols, m0);
+      f32_slice<decltype(r)::value>(g, panel, g.w->k(), col0, v0, ncols, m0);
   });
 }
 
