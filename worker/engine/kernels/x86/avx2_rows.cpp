@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "worker/engine/kernels/common/family.hpp"
+#include "worker/engine/kernels/x86/peak_body.hpp"
 #include "worker/engine/kernels/common/sampler_passes.hpp"
 #include "worker/engine/kernels/x86/avx2_math.hpp"
 
@@ -116,29 +117,13 @@ void avx2_lora_row(const float* x, float* y, int in, int rank, int out, const fl
 
 namespace {
 
-constexpr long iterations = 4'000'000;
-
-double seconds(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-#define LF_PROBE_BODY(type, init, op)                                                              \
-  type c0 = init, c1 = init, c2 = init, c3 = init, c4 = init, c5 = init, c6 = init, c7 = init,     \
-       c8 = init, c9 = init;                                                                       \
-  for (long i = 0; i < iterations; ++i) {                                                          \
-    c0 = op(c0); c1 = op(c1); c2 = op(c2); c3 = op(c3); c4 = op(c4);                               \
-    c5 = op(c5); c6 = op(c6); c7 = op(c7); c8 = op(c8); c9 = op(c9);                               \
-    __asm__ volatile("" : "+x"(c0), "+x"(c1), "+x"(c2), "+x"(c3), "+x"(c4), "+x"(c5), "+x"(c6),    \
-                     "+x"(c7), "+x"(c8), "+x"(c9));                                                \
-  }
-
 double probe_f32() {
   const __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(0.001f);
   const auto t0 = std::chrono::steady_clock::now();
 #define LF_OP(c) _mm256_fmadd_ps(c, a, b)
   LF_PROBE_BODY(__m256, _mm256_set1_ps(1.0f), LF_OP)
 #undef LF_OP
-  return 10.0 * 8 * iterations / seconds(t0);
+  return 10.0 * 8 * probe_iterations / probe_seconds(t0);
 }
 
 /// The avx2 int8 kernel's sequence per 32 products: sign, maddubs, madd, add (each chain feeds
@@ -149,7 +134,7 @@ double probe_int8_sign() {
 #define LF_OP(c) _mm256_add_epi32(c, _mm256_madd_epi16(_mm256_maddubs_epi16(u, _mm256_sign_epi8(c, s)), ones))
   LF_PROBE_BODY(__m256i, _mm256_setzero_si256(), LF_OP)
 #undef LF_OP
-  return 10.0 * 32 * iterations / seconds(t0);
+  return 10.0 * 32 * probe_iterations / probe_seconds(t0);
 }
 
 __attribute__((target("avxvnni"))) double probe_int8_vnni() {
@@ -158,7 +143,7 @@ __attribute__((target("avxvnni"))) double probe_int8_vnni() {
 #define LF_OP(c) _mm256_dpbusd_avx_epi32(c, a, b)
   LF_PROBE_BODY(__m256i, _mm256_setzero_si256(), LF_OP)
 #undef LF_OP
-  return 10.0 * 32 * iterations / seconds(t0);
+  return 10.0 * 32 * probe_iterations / probe_seconds(t0);
 }
 
 } // namespace

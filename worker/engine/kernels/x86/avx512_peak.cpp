@@ -6,26 +6,11 @@
 #include <chrono>
 
 #include "worker/engine/kernels/common/family.hpp"
+#include "worker/engine/kernels/x86/peak_body.hpp"
 
 namespace lf::kernels::detail {
 
 namespace {
-
-constexpr long iterations = 4'000'000;
-
-double seconds(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-#define LF_PROBE_BODY(type, init, op)                                                              \
-  type c0 = init, c1 = init, c2 = init, c3 = init, c4 = init, c5 = init, c6 = init, c7 = init,     \
-       c8 = init, c9 = init;                                                                       \
-  for (long i = 0; i < iterations; ++i) {                                                          \
-    c0 = op(c0); c1 = op(c1); c2 = op(c2); c3 = op(c3); c4 = op(c4);                               \
-    c5 = op(c5); c6 = op(c6); c7 = op(c7); c8 = op(c8); c9 = op(c9);                               \
-    __asm__ volatile("" : "+v"(c0), "+v"(c1), "+v"(c2), "+v"(c3), "+v"(c4), "+v"(c5), "+v"(c6),    \
-                     "+v"(c7), "+v"(c8), "+v"(c9));                                                \
-  }
 
 double probe_f32() {
   const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(0.001f);
@@ -33,7 +18,7 @@ double probe_f32() {
 #define LF_OP(c) _mm512_fmadd_ps(c, a, b)
   LF_PROBE_BODY(__m512, _mm512_set1_ps(1.0f), LF_OP)
 #undef LF_OP
-  return 10.0 * 16 * iterations / seconds(t0);
+  return 10.0 * 16 * probe_iterations / probe_seconds(t0);
 }
 
 __attribute__((target("avx512bf16"))) double probe_bf16() {
@@ -42,7 +27,7 @@ __attribute__((target("avx512bf16"))) double probe_bf16() {
 #define LF_OP(c) _mm512_dpbf16_ps(c, a, b)
   LF_PROBE_BODY(__m512, _mm512_setzero_ps(), LF_OP)
 #undef LF_OP
-  return 10.0 * 32 * iterations / seconds(t0);
+  return 10.0 * 32 * probe_iterations / probe_seconds(t0);
 }
 
 __attribute__((target("avx512vnni"))) double probe_int8() {
@@ -51,7 +36,7 @@ __attribute__((target("avx512vnni"))) double probe_int8() {
 #define LF_OP(c) _mm512_dpbusd_epi32(c, a, b)
   LF_PROBE_BODY(__m512i, _mm512_setzero_si512(), LF_OP)
 #undef LF_OP
-  return 10.0 * 64 * iterations / seconds(t0);
+  return 10.0 * 64 * probe_iterations / probe_seconds(t0);
 }
 
 } // namespace
