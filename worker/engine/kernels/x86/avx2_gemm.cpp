@@ -8,13 +8,15 @@
 //   int8: u8 x s8 without VNNI. vpmaddubsw sums two u8 x s8 products into a saturating int16,
 //         which a = 255 and w = 127 overflow. So the activation is shifted to a' = a - 128
 //         (signed, -128..127; avx2_int8_shift_rows writes a' and |a'| once per product), its
-//         magnitude |a'| <= 128 is the unsigned operand and its sign moves onto the weight (vpsignb): |a'| * sign(a') w = a' w, and a pair sums to at most
+//         magnitude |a'| <= 128 is the unsigned operand and its sign moves onto the weight
+//         (vpsignb): |a'| * sign(a') w = a' w, and a pair sums to at most
 //         2 * 128 * 127 = 32512 < 32767: exact. vpmaddwd with ones widens pairs to int32. The
 //         output stage adds back 128 * colsum (avx2_int8_out), so the integers equal every
 //         other table's bit for bit.
 #include "worker/engine/kernels/common/half.hpp"
 #include "worker/engine/kernels/common/quant_params.hpp"
 #include "worker/engine/kernels/x86/avx2_gemm_common.hpp"
+#include "worker/engine/kernels/x86/avx2_math.hpp"
 
 namespace lf::kernels::detail {
 
@@ -22,8 +24,9 @@ namespace {
 
 // Named accumulators, not arrays: GCC 12 keeps an array of vectors that a loop updates partly in
 // memory (a store per update). Each tile is its own (noinline) function: inlined into the panel
-// loop, GCC 12 spilled a weight vector and the row addresses to the stack. A slice tile holds c<row><0|1> for up to six rows (guarded by
-// `if constexpr (R > row)`); a wide tile (one row, whole panel) d0..d7.
+// loop, GCC 12 spilled a weight vector and the row addresses to the stack. A slice tile holds
+// c<row><0|1> for up to six rows (guarded by `if constexpr (R > row)`); a wide tile (one row,
+// whole panel) d0..d7.
 #define LF_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define LF_WIDE(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #define LF_SLICE_DECLARE(type, zero)                                                               \
@@ -315,18 +318,6 @@ void avx2_rows_to_bf16(const float* x, std::size_t ldx, int rows, int k, int k_p
 
 void avx2_rows_to_u8(const float* x, std::size_t ldx, int rows, int k, int k_padded, std::uint8_t* out,
                      float* scale, std::int32_t* zero) {
-  auto hmin = [](__m256 v) {
-    __m128 m = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    m = _mm_min_ps(m, _mm_movehl_ps(m, m));
-    m = _mm_min_ss(m, _mm_shuffle_ps(m, m, 1));
-    return _mm_cvtss_f32(m);
-  };
-  auto hmax = [](__m256 v) {
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
-    return _mm_cvtss_f32(m);
-  };
   for (int r = 0; r < rows; ++r) {
     const float* xr = x + static_cast<std::size_t>(r) * ldx;
     std::uint8_t* o = out + static_cast<std::size_t>(r) * static_cast<std::size_t>(k_padded);
@@ -337,7 +328,7 @@ void avx2_rows_to_u8(const float* x, std::size_t ldx, int rows, int k, int k_pad
       mn = _mm256_min_ps(mn, v);
       mx = _mm256_max_ps(mx, v);
     }
-    float lo = hmin(mn), hi = hmax(mx);
+    float lo = avx2_hmin(mn), hi = avx2_hmax(mx);
     for (int j = i; j < k; ++j) {
       lo = std::min(lo, xr[j]);
       hi = std::max(hi, xr[j]);

@@ -34,6 +34,14 @@ inline float avx2_hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+/// The smallest of a vector's 8 lanes.
+inline float avx2_hmin(__m256 v) {
+  __m128 s = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_min_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_min_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+
 /// The largest of a vector's 8 lanes.
 inline float avx2_hmax(__m256 v) {
   __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
