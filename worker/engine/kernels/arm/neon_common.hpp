@@ -98,6 +98,33 @@ inline void neon_int8_out(const gemm_panels& g, int m, int col0, int v0, int nco
   }
 }
 
+/// R rows x CV column vectors of an int8 product with a four-products-per-lane instruction: for
+/// each row and 4-k group, Dot::prepare(four activation bytes) once, then Dot::mac(acc, that,
+/// weights) per column vector. Dot::shifted says the activation is a' = a - 128. Each family's
+/// file supplies its Dot (sdot, usdot), compiled with its own flags.
+template <int R, int CV, class Dot>
+inline void neon_int8_dot_tile(const gemm_panels& g, const std::byte* panel, int col0, int v0, int ncols, int m0) {
+  const int groups = g.w->k_padded() / 4;
+  const auto* A = static_cast<const std::uint8_t*>(g.a) + static_cast<std::size_t>(m0) * g.lda;
+  int32x4_t c[R][CV];
+  for (int m = 0; m < R; ++m)
+    for (int t = 0; t < CV; ++t)
+      c[m][t] = vdupq_n_s32(0);
+  for (int k = 0; k < groups; ++k) {
+    const auto* b = reinterpret_cast<const std::int8_t*>(panel + static_cast<std::size_t>(k) * 256) + 16 * v0;
+    int8x16_t w[CV];
+    for (int t = 0; t < CV; ++t)
+      w[t] = vld1q_s8(b + 16 * t);
+    for (int m = 0; m < R; ++m) {
+      const auto a = Dot::prepare(neon_load_u32(A + static_cast<std::size_t>(m) * g.lda + 4 * k));
+      for (int t = 0; t < CV; ++t)
+        c[m][t] = Dot::mac(c[m][t], a, w[t]);
+    }
+  }
+  for (int m = 0; m < R; ++m)
+    neon_int8_out<CV>(g, m0 + m, col0, v0, ncols, c[m], Dot::shifted);
+}
+
 /// e^x for x <= 0: Cephes' polynomial after x = n ln2 + r; about 1.6e-38 (not 0) at and below -87.
 inline float32x4_t neon_exp4(float32x4_t x) {
   x = vmaxq_f32(x, vdupq_n_f32(-87.0f));

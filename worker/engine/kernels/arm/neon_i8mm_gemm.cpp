@@ -15,28 +15,12 @@ namespace lf::kernels::detail {
 
 namespace {
 
-template <int R, int CV>
-void int8_tile(const gemm_panels& g, const std::byte* panel, int col0, int v0, int ncols, int m0) {
-  const int groups = g.w->k_padded() / 4;
-  const auto* A = static_cast<const std::uint8_t*>(g.a) + static_cast<std::size_t>(m0) * g.lda;
-  int32x4_t c[R][CV];
-  for (int m = 0; m < R; ++m)
-    for (int t = 0; t < CV; ++t)
-      c[m][t] = vdupq_n_s32(0);
-  for (int k = 0; k < groups; ++k) {
-    const auto* b = reinterpret_cast<const std::int8_t*>(panel + static_cast<std::size_t>(k) * 256) + 16 * v0;
-    int8x16_t w[CV];
-    for (int t = 0; t < CV; ++t)
-      w[t] = vld1q_s8(b + 16 * t);
-    for (int m = 0; m < R; ++m) {
-      const uint8x16_t a = vreinterpretq_u8_s32(vdupq_n_s32(neon_load_u32(A + static_cast<std::size_t>(m) * g.lda + 4 * k)));
-      for (int t = 0; t < CV; ++t)
-        c[m][t] = vusdotq_s32(c[m][t], a, w[t]);
-    }
-  }
-  for (int m = 0; m < R; ++m)
-    neon_int8_out<CV>(g, m0 + m, col0, v0, ncols, c[m], false);
-}
+/// usdot on the activation's bytes as they are (u8) and the s8 weights.
+struct usdot {
+  static constexpr bool shifted = false;
+  static uint8x16_t prepare(std::int32_t bits) { return vreinterpretq_u8_s32(vdupq_n_s32(bits)); }
+  static int32x4_t mac(int32x4_t acc, uint8x16_t a, int8x16_t w) { return vusdotq_s32(acc, a, w); }
+};
 
 template <int R, int CV>
 void bf16_tile(const gemm_panels& g, const std::byte* panel, int col0, int v0, int ncols, int m0) {
@@ -66,7 +50,7 @@ void bf16_tile(const gemm_panels& g, const std::byte* panel, int col0, int v0, i
 
 void neon_i8mm_gemm_int8(const gemm_panels& g, int p0, int p1) {
   neon_tiles<4, 16, 4>(g, p0, p1, [&](auto r, auto cv, const std::byte* panel, int col0, int v0, int ncols, int m0) {
-    int8_tile<decltype(r)::value, decltype(cv)::value>(g, panel, col0, v0, ncols, m0);
+    neon_int8_dot_tile<decltype(r)::value, decltype(cv)::value, usdot>(g, panel, col0, v0, ncols, m0);
   });
 }
 
