@@ -51,12 +51,10 @@ def peak_rss_mb(pid):
     return 0.0
 
 
-def drive(args, url, model_name):
+def drive(args, url):
     with tempfile.TemporaryDirectory() as d:
         cmd = [args.lorafleet, "loadtest", url, "--concurrency", str(args.concurrency), "--requests",
                str(args.requests), "--input", str(args.input), "--output", str(args.output), "--out", f"{d}/lt"]
-        if model_name:
-            cmd += ["--model-name", model_name]
         out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if out.returncode != 0:
             sys.exit(f"bench_serve_vs_llama: loadtest failed:\n{out.stdout[-3000:]}")
@@ -75,31 +73,29 @@ def stop(proc):
         proc.wait()
 
 
-def run_lorafleet(args):
-    proc = subprocess.Popen([args.lorafleet, "serve", "--model", args.model, "--http", "127.0.0.1:18000",
-                             "--listen", "tcp://127.0.0.1:18555", "--log-level", "warn"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def run_server(args, cmd, base, ready_path):
+    """Starts `cmd`, waits for base + ready_path, drives it, stops it; adds its peak RSS."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_http("http://127.0.0.1:18000/ready", proc)
-        r = drive(args, "http://127.0.0.1:18000", "")
+        wait_http(base + ready_path, proc)
+        r = drive(args, base)
         r["peak_rss_mb"] = peak_rss_mb(proc.pid)
     finally:
         stop(proc)
     return r
+
+
+def run_lorafleet(args):
+    return run_server(args, [args.lorafleet, "serve", "--model", args.model, "--http", "127.0.0.1:18000",
+                             "--listen", "tcp://127.0.0.1:18555", "--log-level", "warn"],
+                      "http://127.0.0.1:18000", "/ready")
 
 
 def run_llama(args, t):
-    proc = subprocess.Popen([f"{args.llama_bin}/llama-server", "-m", f"{args.gguf_prefix}-{t}.gguf",
+    return run_server(args, [f"{args.llama_bin}/llama-server", "-m", f"{args.gguf_prefix}-{t}.gguf",
                              "-np", str(args.concurrency), "-c", str(1024 * args.concurrency), "-fa",
                              "-t", "2", "-tb", "2", "--host", "127.0.0.1", "--port", "18090"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_http("http://127.0.0.1:18090/health", proc)
-        r = drive(args, "http://127.0.0.1:18090", "")
-        r["peak_rss_mb"] = peak_rss_mb(proc.pid)
-    finally:
-        stop(proc)
-    return r
+                      "http://127.0.0.1:18090", "/health")
 
 
 def main():
