@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <set>
+#include <cstdlib>
 #include <string>
 
 #include "tests/unit/kernels/kernel_reference.hpp"
@@ -104,5 +105,24 @@ TEST_CASE("the sampler's passes give the same results in every table", "[kernels
       t->logits_max(broken.data(), n, bad);
       CHECK(bad);
     }
+  }
+}
+
+// Run by ctest with LF_ISA set (tests/unit/kernels/CMakeLists.txt): a name this build has no
+// table for is reported and the best table is used; a runnable name is followed. Hidden from the
+// default run, which has no LF_ISA.
+TEST_CASE("LF_ISA: a runnable table is followed, anything else is reported and ignored", "[.][lf_isa]") {
+  const char* env = std::getenv("LF_ISA");
+  REQUIRE(env != nullptr);
+  const auto* named = find_table(env);
+  if (named != nullptr && host_features().has_all(named->needs)) {
+    CHECK(&active_table() == named);
+    CHECK_FALSE(lf_isa_problem());
+  } else {
+    CHECK(&active_table() == &best_table(host_features()));
+    const auto problem = lf_isa_problem();
+    REQUIRE(problem);
+    CHECK(problem->find(std::string("LF_ISA=") + env) != std::string::npos);
+    CHECK(problem->find(std::string("using ") + std::string(best_table(host_features()).name)) != std::string::npos);
   }
 }
