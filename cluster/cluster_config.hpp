@@ -61,7 +61,6 @@ private:
 /// defaults); its directories come from [cluster] and are filled in at load.
 struct worker_group {
   std::uint32_t count = 1;
-  std::string device = "cpu";       ///< only "cpu" in this build
   std::chrono::milliseconds report_interval{100};  ///< load reports to the router
   worker::worker_settings settings;
 };

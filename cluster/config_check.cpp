@@ -28,8 +28,10 @@ bool has_space(const std::string& s) {
 }
 
 void check_workers(const worker_group& w, const std::string& path, parse_state& st) {
-  if (w.device != "cpu")
-    st.add(path + ".device", "\"" + w.device + "\" is not available: this build runs workers on \"cpu\" only");
+  if (w.settings.device != "cpu") {
+    if (auto err = worker::check_device(w.settings); !err.empty())
+      st.add(path + ".device", err);
+  }
   if (!worker::is_compute_dtype(w.settings.dtype))
     st.add(path + ".dtype", "\"" + w.settings.dtype + "\" is not a compute dtype ("
                               + worker::compute_dtype_list + ")");

@@ -19,8 +19,8 @@ constexpr std::int64_t u32_max = std::numeric_limits<std::uint32_t>::max();
 void read_workers(toml_reader& r, worker_group& w, bool with_count) {
   if (with_count)
     r.set("count", w.count, 0, 256);
-  r.set("device", w.device);
   auto& s = w.settings;
+  r.set("device", s.device);
   r.set("threads", s.threads, 0, 256);
   r.set("blas_threads", s.blas_threads, 0, 256);
   r.set("dtype", s.dtype);

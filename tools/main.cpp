@@ -14,6 +14,7 @@ const char* usage = R"(usage: lorafleet <command> [options]
 commands:
   serve       [--model DIR] [--adapters DIR] [--workers N] [--listen EP] [--threads N per worker]
               [--blas-threads N (OpenBLAS, process; static modes only)]
+              [--device cpu|cuda|cuda:N (GPU: f32)]
               [--dtype int8|bf16|f32] [--kv-dtype bf16|int8|f32] [--kv-cache-mb MB] [--max-seqs N]
               [--max-batched-tokens N] [--adapter-cache-mb MB] [--max-adapters N (per worker)]
               [--max-inflight-per-worker N]

@@ -34,11 +34,16 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
   // 0 (the default) becomes each worker's share of the cores in resolve_for_process.
   w.threads = static_cast<int>(a.integer_in("threads", defaults.threads, 0, 256));
   w.blas_threads = static_cast<int>(a.integer_in("blas-threads", defaults.blas_threads, 0, 256));
-  w.dtype = a.str("dtype", defaults.dtype);
+  // A GPU computes in f32: its dtype defaults follow the device.
+  w.device = a.str("device", defaults.device);
+  const bool gpu = w.device != "cpu";
+  w.dtype = a.str("dtype", gpu ? "f32" : defaults.dtype);
   if (!worker::is_compute_dtype(w.dtype))
     throw std::invalid_argument(std::string("--dtype must be ") + worker::compute_dtype_list + " (got '"
                                 + w.dtype + "')");
-  w.kv_dtype = std::string(kernels::to_string(kv_dtype_flag(a, defaults.kv_dtype)));
+  w.kv_dtype = std::string(kernels::to_string(kv_dtype_flag(a, gpu ? "f32" : defaults.kv_dtype)));
+  if (auto err = worker::check_device(w); !err.empty())
+    throw std::invalid_argument("--device: " + err);
   w.kv_cache_mb = static_cast<std::size_t>(a.integer_in("kv-cache-mb", static_cast<std::int64_t>(defaults.kv_cache_mb), 1, 1 << 20));
   w.block_size = static_cast<std::uint32_t>(a.integer_in("block-size", defaults.block_size, 1, 1024));
   w.max_seqs = static_cast<std::uint32_t>(a.integer_in("max-seqs", defaults.max_seqs, 1, 4096));

@@ -1,5 +1,6 @@
-// A worker built from its settings. Continuous batching runs the CPU engine (no torch); the
-// static-batching baselines run the ATen model, built only when one of those modes is asked for.
+// A worker built from its settings. Continuous batching runs the CPU engine or the CUDA engine
+// (no torch); the static-batching baselines run the ATen model, built only when one of those modes
+// is asked for, and only in builds with libtorch (LF_NO_TORCH: without it they are refused).
 #include "worker/worker_runtime.hpp"
 
 #include <algorithm>
@@ -9,15 +10,19 @@
 #include <stdexcept>
 
 #include "core/log.hpp"
-#include "worker/engine/blas_threads.hpp"
 #include "worker/engine/cpu_runner.hpp"
+#include "worker/engine/cuda/cuda_engine.hpp"
 #include "worker/engine/generator.hpp"
-#include "worker/engine/gpt2_model.hpp"
 #include "worker/engine/kernels/kernel_table.hpp"
 #include "worker/engine/lora_adapter.hpp"
-#include "worker/engine/lora_weights.hpp"
+#include "worker/engine/peft_manager.hpp"
 #include "worker/engine/tokenizer.hpp"
+#ifndef LF_NO_TORCH
+#include "worker/engine/blas_threads.hpp"
+#include "worker/engine/gpt2_model.hpp"
+#include "worker/engine/lora_weights.hpp"
 #include "worker/engine/weights.hpp"
+#endif
 
 namespace lf::worker {
 
@@ -51,6 +56,21 @@ kernels::kv_shape kv_shape_of(const worker_settings& s, const engine::gpt2_confi
     throw std::invalid_argument("kv_cache_mb " + std::to_string(s.kv_cache_mb) + " holds no KV block of "
                                 + std::to_string(s.block_size) + " tokens for this model");
   return k;
+}
+
+/// Blocks of `per_block` bytes in the budget of `s`, at most twice what max_seqs sequences hold at
+/// full context (as kv_shape_of, for the GPU's f32 pool).
+std::uint32_t gpu_blocks(const worker_settings& s, const engine::gpt2_config& c, std::size_t per_block) {
+  if (s.num_blocks > 0)
+    return s.num_blocks;
+  const auto per_seq = (static_cast<std::uint64_t>(c.n_positions) + s.block_size - 1) / s.block_size;
+  const auto useful = 2 * per_seq * s.max_seqs;
+  const auto fit = static_cast<std::uint64_t>((s.kv_cache_mb << 20) / per_block);
+  const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(fit, useful));
+  if (n == 0)
+    throw std::invalid_argument("kv_cache_mb " + std::to_string(s.kv_cache_mb) + " holds no KV block of "
+                                + std::to_string(s.block_size) + " tokens for this model");
+  return n;
 }
 
 /// A step_engine for the static modes, whose loop never steps it (the ATen generator runs them).
@@ -88,8 +108,10 @@ struct worker_runtime::impl {
   // Continuous batching: the CPU engine.
   std::unique_ptr<engine::cpu_model> model;
   std::unique_ptr<kernels::kv_cache> kv;
+#ifndef LF_NO_TORCH
   // Static batching: the ATen model.
   std::unique_ptr<engine::gpt2_model> aten;
+#endif
   /// The worker's copy of the cluster's adapter registry (the loader threads read it).
   struct registry_copy {
     std::mutex m;
@@ -98,6 +120,7 @@ struct worker_runtime::impl {
   std::shared_ptr<registry_copy> registry = std::make_shared<registry_copy>();
   std::unique_ptr<cache::adapter_manager> adapters;
   std::unique_ptr<engine::step_engine> runner;
+  std::string gpu_name;  ///< the GPU's name when the model runs on one
   std::unique_ptr<serving_loop> loop;
   mutable std::mutex listed_m;
   mutable std::vector<std::string> listed;
@@ -107,7 +130,25 @@ struct worker_runtime::impl {
     const int threads = s.threads > 0 ? s.threads : share_of_cores(1);
     settings.threads = threads;
     const auto dtype = engine::parse_compute_dtype(s.dtype);
-    if (s.mode == batching_mode::continuous) {
+    if (auto gpu = engine::parse_cuda_device(s.device)) {
+      config = engine::gpt2_config::load((std::filesystem::path(s.model_dir) / "config.json").string());
+      engine::cuda_options o;
+      o.device = *gpu;
+      o.block_size = static_cast<int>(s.block_size);
+      o.num_blocks = gpu_blocks(s, config, engine::cuda_kv_block_bytes(config, o.block_size));
+      o.max_rows = static_cast<int>(s.max_batched_tokens);
+      o.host_threads = threads;
+      adapters = engine::make_cpu_lora_manager(s.adapter_dir, config, adapter_config(s), sources());
+      auto e = engine::make_cuda_engine(s.model_dir, o, adapters->lookup());
+      const auto& d = e->device();
+      log::info("worker", "device " + s.device + ": " + d.name,
+                {{"memory_mb", d.memory_bytes >> 20}, {"multiprocessors", d.multiprocessors},
+                 {"weights_mb", e->weight_bytes() >> 20}, {"kv_mb", e->kv_bytes() >> 20},
+                 {"kv_blocks", o.num_blocks}});
+      gpu_name = d.name;
+      settings.num_blocks = o.num_blocks;
+      runner = std::move(e);
+    } else if (s.mode == batching_mode::continuous) {
       model = std::make_unique<engine::cpu_model>(engine::load_cpu_weights(s.model_dir, dtype), threads);
       if (auto problem = kernels::lf_isa_problem())
         log::warn("worker", *problem);
@@ -123,6 +164,10 @@ struct worker_runtime::impl {
       runner = std::make_unique<engine::cpu_runner>(*model, *kv, adapters->lookup());
       settings.num_blocks = kv->shape().num_blocks;
     } else {
+#ifdef LF_NO_TORCH
+      throw std::invalid_argument("mode " + std::string(to_string(s.mode))
+                                  + " runs on libtorch, and this build has none: use mode continuous");
+#else
       // The baselines of the course material: ATen's intra-op threads and the OpenBLAS pool.
       engine::set_compute_threads(threads);
       if (s.blas_threads > 0)
@@ -133,14 +178,24 @@ struct worker_runtime::impl {
       runner = std::make_unique<no_step_engine>(static_cast<std::size_t>(config.vocab_size));
       if (settings.num_blocks == 0)
         settings.num_blocks = 1;  // no paged store in the static modes
+#endif
     }
+    loop = std::make_unique<serving_loop>(*runner, tok, make_config(settings, settings.num_blocks, tok.eos_id()),
+                                          static_generate(), adapters.get());
+  }
+
+  /// The static modes' generator over the ATen model (none without libtorch: those modes are
+  /// refused above).
+  static_generate_fn static_generate() {
+#ifdef LF_NO_TORCH
+    return [](const std::vector<engine::generation_request>&, const engine::generate_options&)
+             -> engine::generation_batch_result { throw std::logic_error("no static batching without libtorch"); };
+#else
     auto* m = aten.get();
-    loop = std::make_unique<serving_loop>(
-      *runner, tok, make_config(settings, settings.num_blocks, tok.eos_id()),
-      [m, this](const std::vector<engine::generation_request>& b, const engine::generate_options& o) {
-        return engine::generate(*m, tok, b, o);
-      },
-      adapters.get());
+    return [m, this](const std::vector<engine::generation_request>& b, const engine::generate_options& o) {
+      return engine::generate(*m, tok, b, o);
+    };
+#endif
   }
 
   /// Registered keys' files, from the registry copy.
@@ -266,6 +321,9 @@ std::vector<std::string> worker_runtime::servable_adapters() const {
 std::string worker_runtime::describe() const {
   const auto& s = impl_->settings;
   std::string d = std::string(to_string(s.mode)) + ", " + s.dtype + " weights";
+  if (!impl_->gpu_name.empty())
+    d += " on " + s.device + " (" + impl_->gpu_name + "), f32 K/V (" + std::to_string(s.num_blocks) + " blocks of "
+         + std::to_string(s.block_size) + ")";
   if (impl_->model) {
     d += ", " + s.kv_dtype + " K/V (" + std::to_string(s.num_blocks) + " blocks of " + std::to_string(s.block_size)
          + "), " + std::to_string(impl_->model->threads()) + " thread(s), kernels "

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "worker/engine/cuda/cuda_engine.hpp"
 #include "worker/engine/gpt2_config.hpp"
 #include "worker/engine/kernels/kv_cache.hpp"
 #include "worker/engine/tokenizer.hpp"
@@ -34,6 +35,20 @@ int share_of_cores(std::uint32_t workers) {
   return static_cast<int>(std::max(1u, cores / std::max(1u, workers)));
 }
 
+std::string check_device(const worker_settings& s) {
+  if (s.device == "cpu")
+    return {};
+  if (!engine::parse_cuda_device(s.device))
+    return "device must be cpu, cuda or cuda:N (got \"" + s.device + "\")";
+  if (s.dtype != "f32" || s.kv_dtype != "f32")
+    return "device " + s.device + " computes in f32: set dtype and kv_dtype to \"f32\" (got \"" + s.dtype
+           + "\" and \"" + s.kv_dtype + "\")";
+  if (s.mode != batching_mode::continuous)
+    return "device " + s.device + " runs continuous batching only (mode \"" + std::string(to_string(s.mode))
+           + "\" runs on the CPU)";
+  return {};
+}
+
 std::string check_settings(const worker_settings& s) {
   if (s.model_dir.empty())
     return "model_dir is empty";
@@ -41,6 +56,8 @@ std::string check_settings(const worker_settings& s) {
     return std::string("dtype must be ") + compute_dtype_list + " (got \"" + s.dtype + "\")";
   if (!kernels::parse_kv_type(s.kv_dtype))
     return std::string("kv_dtype must be ") + kv_dtype_list + " (got \"" + s.kv_dtype + "\")";
+  if (auto err = check_device(s); !err.empty())
+    return err;
   if (s.threads < 0)
     return "threads must be >= 0 (got " + std::to_string(s.threads) + ")";
   if (s.blas_threads < 0)

@@ -54,6 +54,9 @@ struct worker_settings {
   /// OpenBLAS threads of the process, used only by the static-batching baselines (ATen) and
   /// training; 0 => the workers' share of the cores. The serving engine does not use BLAS.
   int blas_threads = 0;
+  /// Where the model runs: "cpu" (the CPU kernels), or "cuda" / "cuda:N" (GPU N; a build with
+  /// CUDA, dtype and kv_dtype "f32").
+  std::string device = "cpu";
   std::string dtype = "int8";      ///< compute dtype: compute_dtype_list (int8 = W8A8)
   std::string kv_dtype = "bf16";   ///< K/V cache type: kv_dtype_list
   /// K/V pool size, at most twice what max_seqs sequences hold at full context (1024 MB holds
@@ -75,6 +78,10 @@ struct worker_settings {
   std::size_t adapter_cache_mb = 256;      ///< resident adapter weights at most
   std::uint32_t max_adapters = 64;         ///< resident + loading adapters at most
 };
+
+/// Checks `device` and what it implies (dtype, kv_dtype and mode for a GPU): an error message
+/// naming the setting, or an empty string. Whether this build has CUDA is the runtime's to say.
+std::string check_device(const worker_settings& s);
 
 /// Checks settings that need no files: returns an error message naming the setting, or an
 /// empty string.

@@ -106,7 +106,10 @@ TEST_CASE("values out of range or not in the allowed set", "[cluster][config][er
   CHECK_THAT(i.reason, Contains("\"ship\" or \"recompute\""));
   i = d.issue(replaced("count = 2", "count = 2\ndevice = \"cuda:0\""));
   CHECK(i.key == "nodes[1].workers.device");
-  CHECK_THAT(i.reason, Contains("cpu"));
+  CHECK_THAT(i.reason, Contains("f32"));
+  i = d.issue(replaced("count = 2", "count = 2\ndevice = \"gpu0\""));
+  CHECK(i.key == "nodes[1].workers.device");
+  CHECK_THAT(i.reason, Contains("cpu, cuda or cuda:N"));
   CHECK(d.issue(replaced("count = 2", "count = 2\ndtype = \"f16\"")).key == "nodes[1].workers.dtype");
   i = d.issue(with("\n[gateway]\nlisten = \"127.0.0.1:5555\"\n"));
   CHECK(i.key == "gateway.listen");
