@@ -1,6 +1,6 @@
 #pragma once
-/// The messages of the cluster's adapter registry (cache/adapter_registry.hpp), included by
-/// actors/messages.hpp, whose type-id block lists them.
+/// The adapter registry's conversation (cache/adapter_registry.hpp), each message with its
+/// inspect(). Type ids: actors/messages.hpp.
 ///
 ///   operator ──adapter_command──> router ──adapter_check──> one worker ──adapter_checked──┐
 ///   operator <──adapter_reply──── router <─────────────────────────────────────────────────┘
@@ -26,6 +26,11 @@ struct adapter_command {
   std::string path;
 };
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, adapter_command& x) {
+  return f(caf::meta::type_name("lf.adapter_command"), x.op, x.name, x.path);
+}
+
 /// Router -> operator. `error` none: done; `adapters` holds every registered name (list) or the
 /// one changed, each with `resident[i]` = live workers holding its newest version.
 struct adapter_reply {
@@ -36,17 +41,32 @@ struct adapter_reply {
   std::uint64_t seq = 0;  ///< the log's newest event
 };
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, adapter_reply& x) {
+  return f(caf::meta::type_name("lf.adapter_reply"), x.error, x.message, x.adapters, x.resident, x.seq);
+}
+
 /// Router -> worker: check the adapter at `path` against your model (engine::check_peft_adapter).
 struct adapter_check {
   std::string path;
   std::uint32_t max_rank = 0;
 };
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, adapter_check& x) {
+  return f(caf::meta::type_name("lf.adapter_check"), x.path, x.max_rank);
+}
+
 /// Worker -> router: what the check found; `error` non-empty: refused, and why.
 struct adapter_checked {
   std::string error;
   cache::adapter_source source;
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, adapter_checked& x) {
+  return f(caf::meta::type_name("lf.adapter_checked"), x.error, x.source);
+}
 
 /// Router -> worker: registry events to apply, in order (worker_runtime::apply_adapter_events).
 /// `whole_log`: the router's entire log (sent when a worker registers): a copy that is not a
@@ -56,35 +76,15 @@ struct worker_adapters {
   bool whole_log = false;
 };
 
-/// Router -> worker: start loading `key` ("NAME@V") in the background.
-struct worker_prefetch {
-  std::string key;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, adapter_command& x) {
-  return f(caf::meta::type_name("lf.adapter_command"), x.op, x.name, x.path);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, adapter_reply& x) {
-  return f(caf::meta::type_name("lf.adapter_reply"), x.error, x.message, x.adapters, x.resident, x.seq);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, adapter_check& x) {
-  return f(caf::meta::type_name("lf.adapter_check"), x.path, x.max_rank);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, adapter_checked& x) {
-  return f(caf::meta::type_name("lf.adapter_checked"), x.error, x.source);
-}
-
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_adapters& x) {
   return f(caf::meta::type_name("lf.worker_adapters"), x.events, x.whole_log);
 }
+
+/// Router -> worker: start loading `key` ("NAME@V") in the background.
+struct worker_prefetch {
+  std::string key;
+};
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_prefetch& x) {

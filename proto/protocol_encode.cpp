@@ -8,6 +8,8 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include <msgpack.hpp>
 
@@ -23,13 +25,15 @@ struct string_sink {
   void write(const char* p, std::size_t n) { out->append(p, n); }
 };
 
-/// One frame under construction. The map header needs the field count up front, so callers
-/// count their fields first.
+/// One frame under construction. A msgpack map header states its entry count up front, so
+/// callers count their fields first; the writer checks every count against the keys actually
+/// written (a field added without updating its count throws std::logic_error from take(), which
+/// every round-trip test reaches).
 class frame_writer {
 public:
-  frame_writer(std::string_view type, std::uint32_t fields) : sink_{&out_}, pk_(sink_) {
+  frame_writer(std::string_view type, std::uint32_t fields) : type_(type), sink_{&out_}, pk_(sink_) {
     out_.reserve(64);
-    pk_.pack_map(fields + 2);
+    begin_map(fields + 2);
     key("v").pack_uint64(protocol_version);
     key("type");
     str(type);
@@ -37,8 +41,20 @@ public:
   frame_writer(const frame_writer&) = delete;
   frame_writer& operator=(const frame_writer&) = delete;
 
+  /// Writes a map header of `n` entries: the next `n` keys (and their values) belong to it.
+  void begin_map(std::uint32_t n) {
+    pk_.pack_map(n);
+    if (n > 0)
+      open_.push_back(n);
+  }
+
   /// Writes a key; the caller writes the value next.
   msgpack::packer<string_sink>& key(std::string_view k) {
+    if (open_.empty())
+      throw std::logic_error("lf::proto::encode: frame \"" + std::string(type_) + "\" writes key \""
+                             + std::string(k) + "\" beyond the entries its map headers declared");
+    if (--open_.back() == 0)
+      open_.pop_back();
     str(k);
     return pk_;
   }
@@ -77,9 +93,13 @@ public:
       key(k).pack_false();
   }
 
-  msgpack::packer<string_sink>& packer() { return pk_; }
-
-  std::string take() { return std::move(out_); }
+  /// The frame; throws std::logic_error if a map header declared more entries than were written.
+  std::string take() {
+    if (!open_.empty())
+      throw std::logic_error("lf::proto::encode: frame \"" + std::string(type_) + "\" declared "
+                             + std::to_string(open_.back()) + " more map entries than it wrote");
+    return std::move(out_);
+  }
 
 private:
   /// A msgpack float: the marker byte, then the IEEE 754 bits, most significant byte first.
@@ -91,6 +111,8 @@ private:
     out_.append(buf, 1 + static_cast<std::size_t>(bytes));
   }
 
+  std::string_view type_;
+  std::vector<std::uint32_t> open_;  ///< entries still to come in each open map, innermost last
   std::string out_;
   string_sink sink_;
   msgpack::packer<string_sink> pk_;
@@ -127,7 +149,7 @@ std::string encode(const submit_msg& m) {
   if (with_messages) {
     w.key("messages").pack_array(static_cast<std::uint32_t>(m.messages.size()));
     for (const auto& msg : m.messages) {
-      w.packer().pack_map(2);
+      w.begin_map(2);
       w.field("role", to_string(msg.role));
       w.field("content", msg.content);
     }
@@ -206,7 +228,7 @@ std::string encode(const adapters_result& m) {
   w.field_u64("seq", m.seq);
   w.key("adapters").pack_array(static_cast<std::uint32_t>(m.adapters.size()));
   for (const auto& r : m.adapters) {
-    w.packer().pack_map(10);
+    w.begin_map(10);
     w.field("name", r.name);
     w.field_u64("version", r.version);
     w.field_bool("removed", r.removed);
@@ -234,12 +256,14 @@ std::string encode(const done_msg& m) {
   frame_writer w("done", 5 + count({m.text.has_value()}));
   w.field("id", m.id);
   w.field("finish_reason", m.finish_reason);
-  w.key("usage").pack_map(4);
+  w.key("usage");
+  w.begin_map(4);
   w.field_u64("prompt_tokens", m.usage.prompt_tokens);
   w.field_u64("completion_tokens", m.usage.completion_tokens);
   w.field_u64("cached_tokens", m.usage.cached_tokens);
   w.field_u64("resumed", m.usage.resumed);
-  w.key("timings").pack_map(3);
+  w.key("timings");
+  w.begin_map(3);
   w.field_f64("queue_ms", m.timings.queue_ms);
   w.field_f64("ttft_ms", m.timings.ttft_ms);
   w.field_f64("total_ms", m.timings.total_ms);
@@ -262,7 +286,8 @@ std::string encode(const error_msg& m) {
 
 std::string encode(const stats_reply& m) {
   frame_writer w("stats", 1);
-  w.key("values").pack_map(static_cast<std::uint32_t>(m.values.size()));
+  w.key("values");
+  w.begin_map(static_cast<std::uint32_t>(m.values.size()));
   for (const auto& [k, v] : m.values)
     w.field_f64(k, v);
   return w.take();

@@ -27,12 +27,12 @@ void router_state::init(self_ptr self, router_config cfg, std::shared_ptr<adapte
   self_ = self;
   adapters_ = std::move(adapters);
   cfg_ = std::move(cfg);
-  placer_ = placer(cfg_.placement);
+  placement_ = placement_book(cfg_.placement, cfg_.max_inflight_per_worker);
   queue_ = admission_queue<actors::route_id>(cfg_.max_queue, cfg_.tenants.scheduling, cfg_.tenants.token_weights);
   queue_.counters().set_default_weight(cfg_.tenants.defaults.weight);
   for (const auto& [name, l] : cfg_.tenants.tenants)
     queue_.counters().set_weight(name, l.weight);
-  meter_ = rate_meter(cfg_.meter);
+  tenancy_ = tenant_ledger(cfg_.tenants, {cfg_.deadline_admission, cfg_.deadline_margin}, cfg_.meter);
   std::random_device rd;
   seeds_.seed((static_cast<std::uint64_t>(rd()) << 32) ^ rd());
 }
@@ -70,7 +70,8 @@ caf::result<actors::worker_id> router_state::add_worker(actors::worker_actor han
   w.last.total_blocks = w.last.free_blocks = info.total_blocks;
   w.last.adapters = info.adapters;
   w.info = std::move(info);
-  metrics_of(id).name = w.info.name;
+  placement_.add(id, w.info.max_seqs, w.info.adapters);
+  metrics_.name(id, w.info.name);
   self_->monitor(handle);
   replay_adapters(w);  // before any request is placed there
   log::info("router", "worker registered",
@@ -96,12 +97,12 @@ void router_state::await_workers(std::uint32_t n, caf::typed_response_promise<ac
 
 void router_state::on_load(actors::worker_load& load) {
   if (auto it = workers_.find(load.wid); it != workers_.end()) {
-    observe_loads(load);
-    auto& w = it->second;
-    // Its slots: resident + free ones (loading ones are neither), the most seen.
-    w.adapter_slots = std::max(w.adapter_slots, static_cast<std::uint32_t>(load.adapters.size()) + load.adapter_slots_free);
-    w.last = std::move(load);
-    w.unreported_adapters.clear();
+    std::vector<load_observation> seen;
+    seen.reserve(load.loads_by_adapter.size());
+    for (const auto& r : load.loads_by_adapter)
+      seen.push_back({r.name, r.loads, r.last_load_ms, r.bytes});
+    placement_.report(load.wid, load.adapters, load.adapter_slots_free, seen);
+    it->second.last = std::move(load);
   }
 }
 
@@ -117,11 +118,12 @@ void router_state::on_token(actors::worker_token& msg) {
   if (!e)
     return;
   e->state = route_state::streaming;
-  if (!e->first_token)
-    e->first_token = router_clock::now();
+  const auto now = router_clock::now();
+  if (!e->times.first_token)
+    e->times.first_token = now;
   e->sent.push_back(msg.ev.token);
-  streamed(*e);
-  tenant_token(*e);
+  placement_.streamed(e->worker, e->placing, now);
+  tenancy_.token(e->tenancy, queue_.counters(), now);
   msg.ev.id = e->client_id;
   self_->send(e->sink, std::move(msg.ev));
 }
@@ -167,7 +169,7 @@ void router_state::worker_lost(worker_entry& dead, const caf::error& reason) {
   auto wid = dead.id;
   const auto name = dead.info.name;
   workers_.erase(wid);  // first, so nothing below is placed on it again
-  prices_.forget(wid);
+  placement_.remove(wid);
   const auto mine = placed_on([wid](actors::worker_id w) { return w == wid; });
   for (auto rid : mine) {
     auto& e = routes_.at(rid);
@@ -203,15 +205,10 @@ std::pair<std::uint32_t, std::uint32_t> router_state::drain(const std::string& n
     const auto& n = w.info.name;
     const bool match = n == node || (n.size() > node.size() && n.compare(0, node.size(), node) == 0
                                      && n[node.size()] == '/');
-    if (match && !w.draining) {
-      w.draining = true;
+    if (match && placement_.drain(id))
       ++drained;
-    }
   }
-  const auto moving = placed_on([this](actors::worker_id w) {
-    auto it = workers_.find(w);
-    return it != workers_.end() && it->second.draining;
-  });
+  const auto moving = placed_on([this](actors::worker_id w) { return placement_.draining(w); });
   std::uint32_t moved = 0;
   for (auto rid : moving) {
     auto& e = routes_.at(rid);
@@ -246,17 +243,17 @@ actors::router_stats router_state::stats() const {
   for (auto& [id, w] : workers_) {
     s.loads.push_back(w.last);
     s.loads.back().name = w.info.name;
-    s.draining += w.draining ? 1 : 0;
+    s.draining += placement_.draining(id) ? 1 : 0;
   }
   s.metrics.clear();
-  for (const auto& [id, m] : metrics_) {
-    if (id.value() == 0)
-      continue;
-    s.metrics.push_back(m);
-    s.metrics.back().live = workers_.count(id) > 0;
-  }
-  if (auto it = metrics_.find(actors::worker_id{0}); it != metrics_.end())
-    s.metrics.push_back(it->second);
+  auto row = [](actors::worker_id id, const worker_measures& m, bool live) {
+    return actors::worker_metrics{id, m.name, live, m.m};
+  };
+  for (const auto& [id, m] : metrics_.all())
+    if (id.value() != 0)
+      s.metrics.push_back(row(id, m, workers_.count(id) > 0));
+  if (auto it = metrics_.all().find(actors::worker_id{0}); it != metrics_.all().end())
+    s.metrics.push_back(row(it->first, it->second, true));
   return s;
 }
 

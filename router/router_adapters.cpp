@@ -77,10 +77,7 @@ actors::adapter_reply router_state::adapter_rows(const std::string& name) const 
   for (auto& rec : adapters_->registry.list()) {
     if (!name.empty() && rec.name != name)
       continue;
-    const auto key = cache::adapter_key(rec.name, rec.latest);
-    std::uint32_t holders = 0;
-    for (const auto& [id, w] : workers_)
-      holders += w.resident(key) ? 1 : 0;
+    const auto holders = placement_.resident_count(cache::adapter_key(rec.name, rec.latest));
     r.resident.push_back(rec.removed ? 0 : holders);
     r.adapters.push_back(std::move(rec));
   }
@@ -107,41 +104,24 @@ actors::adapter_reply router_state::commit_adapter_event(const cache::adapter_ev
 }
 
 std::uint32_t router_state::prefetch(const std::string& key, std::uint32_t copies) {
-  // Only workers with a free adapter slot (by their last report): a prefetch never evicts.
-  std::vector<worker_entry*> order;
-  for (auto& [id, w] : workers_)
-    if (!w.draining && !w.holds(key) && w.last.adapter_slots_free > 0)
-      order.push_back(&w);
-  std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->load_tokens < b->load_tokens; });
-  order.resize(std::min<std::size_t>(order.size(), copies));
-  for (auto* w : order) {
-    self_->send(w->handle, actors::worker_prefetch{key});
-    w->unreported_adapters.insert(key);
-  }
-  counters_.adapter_prefetches += order.size();
-  return static_cast<std::uint32_t>(order.size());
+  const auto chosen = placement_.prefetch(key, copies);
+  for (auto wid : chosen)
+    self_->send(workers_.at(wid).handle, actors::worker_prefetch{key});
+  counters_.adapter_prefetches += chosen.size();
+  return static_cast<std::uint32_t>(chosen.size());
 }
 
 void router_state::note_adapter_demand(const std::string& key) {
   demand_.note(key);
   if (key.empty())
     return;
-  std::uint32_t holders = 0, live = 0, room = 0, loading = 0;
-  for (const auto& [id, w] : workers_) {
-    if (w.draining)
-      continue;
-    ++live;
-    const bool holds = w.holds(key);
-    holders += holds ? 1 : 0;
-    loading += holds && !w.resident(key) ? 1 : 0;
-    room += !holds && w.last.adapter_slots_free > 0 ? 1 : 0;
-  }
+  const auto s = placement_.spread(key);
   // A prefetch is a load too: it respects the bound on workers loading one adapter at once.
-  const auto bound = placer_.options().max_concurrent_loads;
-  if (bound > 0 && loading >= bound)
+  const auto bound = placement_.options().max_concurrent_loads;
+  if (bound > 0 && s.loading >= bound)
     return;
-  if (room > 0 && demand_.wants_copy(key, holders, live, router_clock::now())) {  // room: see prefetch
-    log::debug("router", "adapter demand: one more copy", {{"adapter", key}, {"holders", holders},
+  if (s.room > 0 && demand_.wants_copy(key, s.holders, s.live, router_clock::now())) {  // room: see prefetch
+    log::debug("router", "adapter demand: one more copy", {{"adapter", key}, {"holders", s.holders},
                                                            {"recent", demand_.recent(key)}});
     prefetch(key, 1);
   }
@@ -182,15 +162,12 @@ void router_state::adapter_command(actors::adapter_command cmd,
       serve_errc::invalid_request, "adapter path \"" + cmd.path + "\" is outside the allowed roots (" + roots + ")")));
   }
   // ... and a worker, which has the base model, checks the files.
-  const worker_entry* checker = nullptr;
-  for (const auto& [id, w] : workers_)
-    if (!w.draining && (checker == nullptr || w.load_tokens < checker->load_tokens))
-      checker = &w;
-  if (checker == nullptr)
+  const auto checker = placement_.least_loaded();
+  if (!checker)
     return static_cast<void>(rp.deliver(refusal(
       serve_errc::overloaded, "no worker has registered to check the adapter against its model; "
                               "try again when one has")));
-  self_->request(checker->handle, std::chrono::seconds(60), actors::adapter_check{*path, cfg_.max_adapter_rank})
+  self_->request(workers_.at(*checker).handle, std::chrono::seconds(60), actors::adapter_check{*path, cfg_.max_adapter_rank})
     .then(
       [this, rp, op = *op, name = cmd.name](actors::adapter_checked& c) mutable {
         if (!c.error.empty())

@@ -69,7 +69,10 @@ void router_state::submit(actors::generate_request& req) {
     }
     auto& valid = std::get<validated_request>(checked);
     const auto tenant = valid.tenant();
-    if (auto why = deadline_refusal(valid)) {
+    const auto prompt_tokens = static_cast<std::uint32_t>(valid.prompt().size());
+    const auto max_tokens = static_cast<std::uint32_t>(valid.params().max_tokens);
+    if (auto why = tenancy_.deadline_refusal({tenant, prompt_tokens, max_tokens, valid.timeout_ms(), valid.ttft_ms()},
+                                             saturated())) {
       ++counters_.overloaded;
       return reject(sink, req.id, serve_errc::deadline_unmeetable, std::move(*why));
     }
@@ -77,9 +80,9 @@ void router_state::submit(actors::generate_request& req) {
     // Admission: straight to a worker if one has room, the tenant is under its in-flight limit
     // and nobody who may go is waiting; else the queue.
     std::optional<actors::worker_id> wid;
-    const bool tenant_room = tenant_has_room(tenant);
+    const bool tenant_room = tenancy_.has_room(tenant);
     if (tenant_room && !queue_.next(eligible()))
-      wid = choose(valid, 0, router_clock::now());
+      wid = placement_.choose(valid.adapter(), prompt_tokens, 0.0);
     if (!wid && queue_.queued(tenant) >= cfg_.tenants.limits_of(tenant).max_queued) {
       ++counters_.overloaded;
       const auto& tl = cfg_.tenants.limits_of(tenant);
@@ -103,9 +106,13 @@ void router_state::submit(actors::generate_request& req) {
     e.client_id = req.id;
     e.sink = sink;
     e.sink_addr = addr;
-    e.cost = cost_of(valid);
+    e.placing.adapter = valid.adapter();
+    e.placing.cost = cost_of(valid);
+    e.tenancy.tenant = tenant;
+    e.tenancy.prompt_tokens = prompt_tokens;
+    e.tenancy.max_tokens = max_tokens;
     e.credits = credit_window(req.window);
-    e.accepted = router_clock::now();
+    e.times.accepted = router_clock::now();
     if (const auto timeout = valid.timeout_ms(); timeout > 0) {
       e.deadline = router_clock::now() + std::chrono::milliseconds(timeout);
       self_->delayed_send(caf::actor_cast<actors::router_actor>(self_), std::chrono::milliseconds(timeout),
@@ -116,7 +123,7 @@ void router_state::submit(actors::generate_request& req) {
     if (sinks_[addr]++ == 0)
       self_->monitor(sender);  // the client going away cancels its requests
     ++counters_.accepted;
-    tenant_accepted(e);
+    tenancy_.accepted(e.tenancy);
     if (wid) {
       place(e, workers_.at(*wid));
     } else {
@@ -131,17 +138,13 @@ void router_state::submit(actors::generate_request& req) {
 void router_state::place(route_entry& e, worker_entry& w) {
   e.state = route_state::placed;
   e.worker = w.id;
-  if (!e.placed)
-    e.placed = router_clock::now();
-  if (w.inflight++ == 0)
-    w.speed.busy(router_clock::now(), true);
-  w.load_tokens += e.cost;
-  charge(e, w, true);
-  if (!e.req.adapter().empty()) {
-    ++w.placed_adapters[e.req.adapter()];
-    w.unreported_adapters.insert(e.req.adapter());
-  }
-  tenant_placed(e);
+  const auto now = router_clock::now();
+  if (!e.times.placed)
+    e.times.placed = now;
+  placement_.place(w.id, e.placing, e.req.prompt().size(),
+                   static_cast<std::uint64_t>(std::max(0, e.req.params().max_tokens)), e.sent.size(), now);
+  tenancy_.placed(e.tenancy, queue_.counters());
+  note_load();
   std::uint32_t left = 0;
   if (e.deadline) {
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*e.deadline - router_clock::now());
@@ -152,20 +155,9 @@ void router_state::place(route_entry& e, worker_entry& w) {
 }
 
 void router_state::unplace(route_entry& e) {
-  tenant_unplaced(e);  // also when its worker is gone already (worker_lost forgets it first)
-  auto it = workers_.find(e.worker);
-  if (it == workers_.end())
-    return;
-  auto& w = it->second;
-  if (--w.inflight == 0)
-    w.speed.busy(router_clock::now(), false);
-  w.load_tokens -= std::min(w.load_tokens, e.cost);
-  charge(e, w, false);
-  if (!e.req.adapter().empty()) {
-    auto a = w.placed_adapters.find(e.req.adapter());
-    if (a != w.placed_adapters.end() && --a->second == 0)
-      w.placed_adapters.erase(a);
-  }
+  tenancy_.unplaced(e.tenancy);  // also when its worker is gone already (worker_lost forgets it first)
+  note_load();
+  placement_.unplace(e.worker, e.placing, router_clock::now());
 }
 
 bool router_state::out_of_moves(const route_entry& e) const {
@@ -212,12 +204,16 @@ void router_state::dispatch() {
   const auto may_go = eligible();
   while (auto head = queue_.next(may_go)) {
     auto& e = routes_.at(*head);
-    if (auto why = too_late(e)) {  // its turn came too late: it would use capacity and time out
+    // A moved request has its own rules (move_wait, resumption).
+    auto why = e.deadline && e.moves == 0
+                 ? tenancy_.too_late(e.tenancy, *e.deadline, e.times.accepted, router_clock::now())
+                 : std::nullopt;
+    if (why) {  // its turn came too late: it would use capacity and time out
       queue_.remove(*head);
       late.emplace_back(*head, std::move(*why));
       continue;
     }
-    auto wid = choose(e.req, e.sent.size(), e.accepted);
+    auto wid = choose(e);
     if (!wid)
       break;  // every worker is full; the head waits, and so does everyone behind it
     queue_.remove(*head);
@@ -235,7 +231,8 @@ void router_state::forget(route_entry& e) {
   } else {
     queue_.remove(e.rid);
   }
-  tenant_forgotten(e);
+  tenancy_.forgotten(e.tenancy);
+  note_load();
   by_client_.erase({e.sink_addr, e.client_id.value()});
   if (auto s = sinks_.find(e.sink_addr); s != sinks_.end() && --s->second == 0) {
     self_->demonitor(e.sink_addr);
@@ -273,18 +270,18 @@ void router_state::log_end(const route_entry& e, std::string_view outcome, const
     return;
   const auto now = router_clock::now();
   auto ms = [&](std::optional<router_clock::time_point> t) {
-    return t ? std::chrono::duration<double, std::milli>(*t - e.accepted).count() : -1.0;
+    return t ? std::chrono::duration<double, std::milli>(*t - e.times.accepted).count() : -1.0;
   };
   std::string worker = "-";
   if (auto w = workers_.find(e.worker); e.state != route_state::queued && w != workers_.end())
     worker = w->second.info.name;
-  const double total_ms = std::chrono::duration<double, std::milli>(now - e.accepted).count();
+  const double total_ms = std::chrono::duration<double, std::milli>(now - e.times.accepted).count();
   if (ok) {
     log::write(lvl, "router", "request done",
                {{"rid", e.rid.value()}, {"worker", worker},
                 {"adapter", e.req.adapter().empty() ? std::string("-") : e.req.adapter()},
                 {"tenant", e.req.tenant().empty() ? std::string("-") : e.req.tenant()},
-                {"finish", outcome}, {"queue_ms", ms(e.placed)}, {"ttft_ms", ms(e.first_token)},
+                {"finish", outcome}, {"queue_ms", ms(e.times.placed)}, {"ttft_ms", ms(e.times.first_token)},
                 {"total_ms", total_ms}, {"tokens_in", e.req.prompt().size()},
                 {"tokens_out", done->tokens.size()}, {"cached", done->usage.cached_tokens},
                 {"resumed", e.resumed}});
@@ -296,8 +293,8 @@ void router_state::log_end(const route_entry& e, std::string_view outcome, const
               {"adapter", e.req.adapter().empty() ? std::string("-") : e.req.adapter()},
               {"tenant", e.req.tenant().empty() ? std::string("-") : e.req.tenant()},
               {"finish", outcome},
-              {"queue_ms", ms(e.placed)},
-              {"ttft_ms", ms(e.first_token)},
+              {"queue_ms", ms(e.times.placed)},
+              {"ttft_ms", ms(e.times.first_token)},
               {"total_ms", total_ms},
               {"tokens_in", e.req.prompt().size()},
               {"tokens_out", e.sent.size()},
@@ -308,8 +305,17 @@ void router_state::end(route_entry& e, actors::done_event ev) {
   ++counters_.completed;
   ev.seed = e.req.params().seed.value_or(0);
   ev.resumed = e.resumed;
-  count_done(e, ev);
-  tenant_finished(e, ev);
+  finished_request f;
+  f.prompt_tokens = ev.usage.prompt_tokens;
+  f.cached_tokens = ev.usage.cached_tokens;
+  f.completion_tokens = ev.usage.completion_tokens;
+  f.max_tokens = static_cast<std::uint32_t>(e.req.params().max_tokens);
+  f.queue_ms = ev.timings.queue_ms;
+  f.ttft_ms = ev.timings.ttft_ms;
+  f.total_ms = ev.timings.total_ms;
+  metrics_.count_done(e.state != route_state::queued ? e.worker : actors::worker_id{0}, ev.finish_reason, f,
+                      e.times, router_clock::now());
+  tenancy_.finished(f, e.resumed > 0);
   log_end(e, ev.finish_reason, {}, &ev);
   ev.id = e.client_id;
   self_->send(e.sink, std::move(ev));
@@ -361,6 +367,25 @@ void router_state::sink_lost(const caf::actor_addr& addr) {
     log_end(e, "client_gone", {}, nullptr);
     forget(e);  // no terminal event: nobody is listening
   }
+}
+
+std::optional<actors::worker_id> router_state::choose(const route_entry& e) {
+  const auto waited = std::chrono::duration<double, std::milli>(router_clock::now() - e.times.accepted).count();
+  return placement_.choose(e.req.adapter(), static_cast<std::uint32_t>(e.req.prompt().size() + e.sent.size()),
+                           waited);
+}
+
+admission_queue<actors::route_id>::eligible_fn router_state::eligible() const {
+  return [this](const std::string& tenant) { return tenancy_.has_room(tenant); };
+}
+
+bool router_state::saturated() const { return !queue_.empty() || placement_.saturated(); }
+
+void router_state::note_load() { tenancy_.load(router_clock::now(), saturated()); }
+
+void router_state::count_error(const route_entry* e, serve_errc code) {
+  const bool placed = e != nullptr && e->state != route_state::queued;
+  metrics_.count_error(placed ? e->worker : actors::worker_id{0}, code);
 }
 
 } // namespace lf::router

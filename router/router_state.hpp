@@ -1,6 +1,9 @@
 #pragma once
-/// The router actor's state (internal to router_actor*.cpp). Bookkeeping only: the decisions
-/// come from placer, admission_queue and validate_request; the methods send the resulting messages.
+/// The router actor's state (internal to router_actor.cpp, router_requests.cpp,
+/// router_adapters.cpp): requests by route id and by sink, workers' handles, the admission queue.
+/// The decisions and the books behind them are pure classes (placement_book, tenant_ledger,
+/// request_metrics, admission_queue, validate_request); the methods here feed them and send the
+/// resulting messages.
 
 #include <algorithm>
 #include <chrono>
@@ -23,8 +26,10 @@
 #include "router/adapter_demand.hpp"
 #include "router/adapter_log.hpp"
 #include "router/admission_queue.hpp"
-#include "router/placement_cost.hpp"
+#include "router/placement_book.hpp"
+#include "router/request_metrics.hpp"
 #include "router/router_actor.hpp"
+#include "router/tenant_ledger.hpp"
 
 namespace lf::router {
 
@@ -45,60 +50,25 @@ struct route_entry {
   bool moving = false;                   ///< drained: its worker was asked to ship its K/V (worker_moved)
   worker::kv_blob kv;                    ///< K/V shipped from its drained worker, for the next placement
   credit_window credits;                 ///< window + credits granted: how far it may stream
-  std::uint64_t cost = 0;                ///< estimated tokens (placement load)
-  /// priced placement: what this placement added to its worker's prompt_ahead (until its first
-  /// token there) and output_ahead (less each token streamed).
-  std::uint64_t prompt_ahead = 0, output_ahead = 0;
-  double expect = 0;                     ///< expected tokens (prompt + expected output), admission
-  bool started = false;                  ///< its first token has arrived
-  bool prompt_charged = false;           ///< its tenant's counter has been charged its prompt
+  placement_ticket placing;              ///< what it puts on its worker's books (placement_book)
+  tenant_ticket tenancy;                 ///< what it puts on its tenant's books (tenant_ledger)
   std::optional<router_clock::time_point> deadline;
-  router_clock::time_point accepted{};               ///< for the request's log line
-  std::optional<router_clock::time_point> placed;   ///< first placement
-  std::optional<router_clock::time_point> first_token;
+  request_milestones times;              ///< accepted, first placed, first token
 };
 
-/// One registered worker.
+/// One registered worker: its handle and what it reported (its placement books are in
+/// placement_book).
 struct worker_entry {
   actors::worker_id id;
   actors::worker_actor handle;
   actors::register_worker info;
   actors::worker_load last;                      ///< last load report
-  std::uint32_t inflight = 0;
-  std::uint64_t load_tokens = 0;
-  std::map<std::string, std::uint32_t> placed_adapters;  ///< adapter -> requests placed there
-  /// Adapters placed or prefetched there since its last load report (which may not show them yet).
-  std::set<std::string> unreported_adapters;
-  /// priced placement: prompt tokens placed without a first token, output tokens still to come.
-  std::uint64_t prompt_ahead = 0, output_ahead = 0;
-  worker_speed_meter speed;  ///< its prefill/decode rates, from the tokens it streams
-  std::uint32_t adapter_slots = 0;  ///< the most adapters its reports listed at once
-  bool draining = false;  ///< drained: nothing is placed here any more
-
-  /// `key` is resident here by its last load report.
-  bool resident(const std::string& key) const {
-    return std::find(last.adapters.begin(), last.adapters.end(), key) != last.adapters.end();
-  }
-  /// Requests for `key` are placed here, or it was placed or prefetched here since the last
-  /// report: loaded or loading, whatever that report said.
-  bool expects(const std::string& key) const {
-    return placed_adapters.count(key) != 0 || unreported_adapters.count(key) != 0;
-  }
-  /// Holds `key`, or will soon.
-  bool holds(const std::string& key) const { return expects(key) || resident(key); }
 };
 
 /// The adapter registry and its log file (nullptr: memory only), opened by spawn_router.
 struct adapter_store {
   cache::adapter_registry registry;
   std::unique_ptr<adapter_log_file> file;
-};
-
-/// One tenant with live requests (forgotten when it has none).
-struct tenant_book {
-  std::uint32_t live = 0;      ///< accepted, not ended
-  std::uint32_t inflight = 0;  ///< placed on workers
-  double unstarted = 0;        ///< expected tokens of its live requests without a first token
 };
 
 /// Everything the router knows: requests by route id and by (sink, client id), workers, the
@@ -163,16 +133,8 @@ private:
   /// The requests placed on a worker for which `on` holds, newest first (the order to move them in).
   std::vector<actors::route_id> placed_on(const std::function<bool(actors::worker_id)>& on) const;
   void dispatch();
-  std::vector<worker_view> views(const std::string& adapter) const;
-  /// Asks the placer for a worker for `r`, accepted at `accepted` (its age lowers what it minds).
-  std::optional<actors::worker_id> choose(const validated_request& r, std::size_t streamed,
-                                          router_clock::time_point accepted);
-  /// Adds (or with `add` false takes off) what `e` puts on its worker's prompt/output ahead.
-  void charge(route_entry& e, worker_entry& w, bool add);
-  /// A token of `e` arrived from its worker: the work ahead shrinks, the worker's meter counts it.
-  void streamed(route_entry& e);
-  /// The adapter loads a worker reports teach the load prices.
-  void observe_loads(const actors::worker_load& load);
+  /// Asks the placer for a worker for `e` (its age lowers what it minds).
+  std::optional<actors::worker_id> choose(const route_entry& e);
   /// Sends the terminal event and forgets the request; cancels it on its worker if `cancel_worker`.
   void end(route_entry& e, actors::error_event ev, bool cancel_worker);
   void end(route_entry& e, actors::done_event ev);
@@ -199,38 +161,18 @@ private:
   /// An accepted request for `key`: counts its demand and prefetches one more copy when its share
   /// of requests outgrows its share of workers (router/adapter_demand.hpp).
   void note_adapter_demand(const std::string& key);
-  // -- measurements (router_metrics.cpp) --
-  /// The metrics of `wid` (worker 0: requests that never reached a worker).
-  actors::worker_metrics& metrics_of(actors::worker_id wid);
   /// Counts a request that ends with an error (`e` null: refused before it was accepted).
   void count_error(const route_entry* e, serve_errc code);
-  /// Counts a finished request: its tokens and its latencies.
-  void count_done(const route_entry& e, const actors::done_event& ev);
   request_limits limits() const;
-  // -- tenants and deadlines (router_tenants.cpp) --
-  /// Whether `tenant` is below its in-flight limit.
-  bool tenant_has_room(const std::string& tenant) const;
   /// The queue's eligibility rule: tenants below their in-flight limit.
   admission_queue<actors::route_id>::eligible_fn eligible() const;
-  /// Why `r` cannot meet its deadline or ttft target (the message), or nullopt.
-  std::optional<std::string> deadline_refusal(const validated_request& r) const;
-  /// Why queued `e`, whose turn has come, can no longer finish within its deadline, or nullopt.
-  std::optional<std::string> too_late(const route_entry& e) const;
   /// Every worker's batch is full, or requests wait in the queue.
   bool saturated() const;
   /// Tells the meter whether the cluster is saturated now.
   void note_load();
-  void tenant_accepted(route_entry& e);
-  void tenant_placed(route_entry& e);
-  void tenant_unplaced(route_entry& e);
-  /// A token of `e` reached the router: its tenant is charged; its first token starts it.
-  void tenant_token(route_entry& e);
-  void tenant_finished(const route_entry& e, const actors::done_event& ev);
-  void tenant_forgotten(const route_entry& e);
 
   self_ptr self_ = nullptr;
   router_config cfg_;
-  placer placer_;
   admission_queue<actors::route_id> queue_;
   std::uint64_t next_rid_ = 1;
   std::mt19937_64 seeds_;  ///< seeds for requests that bring none
@@ -241,14 +183,12 @@ private:
   std::map<actors::worker_id, worker_entry> workers_;
   std::vector<std::pair<std::uint32_t, caf::typed_response_promise<actors::router_stats>>> waiters_;
   actors::router_stats counters_;
-  std::map<actors::worker_id, actors::worker_metrics> metrics_;
-  std::unordered_map<std::string, tenant_book> tenants_;
-  double unstarted_ = 0;  ///< expected tokens of live requests without a first token
   bool dispatching_ = false;  ///< dispatch() is running (ending a request must not re-enter it)
-  rate_meter meter_;
+  placement_book placement_;  ///< workers' books, the placer, adapter load prices
+  tenant_ledger tenancy_;     ///< tenants' books, the rate meter, deadline admission
+  request_metrics metrics_;   ///< what clients saw, per worker
   std::shared_ptr<adapter_store> adapters_;
   adapter_demand demand_;
-  load_price_book prices_;  ///< adapter load times per size class, from the load reports
 };
 
 } // namespace lf::router

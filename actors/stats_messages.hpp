@@ -1,0 +1,100 @@
+#pragma once
+/// The stats conversation, each message with its inspect(): what a worker reports of its load
+/// and what the router answers to `get` (status, tests, readiness checks, metrics export).
+///
+///   worker ──worker_load (periodically)──> router
+///   anyone ──get / (wait_for, n)──> router ──router_stats──> (with every worker's last load and
+///                                                             the router's metrics per worker)
+///
+/// Type ids: actors/messages.hpp.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/meta/type_name.hpp>
+
+#include "actors/core_inspect.hpp"
+#include "actors/ids.hpp"
+#include "core/metrics.hpp"
+
+namespace lf::actors {
+
+/// What one adapter's loads cost a worker (cache::adapter_load_record on the wire).
+struct adapter_load_cost {
+  std::string name;
+  std::uint64_t loads = 0;
+  double last_load_ms = 0;
+  std::uint64_t bytes = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, adapter_load_cost& x) {
+  return f(caf::meta::type_name("lf.adapter_load_cost"), x.name, x.loads, x.last_load_ms, x.bytes);
+}
+
+/// Worker -> router, periodically and on request: a snapshot of the worker's load.
+struct worker_load {
+  worker_id wid;
+  std::uint32_t waiting = 0, running = 0;
+  std::uint64_t waiting_tokens = 0, running_tokens = 0;
+  std::uint32_t free_blocks = 0, total_blocks = 0;
+  std::uint64_t finished = 0, failed = 0, cancelled = 0;
+  std::vector<std::string> adapters;  ///< adapters it holds right now
+  std::uint64_t preemptions = 0, adapter_loads = 0;
+  std::vector<std::string> servable;  ///< adapters it can load (its adapter directory)
+  std::string name;                   ///< filled by the router from register_worker
+  std::uint32_t paused = 0;           ///< requests paused for want of credits
+  std::vector<adapter_load_cost> loads_by_adapter;  ///< every adapter it loaded, with what loading cost
+  std::uint32_t adapter_slots_free = 0;  ///< adapter slots neither resident nor loading (prefetch goes there)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_load& x) {
+  return f(caf::meta::type_name("lf.worker_load"), x.wid, x.waiting, x.running, x.waiting_tokens,
+           x.running_tokens, x.free_blocks, x.total_blocks, x.finished, x.failed, x.cancelled,
+           x.adapters, x.preemptions, x.adapter_loads, x.servable, x.name, x.paused, x.loads_by_adapter,
+           x.adapter_slots_free);
+}
+
+/// The router's measurements of the requests one worker served; worker 0 (an invalid id):
+/// requests that ended before reaching a worker. Kept after the worker is gone.
+struct worker_metrics {
+  worker_id wid;
+  std::string name;
+  bool live = true;
+  serve_metrics m;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_metrics& x) {
+  return f(caf::meta::type_name("lf.worker_metrics"), x.wid, x.name, x.live, x.m);
+}
+
+/// What the router has seen, for `status`, tests and readiness checks.
+struct router_stats {
+  std::uint32_t workers = 0;
+  std::uint32_t queued = 0;    ///< accepted, waiting for a worker
+  std::uint32_t inflight = 0;  ///< placed on a worker, not ended
+  std::uint64_t accepted = 0, overloaded = 0, rejected = 0;  ///< rejected: invalid requests
+  std::uint64_t completed = 0, failed = 0, cancelled = 0, timed_out = 0;
+  std::uint64_t replaced = 0;     ///< placed again after their worker died, before streaming
+  std::uint64_t worker_lost = 0;  ///< ended with worker_lost
+  std::uint64_t resumed = 0;      ///< resumptions: mid-stream moves to another worker (lost or drained)
+  std::uint32_t draining = 0;     ///< live workers that take no new requests (drained)
+  std::uint64_t kv_shipped = 0;   ///< drain moves that brought their K/V along (not recomputed)
+  std::uint64_t kv_shipped_tokens = 0;  ///< the tokens' K/V those moves carried
+  std::uint64_t adapter_prefetches = 0; ///< background adapter loads asked of workers (adds, updates, demand)
+  std::vector<worker_load> loads; ///< last report of each live worker
+  std::vector<worker_metrics> metrics;  ///< per worker ever registered, then worker 0
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, router_stats& x) {
+  return f(caf::meta::type_name("lf.router_stats"), x.workers, x.queued, x.inflight, x.accepted,
+           x.overloaded, x.rejected, x.completed, x.failed, x.cancelled, x.timed_out, x.replaced,
+           x.worker_lost, x.resumed, x.draining, x.kv_shipped, x.kv_shipped_tokens, x.loads, x.metrics,
+           x.adapter_prefetches);
+}
+
+} // namespace lf::actors

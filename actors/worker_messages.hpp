@@ -1,0 +1,162 @@
+#pragma once
+/// The router <-> worker conversation, each message with its inspect(); the atoms the router
+/// and the workers send themselves. Type ids: actors/messages.hpp.
+///
+///   worker ──register_worker──> router (replies worker_id), then worker_load periodically
+///   router ──worker_submit / worker_credit / worker_cancel──> worker
+///   router <──worker_token* then worker_done | worker_failed | worker_moved── worker (loop thread)
+///   serving loop ──request_ended──> its own worker actor
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/atom.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include "actors/client_messages.hpp"
+#include "actors/core_inspect.hpp"
+#include "actors/ids.hpp"
+#include "core/request.hpp"
+#include "worker/request.hpp"
+
+namespace lf::actors {
+
+// -- atoms (at most 10 characters) ----------------------------------------------------------------
+
+/// Worker: time to send a load report. Router: (expire_atom, route_id) a request's deadline.
+using report_atom = caf::atom_constant<caf::atom("lf_report")>;
+using expire_atom = caf::atom_constant<caf::atom("lf_expire")>;
+/// Router: (drain_atom, node) moves the node's requests to other workers (exact resumption) and
+/// places nothing there again; replies (workers drained, requests moved).
+using drain_atom = caf::atom_constant<caf::atom("lf_drain")>;
+/// Router: (stranded_atom, route_id, moves) a moved request's wait for a new worker is over.
+using stranded_atom = caf::atom_constant<caf::atom("lf_strand")>;
+
+// -- messages -------------------------------------------------------------------------------------
+
+/// What a worker tells the router when it registers (router replies with its worker_id).
+struct register_worker {
+  std::string name;
+  std::uint32_t context_window = 0;
+  std::uint32_t vocab_size = 0;
+  std::uint32_t total_blocks = 0;
+  std::uint32_t block_size = 0;
+  std::uint32_t max_seqs = 0;
+  std::vector<std::string> adapters;  ///< adapters it holds (loaded) right now
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, register_worker& x) {
+  return f(caf::meta::type_name("lf.register_worker"), x.name, x.context_window, x.vocab_size, x.total_blocks,
+           x.block_size, x.max_seqs, x.adapters);
+}
+
+/// Router -> worker: serve this request. The worker answers with worker_token* and then exactly
+/// one worker_done or worker_failed.
+struct worker_submit {
+  route_id rid;
+  sink_request_id id;        ///< the client's id, carried back in the events
+  validated_request req;
+  std::uint32_t timeout_ms = 0;  ///< time left until the deadline; 0 => none
+  /// Exact resumption: the tokens already streamed to the client by an earlier worker. The
+  /// worker continues after them (serving_loop::submit); the first token it sends has index
+  /// resume.size().
+  std::vector<std::int32_t> resume;
+  /// A drained worker's K/V of prompt + resume (whole blocks; may be empty): the worker imports
+  /// it instead of recomputing those positions when it can (serving_loop::submit).
+  worker::kv_blob kv;
+  /// Credit allowance: the worker streams tokens with index < allowance, then pauses the request
+  /// until a worker_credit raises it; 0 => unlimited.
+  std::uint32_t allowance = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_submit& x) {
+  return f(caf::meta::type_name("lf.worker_submit"), x.rid, x.id, x.req, x.timeout_ms, x.resume, x.kv, x.allowance);
+}
+
+/// Router -> worker: `rid` may stream tokens with index < `allowance` (window + credits so far).
+struct worker_credit {
+  route_id rid;
+  std::uint32_t allowance = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_credit& x) {
+  return f(caf::meta::type_name("lf.worker_credit"), x.rid, x.allowance);
+}
+
+/// Router -> worker: stop serving `rid` and free its blocks. `ship_kv` (a drain): the request is
+/// moving; the worker ends it with worker_moved, carrying its computed K/V, instead of
+/// worker_failed{cancelled} (a request that finished first still ends with worker_done).
+struct worker_cancel {
+  route_id rid;
+  bool ship_kv = false;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_cancel& x) {
+  return f(caf::meta::type_name("lf.worker_cancel"), x.rid, x.ship_kv);
+}
+
+/// Worker -> router: `rid` left this worker, as a worker_cancel with ship_kv asked; `kv` is its
+/// computed K/V for the next worker (empty if it had none or the engine cannot move K/V).
+struct worker_moved {
+  worker_id wid;
+  route_id rid;
+  worker::kv_blob kv;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_moved& x) {
+  return f(caf::meta::type_name("lf.worker_moved"), x.wid, x.rid, x.kv);
+}
+
+/// Worker -> router: a token of `rid` (ev.id is the client's id).
+struct worker_token {
+  worker_id wid;
+  route_id rid;
+  token_event ev;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_token& x) {
+  return f(caf::meta::type_name("lf.worker_token"), x.wid, x.rid, x.ev);
+}
+
+/// Worker -> router: `rid` finished.
+struct worker_done {
+  worker_id wid;
+  route_id rid;
+  done_event ev;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_done& x) {
+  return f(caf::meta::type_name("lf.worker_done"), x.wid, x.rid, x.ev);
+}
+
+/// Worker -> router: `rid` failed or was cancelled.
+struct worker_failed {
+  worker_id wid;
+  route_id rid;
+  error_event ev;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_failed& x) {
+  return f(caf::meta::type_name("lf.worker_failed"), x.wid, x.rid, x.ev);
+}
+
+/// Serving loop -> its worker actor: `rid` has ended, forget it.
+struct request_ended {
+  route_id rid;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, request_ended& x) {
+  return f(caf::meta::type_name("lf.request_ended"), x.rid);
+}
+
+} // namespace lf::actors
