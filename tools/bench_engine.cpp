@@ -33,9 +33,10 @@
 #include "worker/engine/kernels/kernel_table.hpp"
 #include "worker/engine/kernels/peak_probe.hpp"
 #include "worker/engine/model_writer.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 
 using namespace lf::engine;
+using lf::text::tokenizer;
 namespace kernels = lf::kernels;
 namespace fs = std::filesystem;
 using clock_type = std::chrono::steady_clock;

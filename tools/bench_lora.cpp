@@ -39,11 +39,12 @@
 #include "worker/engine/cpu_model.hpp"
 #include "worker/engine/model_writer.hpp"
 #include "worker/engine/cpu_runner.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 #include "worker/serving_loop.hpp"
 
 using namespace lf;
 using namespace lf::engine;
+using lf::text::tokenizer;
 using namespace lf::worker;
 namespace fs = std::filesystem;
 using clock_type = std::chrono::steady_clock;

@@ -35,11 +35,12 @@
 #include "worker/engine/cpu_runner.hpp"
 #include "worker/engine/model_writer.hpp"
 #include "worker/engine/weights.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 #include "worker/serving_loop.hpp"
 
 using namespace lf;
 using namespace lf::engine;
+using lf::text::tokenizer;
 using namespace lf::worker;
 using lf::tools::percentile;
 namespace fs = std::filesystem;

@@ -3,7 +3,7 @@
 
 The floors, from the ground up (docs/architecture.md, "Layout"):
 
-    core < proto, cache < worker, client < actors < router, gateway < cluster < tools
+    core < text < proto, cache < worker, client < actors < router, gateway < cluster < tools
 
 A file may include from its own folder and from any folder on a lower floor. Folders on the same
 floor are peers and do not include each other. core/ is standard library only: no third-party
@@ -15,7 +15,7 @@ import os
 import re
 import sys
 
-FLOORS = [["core"], ["proto", "cache"], ["worker", "client"], ["actors"], ["router", "gateway"],
+FLOORS = [["core"], ["text"], ["proto", "cache"], ["worker", "client"], ["actors"], ["router", "gateway"],
           ["cluster"], ["tools"]]
 LEVEL = {folder: i for i, floor in enumerate(FLOORS) for folder in floor}
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')

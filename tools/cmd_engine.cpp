@@ -10,12 +10,13 @@
 #include "tools/commands.hpp"
 #include "core/utf8.hpp"
 #include "worker/engine/model_writer.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 
 namespace lf::tools {
 
 namespace fs = std::filesystem;
 using namespace lf::engine;
+using lf::text::tokenizer;
 
 const char* default_tokenizer_dir() { return LF_DEFAULT_TOKENIZER_DIR; }
 

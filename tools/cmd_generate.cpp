@@ -18,7 +18,7 @@
 #include "worker/engine/gpt2_model.hpp"
 #include "worker/engine/kernels/kernel_table.hpp"
 #include "worker/engine/lora_weights.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 #include "worker/engine/weights.hpp"
 #include "worker/serving_loop.hpp"
 
@@ -26,6 +26,7 @@ namespace lf::tools {
 
 namespace fs = std::filesystem;
 using namespace lf::engine;
+using lf::text::tokenizer;
 
 namespace {
 

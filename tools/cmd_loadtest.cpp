@@ -19,7 +19,7 @@
 #include "tools/loadtest/passage.hpp"
 #include "tools/loadtest/report.hpp"
 #include "tools/serve_options.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 
 namespace lf::tools {
 
@@ -27,8 +27,8 @@ namespace {
 
 using namespace lf::loadtest;
 
-const engine::tokenizer& tok() {
-  static const auto t = engine::tokenizer::from_dir(default_tokenizer_dir());
+const text::tokenizer& tok() {
+  static const auto t = text::tokenizer::from_dir(default_tokenizer_dir());
   return t;
 }
 

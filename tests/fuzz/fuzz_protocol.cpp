@@ -19,7 +19,7 @@
 
 #include "proto/id_scan.hpp"
 #include "proto/protocol.hpp"
-#include "worker/engine/text_stream.hpp"
+#include "core/utf8.hpp"
 
 namespace {
 

@@ -9,8 +9,8 @@
 #include "worker/engine/gpt2_model.hpp"
 #include "worker/engine/lora_weights.hpp"
 #include "worker/engine/sampler.hpp"
-#include "worker/engine/text_stream.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "text/text_stream.hpp"
+#include "text/tokenizer.hpp"
 
 namespace lf::engine {
 
@@ -36,7 +36,7 @@ double ms_since(clock_type::time_point t0) {
 /// Per-row decoding state.
 struct row_state {
   sampler pick;
-  text_stream stream;
+  text::text_stream stream;
   std::vector<std::int32_t> context;  ///< prompt + generated, for the repetition penalty
   generation_output out;
   bool done = false;
@@ -44,7 +44,7 @@ struct row_state {
 
 /// Samples one token for every unfinished row from logits [B, V] and applies the finish rules.
 void consume(const at::Tensor& logits, std::vector<row_state>& rows,
-             const std::vector<generation_request>& batch, const tokenizer& tok,
+             const std::vector<generation_request>& batch, const text::tokenizer& tok,
              std::int64_t n_positions, const generate_options& opts, generation_timing& timing) {
   const auto vocab = static_cast<std::size_t>(logits.size(1));
   auto* base = logits.data_ptr<float>();
@@ -93,7 +93,7 @@ void consume(const at::Tensor& logits, std::vector<row_state>& rows,
 
 } // namespace
 
-generation_batch_result generate(const gpt2_model& model, const tokenizer& tok,
+generation_batch_result generate(const gpt2_model& model, const text::tokenizer& tok,
                                  const std::vector<generation_request>& batch,
                                  const generate_options& opts) {
   // Rows were validated against this model at the edge; a longer one is a caller's bug.
@@ -128,7 +128,7 @@ generation_batch_result generate(const gpt2_model& model, const tokenizer& tok,
   for (std::size_t b = 0; b < batch.size(); ++b) {
     const auto& req = batch[b];
     const auto& prompt = req.req.prompt();
-    rows.push_back({sampler(req.req.params(), opts.seed + b), text_stream(req.req.params().stop), prompt, {}, false});
+    rows.push_back({sampler(req.req.params(), opts.seed + b), text::text_stream(req.req.params().stop), prompt, {}, false});
     auto pad = lmax - static_cast<std::int64_t>(prompt.size());
     ids[b].assign(static_cast<std::size_t>(pad), tok.eos_id());
     mask[b].assign(static_cast<std::size_t>(pad), false);

@@ -13,10 +13,13 @@
 #include "cache/ids.hpp"
 #include "core/request.hpp"
 
+namespace lf::text {
+class tokenizer;
+}
+
 namespace lf::engine {
 
 class gpt2_model;
-class tokenizer;
 
 /// Why a sequence stopped.
 enum class finish_reason { eos, stop_sequence, length, context_full, cancelled };
@@ -71,7 +74,7 @@ struct generate_options {
 
 /// Generates every request as one left-padded batch. Throws std::invalid_argument naming the
 /// row when its adapter is not loaded (or, a caller's bug, it is longer than the context).
-generation_batch_result generate(const gpt2_model& model, const tokenizer& tok,
+generation_batch_result generate(const gpt2_model& model, const text::tokenizer& tok,
                                  const std::vector<generation_request>& batch,
                                  const generate_options& opts = {});
 

@@ -11,7 +11,7 @@
 #include "tests/support/tiny_model.hpp"
 #include "worker/engine/gpt2_model.hpp"
 #include "worker/engine/lora_weights.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 #include "worker/engine/weights.hpp"
 
 namespace lf::test {

@@ -8,7 +8,7 @@
 #include "tests/support/tiny_engine.hpp"
 #include "worker/engine/generator.hpp"
 #include "worker/engine/gpt2_model.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 #include "worker/engine/weights.hpp"
 
 using namespace lf::engine;

@@ -15,7 +15,7 @@
 #include "worker/engine/generator.hpp"
 #include "worker/engine/gpt2_model.hpp"
 #include "worker/engine/step_engine.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 #include "worker/engine/weights.hpp"
 
 using namespace lf::engine;

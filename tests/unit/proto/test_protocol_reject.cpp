@@ -7,7 +7,7 @@
 #include <random>
 
 #include "tests/unit/proto/frame_builder.hpp"
-#include "worker/engine/text_stream.hpp"
+#include "core/utf8.hpp"
 
 using namespace lf::proto;
 using namespace lf::test;

@@ -7,7 +7,7 @@
 #include "worker/engine/generator.hpp"
 #include "worker/engine/gpt2_model.hpp"
 #include "worker/engine/cpu_runner.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 #include "worker/engine/weights.hpp"
 #include "worker/serving_loop.hpp"
 

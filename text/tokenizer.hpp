@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-namespace lf::engine {
+namespace lf::text {
 
 /// A loaded GPT-2 tokenizer. Immutable after loading apart from an internal, mutex-protected
 /// cache, so one instance (or copies of it) can be used from any number of threads at once.
@@ -70,4 +70,4 @@ private:
   std::shared_ptr<const impl> impl_;
 };
 
-} // namespace lf::engine
+} // namespace lf::text

@@ -17,11 +17,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "worker/engine/pretokenizer.hpp"
-#include "worker/engine/tokenizer.hpp"
-#include "worker/engine/unicode_tables.hpp"
+#include "text/pretokenizer.hpp"
+#include "text/tokenizer.hpp"
+#include "text/unicode_tables.hpp"
 
-using lf::engine::tokenizer;
+using lf::text::tokenizer;
 namespace fs = std::filesystem;
 
 namespace {
@@ -199,7 +199,7 @@ TEST_CASE("invalid UTF-8 is encoded byte for byte and round-trips", "[tokenizer]
 
 TEST_CASE("pre-tokenization follows GPT-2's pattern", "[tokenizer]") {
   using pieces = std::vector<std::string_view>;
-  using lf::engine::pretokenize;
+  using lf::text::pretokenize;
   CHECK(pretokenize("") == pieces{});
   CHECK(pretokenize("Hello world") == pieces{"Hello", " world"});
   // \s+(?!\S): the run gives back its last space, which leads the next word.
@@ -223,7 +223,7 @@ TEST_CASE("pre-tokenization follows GPT-2's pattern", "[tokenizer]") {
 }
 
 TEST_CASE("unicode tables are sorted and classify correctly", "[tokenizer]") {
-  namespace u = lf::engine::unicode;
+  namespace u = lf::text::unicode;
   REQUIRE(u::class_range_count > 0);
   for (std::size_t i = 0; i < u::class_range_count; ++i) {
     REQUIRE(u::class_ranges[i].first <= u::class_ranges[i].last);

@@ -1,8 +1,8 @@
-#include "worker/engine/bpe.hpp"
+#include "text/bpe.hpp"
 
 #include <algorithm>
 
-namespace lf::engine {
+namespace lf::text {
 
 namespace {
 
@@ -121,4 +121,4 @@ void bpe_merges::encode(std::string_view piece, std::vector<std::int32_t>& out) 
     out.push_back(syms[i].id);
 }
 
-} // namespace lf::engine
+} // namespace lf::text

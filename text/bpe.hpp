@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace lf::engine {
+namespace lf::text {
 
 /// GPT-2's `bytes_to_unicode`: the printable character that stands for byte `b` in vocab.json
 /// and merges.txt. Printable Latin-1 bytes stand for themselves; the other 68 bytes (controls,
@@ -62,4 +62,4 @@ private:
   std::unordered_map<std::uint64_t, rule> pairs_;
 };
 
-} // namespace lf::engine
+} // namespace lf::text

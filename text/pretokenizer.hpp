@@ -17,9 +17,9 @@
 #include <string_view>
 #include <vector>
 
-#include "worker/engine/unicode_tables.hpp"
+#include "text/unicode_tables.hpp"
 
-namespace lf::engine {
+namespace lf::text {
 
 /// One unit of input: a decoded codepoint, or a single invalid byte.
 struct utf8_unit {
@@ -41,4 +41,4 @@ std::size_t next_pretoken_end(std::string_view text, std::size_t pos) noexcept;
 /// Splits `text` into its GPT-2 pre-tokens, in order; concatenated they give back `text`.
 std::vector<std::string_view> pretokenize(std::string_view text);
 
-} // namespace lf::engine
+} // namespace lf::text

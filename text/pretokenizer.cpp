@@ -1,6 +1,6 @@
-#include "worker/engine/pretokenizer.hpp"
+#include "text/pretokenizer.hpp"
 
-namespace lf::engine {
+namespace lf::text {
 
 namespace {
 
@@ -136,4 +136,4 @@ std::vector<std::string_view> pretokenize(std::string_view text) {
   return pieces;
 }
 
-} // namespace lf::engine
+} // namespace lf::text

@@ -16,7 +16,7 @@
 
 #include "core/utf8.hpp"
 
-namespace lf::engine {
+namespace lf::text {
 
 /// The text of one generated sequence, released as it becomes final.
 ///
@@ -103,4 +103,4 @@ private:
   bool finished_ = false;
 };
 
-} // namespace lf::engine
+} // namespace lf::text

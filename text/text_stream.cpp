@@ -1,11 +1,11 @@
-#include "worker/engine/text_stream.hpp"
+#include "text/text_stream.hpp"
 
 #include "core/utf8.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 
-namespace lf::engine {
+namespace lf::text {
 
 text_stream::text_stream(std::vector<std::string> stop_sequences) {
   matchers_.reserve(stop_sequences.size());
@@ -128,4 +128,4 @@ std::string text_stream::finish() {
   return release(emitted_.size() + held_.size());
 }
 
-} // namespace lf::engine
+} // namespace lf::text

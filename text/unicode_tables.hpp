@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace lf::engine::unicode {
+namespace lf::text::unicode {
 
 /// The classes GPT-2's pattern tells apart. `letter` is \p{L} (Lu Ll Lt Lm Lo), `number` is
 /// \p{N} (Nd Nl No), `whitespace` is JavaScript's \s (category Zs, U+0009..U+000D, U+2028,
@@ -38,4 +38,4 @@ extern const char* const unicode_version;
 /// Codepoints beyond U+10FFFF and surrogates are `other`.
 char_class classify(char32_t cp) noexcept;
 
-} // namespace lf::engine::unicode
+} // namespace lf::text::unicode

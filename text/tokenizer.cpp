@@ -1,4 +1,4 @@
-#include "worker/engine/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 
 #include <array>
 #include <filesystem>
@@ -13,10 +13,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "worker/engine/bpe.hpp"
-#include "worker/engine/pretokenizer.hpp"
+#include "text/bpe.hpp"
+#include "text/pretokenizer.hpp"
 
-namespace lf::engine {
+namespace lf::text {
 
 namespace {
 
@@ -272,4 +272,4 @@ std::size_t tokenizer::vocab_size() const {
   return impl_->token_bytes.size();
 }
 
-} // namespace lf::engine
+} // namespace lf::text

@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "worker/engine/text_stream.hpp"
+#include "text/text_stream.hpp"
 
 using lf::is_valid_utf8;
 using lf::replace_invalid_utf8;
-using lf::engine::text_stream;
+using lf::text::text_stream;
 
 namespace {
 

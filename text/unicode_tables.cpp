@@ -2,11 +2,11 @@
 // Source: Python 3.13.0 unicodedata, Unicode 15.1.0.
 // 807 ranges: 660 letter, 137 number, 10 whitespace.
 
-#include "worker/engine/unicode_tables.hpp"
+#include "text/unicode_tables.hpp"
 
 #include <algorithm>
 
-namespace lf::engine::unicode {
+namespace lf::text::unicode {
 
 namespace {
 
@@ -861,4 +861,4 @@ char_class classify(char32_t cp) noexcept {
   return it != end && it->first <= cp ? it->cls : char_class::other;
 }
 
-} // namespace lf::engine::unicode
+} // namespace lf::text::unicode
