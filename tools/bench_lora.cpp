@@ -33,13 +33,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "text/tokenizer.hpp"
 #include "tools/args.hpp"
 #include "tools/bench_stats.hpp"
-#include "worker/engine/generator.hpp"
-#include "worker/engine/cpu_model.hpp"
-#include "worker/engine/model_writer.hpp"
-#include "worker/engine/cpu_runner.hpp"
-#include "text/tokenizer.hpp"
+#include "worker/engine/model/cpu_model.hpp"
+#include "worker/engine/model/cpu_runner.hpp"
+#include "worker/engine/reference/generator.hpp"
+#include "worker/engine/reference/model_writer.hpp"
 #include "worker/serving_loop.hpp"
 
 using namespace lf;

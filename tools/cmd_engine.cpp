@@ -6,11 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/utf8.hpp"
+#include "text/tokenizer.hpp"
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
-#include "core/utf8.hpp"
-#include "worker/engine/model_writer.hpp"
-#include "text/tokenizer.hpp"
+#include "worker/engine/reference/model_writer.hpp"
 
 namespace lf::tools {
 

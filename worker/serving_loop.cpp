@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "worker/engine/sampler.hpp"
 #include "text/text_stream.hpp"
 #include "text/tokenizer.hpp"
+#include "worker/engine/sampling/sampler.hpp"
 
 namespace lf::worker {
 

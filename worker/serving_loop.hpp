@@ -29,8 +29,8 @@
 
 #include "cache/adapter_manager.hpp"
 #include "cache/block_manager.hpp"
-#include "worker/engine/generator.hpp"
-#include "worker/engine/step_engine.hpp"
+#include "worker/engine/model/step_engine.hpp"
+#include "worker/engine/reference/generator.hpp"
 #include "worker/request.hpp"
 #include "worker/scheduler.hpp"
 #include "worker/worker_settings.hpp"

@@ -7,9 +7,10 @@
 #include <algorithm>
 #include <exception>
 
-#include "worker/engine/sampler.hpp"
 #include "text/text_stream.hpp"
 #include "text/tokenizer.hpp"
+#include "worker/engine/sampling/logprobs.hpp"
+#include "worker/engine/sampling/sampler.hpp"
 
 namespace lf::worker {
 

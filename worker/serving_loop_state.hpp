@@ -2,8 +2,8 @@
 // Private to the serving loop's two source files: what the loop thread keeps per request.
 
 #include "core/credit_window.hpp"
-#include "worker/engine/sampler.hpp"
 #include "text/text_stream.hpp"
+#include "worker/engine/sampling/sampler.hpp"
 #include "worker/serving_loop.hpp"
 
 namespace lf::worker {

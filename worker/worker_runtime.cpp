@@ -9,15 +9,16 @@
 #include <stdexcept>
 
 #include "core/log.hpp"
-#include "worker/engine/blas_threads.hpp"
-#include "worker/engine/cpu_runner.hpp"
-#include "worker/engine/generator.hpp"
-#include "worker/engine/gpt2_model.hpp"
-#include "worker/engine/kernels/kernel_table.hpp"
-#include "worker/engine/lora_adapter.hpp"
-#include "worker/engine/lora_weights.hpp"
 #include "text/tokenizer.hpp"
-#include "worker/engine/weights.hpp"
+#include "worker/engine/kernels/kernel_table.hpp"
+#include "worker/engine/lora/adapter_paths.hpp"
+#include "worker/engine/lora/lora_adapter.hpp"
+#include "worker/engine/model/cpu_runner.hpp"
+#include "worker/engine/reference/blas_threads.hpp"
+#include "worker/engine/reference/generator.hpp"
+#include "worker/engine/reference/gpt2_model.hpp"
+#include "worker/engine/reference/lora_weights.hpp"
+#include "worker/engine/reference/weights.hpp"
 
 namespace lf::worker {
 

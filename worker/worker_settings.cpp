@@ -5,9 +5,9 @@
 #include <stdexcept>
 #include <thread>
 
-#include "worker/engine/gpt2_config.hpp"
-#include "worker/engine/kernels/kv_cache.hpp"
 #include "text/tokenizer.hpp"
+#include "worker/engine/checkpoint/gpt2_config.hpp"
+#include "worker/engine/kernels/kv_cache.hpp"
 
 namespace lf::worker {
 

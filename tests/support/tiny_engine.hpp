@@ -5,9 +5,9 @@
 #include <string>
 
 #include "tests/support/tiny_model.hpp"
-#include "worker/engine/gpt2_model.hpp"
 #include "text/tokenizer.hpp"
-#include "worker/engine/weights.hpp"
+#include "worker/engine/reference/gpt2_model.hpp"
+#include "worker/engine/reference/weights.hpp"
 
 namespace lf::test {
 

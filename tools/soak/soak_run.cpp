@@ -9,13 +9,13 @@
 #include <sys/wait.h>
 
 #include "cluster/cluster_config.hpp"
+#include "text/tokenizer.hpp"
 #include "tools/loadtest/passage.hpp"
 #include "tools/soak/driver.hpp"
 #include "tools/soak/fault_sequence.hpp"
 #include "tools/soak/fleet.hpp"
 #include "tools/soak/report.hpp"
-#include "worker/engine/gpt2_config.hpp"
-#include "text/tokenizer.hpp"
+#include "worker/engine/checkpoint/gpt2_config.hpp"
 
 namespace lf::soak {
 

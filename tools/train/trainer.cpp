@@ -14,12 +14,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "text/tokenizer.hpp"
 #include "tools/train/corpus.hpp"
 #include "tools/train/evaluate.hpp"
 #include "tools/train/schedule.hpp"
 #include "tools/train/train_model.hpp"
-#include "worker/engine/model_writer.hpp"
-#include "text/tokenizer.hpp"
+#include "worker/engine/reference/model_writer.hpp"
 
 namespace lf::train {
 

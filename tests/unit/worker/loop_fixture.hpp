@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "core/request.hpp"
-#include "worker/engine/step_engine.hpp"
 #include "text/tokenizer.hpp"
+#include "worker/engine/model/step_engine.hpp"
 #include "worker/request.hpp"
 #include "worker/serving_loop.hpp"
 

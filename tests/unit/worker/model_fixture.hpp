@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "tests/unit/engine/lora_fixture.hpp"
-#include "worker/engine/gpt2_config.hpp"
+#include "tests/support/lora_fixture.hpp"
 #include "text/tokenizer.hpp"
+#include "worker/engine/checkpoint/gpt2_config.hpp"
 
 namespace lf::test {
 
