@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
-#include "worker/engine/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 
 namespace lf::gateway {
 
-std::variant<request_draft, check_failure> draft_of(const proto::submit_msg& m, const engine::tokenizer& tok,
+std::variant<request_draft, check_failure> draft_of(const proto::submit_msg& m, const text::tokenizer& tok,
                                                    std::size_t max_prompt_bytes,
                                                    const std::vector<std::int32_t>* given_tokens) {
   request_draft d;

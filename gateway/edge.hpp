@@ -10,7 +10,7 @@
 #include "core/request.hpp"
 #include "proto/protocol.hpp"
 
-namespace lf::engine {
+namespace lf::text {
 class tokenizer;
 }
 
@@ -20,7 +20,7 @@ namespace lf::gateway {
 /// to_sampling_params(m), the adapter, the tenant, deadline_ms as the timeout, ttft_ms.
 /// prompt_too_long when the rendered prompt exceeds `max_prompt_bytes` (checked before
 /// tokenizing).
-std::variant<request_draft, check_failure> draft_of(const proto::submit_msg& m, const engine::tokenizer& tok,
+std::variant<request_draft, check_failure> draft_of(const proto::submit_msg& m, const text::tokenizer& tok,
                                                    std::size_t max_prompt_bytes,
                                                    const std::vector<std::int32_t>* given_tokens = nullptr);
 

@@ -19,7 +19,7 @@
 #include "gateway/edge.hpp"
 #include "gateway/gateway_book.hpp"
 #include "gateway/gateway_stats.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 
 namespace lf::gateway {
 

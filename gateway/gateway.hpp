@@ -29,7 +29,7 @@
 
 #include "actors/interfaces.hpp"
 
-namespace lf::engine {
+namespace lf::text {
 class tokenizer;
 }
 
@@ -40,7 +40,7 @@ struct gateway_options {
   std::string endpoint = "tcp://127.0.0.1:5555";  ///< where to bind
   /// The model's tokenizer: the gateway renders chats and tokenizes prompts, so the router gets
   /// token ids (request_draft). Required.
-  std::shared_ptr<const engine::tokenizer> tokenizer;
+  std::shared_ptr<const text::tokenizer> tokenizer;
   /// Rendered prompts (a chat with its template) longer than this are refused (prompt_too_long)
   /// before tokenizing.
   std::size_t max_prompt_bytes = std::size_t{1} << 20;

@@ -18,7 +18,7 @@
 #include "gateway/http_impl.hpp"
 #include "gateway/metrics_export.hpp"
 #include "gateway/openai_response.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 
 namespace lf::gateway {
 

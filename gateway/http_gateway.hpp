@@ -24,7 +24,7 @@
 
 #include "actors/interfaces.hpp"
 
-namespace lf::engine {
+namespace lf::text {
 class tokenizer;
 }
 
@@ -33,7 +33,7 @@ namespace lf::gateway {
 /// Settings of the HTTP gateway.
 struct http_options {
   std::string listen;  ///< host:port (port 0 picks a free one), e.g. "127.0.0.1:8000"
-  std::shared_ptr<const engine::tokenizer> tokenizer;  ///< required
+  std::shared_ptr<const text::tokenizer> tokenizer;  ///< required
   std::string model_name = "gpt2";        ///< `model` naming the base model; other names are adapters
   std::uint32_t context_window = 0;       ///< for chat's default max_tokens; 0: unknown (then 16)
   std::size_t max_body_bytes = std::size_t{1} << 20;   ///< larger bodies: 413

@@ -25,17 +25,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "text/tokenizer.hpp"
 #include "tools/args.hpp"
 #include "tools/bench_stats.hpp"
 #include "tools/kv_dtype_flag.hpp"
 #include "tools/loadtest/passage.hpp"
-#include "worker/engine/cpu_model.hpp"
 #include "worker/engine/kernels/kernel_table.hpp"
 #include "worker/engine/kernels/peak_probe.hpp"
-#include "worker/engine/model_writer.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "worker/engine/model/cpu_model.hpp"
+#include "worker/engine/reference/model_writer.hpp"
 
 using namespace lf::engine;
+using lf::text::tokenizer;
 namespace kernels = lf::kernels;
 namespace fs = std::filesystem;
 using clock_type = std::chrono::steady_clock;

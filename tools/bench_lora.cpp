@@ -33,17 +33,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "text/tokenizer.hpp"
 #include "tools/args.hpp"
 #include "tools/bench_stats.hpp"
-#include "worker/engine/generator.hpp"
-#include "worker/engine/cpu_model.hpp"
-#include "worker/engine/model_writer.hpp"
-#include "worker/engine/cpu_runner.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "worker/engine/model/cpu_model.hpp"
+#include "worker/engine/model/cpu_runner.hpp"
+#include "worker/engine/reference/generator.hpp"
+#include "worker/engine/reference/model_writer.hpp"
 #include "worker/serving_loop.hpp"
 
 using namespace lf;
 using namespace lf::engine;
+using lf::text::tokenizer;
 using namespace lf::worker;
 namespace fs = std::filesystem;
 using clock_type = std::chrono::steady_clock;

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "tools/args.hpp"
-#include "worker/engine/sampler.hpp"
+#include "worker/engine/sampling/sampler.hpp"
 
 int main(int argc, char** argv) try {
   lf::tools::args a(argc, argv, 1);

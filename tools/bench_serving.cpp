@@ -27,19 +27,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include "text/tokenizer.hpp"
 #include "tools/args.hpp"
 #include "tools/bench_stats.hpp"
 #include "tools/kv_dtype_flag.hpp"
-#include "worker/engine/generator.hpp"
-#include "worker/engine/gpt2_model.hpp"
-#include "worker/engine/cpu_runner.hpp"
-#include "worker/engine/model_writer.hpp"
-#include "worker/engine/weights.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "worker/engine/model/cpu_runner.hpp"
+#include "worker/engine/reference/generator.hpp"
+#include "worker/engine/reference/gpt2_model.hpp"
+#include "worker/engine/reference/model_writer.hpp"
+#include "worker/engine/reference/weights.hpp"
 #include "worker/serving_loop.hpp"
 
 using namespace lf;
 using namespace lf::engine;
+using lf::text::tokenizer;
 using namespace lf::worker;
 using lf::tools::percentile;
 namespace fs = std::filesystem;

@@ -16,10 +16,10 @@
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
 #include "tools/curve_flags.hpp"
-#include "tools/sampling_flags.hpp"
 #include "tools/log_flags.hpp"
+#include "tools/sampling_flags.hpp"
 #include "tools/serve_options.hpp"
-#include "worker/engine/blas_threads.hpp"
+#include "worker/engine/reference/blas_threads.hpp"
 
 namespace lf::tools {
 

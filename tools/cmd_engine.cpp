@@ -6,16 +6,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/utf8.hpp"
+#include "text/tokenizer.hpp"
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
-#include "core/utf8.hpp"
-#include "worker/engine/model_writer.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "worker/engine/reference/model_writer.hpp"
 
 namespace lf::tools {
 
 namespace fs = std::filesystem;
 using namespace lf::engine;
+using lf::text::tokenizer;
 
 const char* default_tokenizer_dir() { return LF_DEFAULT_TOKENIZER_DIR; }
 

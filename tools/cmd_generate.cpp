@@ -8,24 +8,26 @@
 #include <mutex>
 #include <thread>
 
+#include "text/tokenizer.hpp"
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
 #include "tools/kv_dtype_flag.hpp"
 #include "tools/sampling_flags.hpp"
-#include "worker/engine/cpu_lora.hpp"
-#include "worker/engine/cpu_runner.hpp"
-#include "worker/engine/generator.hpp"
-#include "worker/engine/gpt2_model.hpp"
 #include "worker/engine/kernels/kernel_table.hpp"
-#include "worker/engine/lora_weights.hpp"
-#include "worker/engine/tokenizer.hpp"
-#include "worker/engine/weights.hpp"
+#include "worker/engine/lora/adapter_paths.hpp"
+#include "worker/engine/model/cpu_lora.hpp"
+#include "worker/engine/model/cpu_runner.hpp"
+#include "worker/engine/reference/generator.hpp"
+#include "worker/engine/reference/gpt2_model.hpp"
+#include "worker/engine/reference/lora_weights.hpp"
+#include "worker/engine/reference/weights.hpp"
 #include "worker/serving_loop.hpp"
 
 namespace lf::tools {
 
 namespace fs = std::filesystem;
 using namespace lf::engine;
+using lf::text::tokenizer;
 
 namespace {
 

@@ -11,15 +11,15 @@
 #include <sstream>
 
 #include "cluster/local_cluster.hpp"
-#include "tools/log_flags.hpp"
+#include "text/tokenizer.hpp"
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
 #include "tools/loadtest/driver.hpp"
 #include "tools/loadtest/http_client.hpp"
 #include "tools/loadtest/passage.hpp"
 #include "tools/loadtest/report.hpp"
+#include "tools/log_flags.hpp"
 #include "tools/serve_options.hpp"
-#include "worker/engine/tokenizer.hpp"
 
 namespace lf::tools {
 
@@ -27,8 +27,8 @@ namespace {
 
 using namespace lf::loadtest;
 
-const engine::tokenizer& tok() {
-  static const auto t = engine::tokenizer::from_dir(default_tokenizer_dir());
+const text::tokenizer& tok() {
+  static const auto t = text::tokenizer::from_dir(default_tokenizer_dir());
   return t;
 }
 

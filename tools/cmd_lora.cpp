@@ -3,8 +3,8 @@
 
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
-#include "worker/engine/gpt2_config.hpp"
-#include "worker/engine/lora_adapter.hpp"
+#include "worker/engine/checkpoint/gpt2_config.hpp"
+#include "worker/engine/lora/lora_adapter.hpp"
 
 namespace lf::tools {
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Generates worker/engine/unicode_tables.cpp: the codepoint classes GPT-2's pre-tokenization
+"""Generates text/unicode_tables.cpp: the codepoint classes GPT-2's pre-tokenization
 pattern needs (\\p{L}, \\p{N}, \\s), as sorted inclusive ranges that the tokenizer binary-searches.
 
-Usage: python3 tools/gen_unicode_tables.py [OUTPUT]   (default: worker/engine/unicode_tables.cpp)
+Usage: python3 tools/gen_unicode_tables.py [OUTPUT]   (default: text/unicode_tables.cpp)
 
 The classes come from the running Python's `unicodedata`, so use the newest Python at hand (the
 Unicode version lands in the generated header comment):
@@ -61,11 +61,11 @@ def render(rs):
         "// %d ranges: %d letter, %d number, %d whitespace."
         % (len(rs), counts[LETTER], counts[NUMBER], counts[WHITESPACE]),
         "",
-        '#include "worker/engine/unicode_tables.hpp"',
+        '#include "text/unicode_tables.hpp"',
         "",
         "#include <algorithm>",
         "",
-        "namespace lf::engine::unicode {",
+        "namespace lf::text::unicode {",
         "",
         "namespace {",
         "",
@@ -100,7 +100,7 @@ def render(rs):
         "  return it != end && it->first <= cp ? it->cls : char_class::other;",
         "}",
         "",
-        "} // namespace lf::engine::unicode",
+        "} // namespace lf::text::unicode",
         "",
     ]
     return "\n".join(lines)

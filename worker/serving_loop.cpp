@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "worker/engine/sampler.hpp"
-#include "worker/engine/text_stream.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "text/text_stream.hpp"
+#include "text/tokenizer.hpp"
+#include "worker/engine/sampling/sampler.hpp"
 
 namespace lf::worker {
 
@@ -29,7 +29,7 @@ std::string_view to_string(request_outcome o) {
   return "failed";
 }
 
-serving_loop::serving_loop(engine::step_engine& engine, const engine::tokenizer& tok,
+serving_loop::serving_loop(engine::step_engine& engine, const text::tokenizer& tok,
                            serving_config cfg, static_generate_fn static_fn,
                            cache::adapter_manager* adapters)
   : engine_(engine), tok_(tok), adapters_(adapters), cfg_(cfg), static_fn_(std::move(static_fn)),

@@ -29,13 +29,13 @@
 
 #include "cache/adapter_manager.hpp"
 #include "cache/block_manager.hpp"
-#include "worker/engine/generator.hpp"
-#include "worker/engine/step_engine.hpp"
+#include "worker/engine/model/step_engine.hpp"
+#include "worker/engine/reference/generator.hpp"
 #include "worker/request.hpp"
 #include "worker/scheduler.hpp"
 #include "worker/worker_settings.hpp"
 
-namespace lf::engine {
+namespace lf::text {
 class tokenizer;
 }
 
@@ -91,7 +91,7 @@ public:
   /// needed only for the static modes. Without `adapters`, requests that name an adapter fail
   /// with unknown_adapter. The engine must find the manager's adapters (cpu_runner constructed
   /// with adapters->lookup()). The loop sets the manager's listener (one loop per manager).
-  serving_loop(engine::step_engine& engine, const engine::tokenizer& tok, serving_config cfg,
+  serving_loop(engine::step_engine& engine, const text::tokenizer& tok, serving_config cfg,
                static_generate_fn static_fn = {}, cache::adapter_manager* adapters = nullptr);
 
   /// stop(false): cancels what is left, then joins the thread.
@@ -184,7 +184,7 @@ private:
   void wait_for_news();
 
   engine::step_engine& engine_;
-  const engine::tokenizer& tok_;
+  const text::tokenizer& tok_;
   cache::adapter_manager* adapters_;
   serving_config cfg_;
   static_generate_fn static_fn_;

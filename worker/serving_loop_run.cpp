@@ -7,9 +7,10 @@
 #include <algorithm>
 #include <exception>
 
-#include "worker/engine/sampler.hpp"
-#include "worker/engine/text_stream.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "text/text_stream.hpp"
+#include "text/tokenizer.hpp"
+#include "worker/engine/sampling/logprobs.hpp"
+#include "worker/engine/sampling/sampler.hpp"
 
 namespace lf::worker {
 
@@ -284,7 +285,7 @@ void serving_loop::run_static_batch() {
     auto& out = res.outputs[i];
     auto& lr = *live_.at(ids[i]);
     // The batch streamed through the generator's own text stream; mirror its text here.
-    lr.stream = engine::text_stream({});
+    lr.stream = text::text_stream({});
     lr.stream.push(out.text);
     lr.stream.finish();
     switch (out.reason) {

@@ -2,8 +2,8 @@
 // Private to the serving loop's two source files: what the loop thread keeps per request.
 
 #include "core/credit_window.hpp"
-#include "worker/engine/sampler.hpp"
-#include "worker/engine/text_stream.hpp"
+#include "text/text_stream.hpp"
+#include "worker/engine/sampling/sampler.hpp"
 #include "worker/serving_loop.hpp"
 
 namespace lf::worker {
@@ -44,7 +44,7 @@ struct serving_loop::live_request {
   std::optional<time_point> deadline;
   request_callbacks cb;
   engine::sampler pick;
-  engine::text_stream stream;
+  text::text_stream stream;
   std::vector<std::int32_t> generated;
   time_point submitted;
   time_point scheduled{};

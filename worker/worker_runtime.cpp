@@ -10,26 +10,27 @@
 #include <stdexcept>
 
 #include "core/log.hpp"
-#include "worker/engine/cpu_runner.hpp"
+#include "text/tokenizer.hpp"
 #include "worker/engine/cuda/cuda_engine.hpp"
-#include "worker/engine/generator.hpp"
 #include "worker/engine/kernels/kernel_table.hpp"
-#include "worker/engine/lora_adapter.hpp"
-#include "worker/engine/peft_manager.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "worker/engine/lora/adapter_paths.hpp"
+#include "worker/engine/lora/lora_adapter.hpp"
+#include "worker/engine/lora/peft_loader.hpp"
+#include "worker/engine/model/cpu_runner.hpp"
+#include "worker/engine/reference/generator.hpp"
 #ifndef LF_NO_TORCH
-#include "worker/engine/blas_threads.hpp"
-#include "worker/engine/gpt2_model.hpp"
-#include "worker/engine/lora_weights.hpp"
-#include "worker/engine/weights.hpp"
+#include "worker/engine/reference/blas_threads.hpp"
+#include "worker/engine/reference/gpt2_model.hpp"
+#include "worker/engine/reference/lora_weights.hpp"
+#include "worker/engine/reference/weights.hpp"
 #endif
 
 namespace lf::worker {
 
 namespace {
 
-engine::tokenizer tokenizer_of(const worker_settings& s) {
-  return engine::tokenizer::from_dir(s.tokenizer_dir.empty() ? s.model_dir : s.tokenizer_dir);
+text::tokenizer tokenizer_of(const worker_settings& s) {
+  return text::tokenizer::from_dir(s.tokenizer_dir.empty() ? s.model_dir : s.tokenizer_dir);
 }
 
 cache::adapter_cache_config adapter_config(const worker_settings& s) {
@@ -104,7 +105,7 @@ const worker_settings& checked(const worker_settings& s) {
 struct worker_runtime::impl {
   worker_settings settings;
   engine::gpt2_config config;
-  engine::tokenizer tok;
+  text::tokenizer tok;
   // Continuous batching: the CPU engine.
   std::unique_ptr<engine::cpu_model> model;
   std::unique_ptr<kernels::kv_cache> kv;
@@ -235,7 +236,7 @@ worker_runtime::~worker_runtime() {
 
 serving_loop& worker_runtime::loop() { return *impl_->loop; }
 
-const engine::tokenizer& worker_runtime::tokenizer() const { return impl_->tok; }
+const text::tokenizer& worker_runtime::tokenizer() const { return impl_->tok; }
 
 std::uint32_t worker_runtime::context_window() const {
   return static_cast<std::uint32_t>(impl_->config.n_positions);

@@ -17,7 +17,7 @@
 #include "cache/adapter_registry.hpp"
 #include "worker/serving_loop.hpp"
 
-namespace lf::engine {
+namespace lf::text {
 class tokenizer;
 }
 
@@ -40,7 +40,7 @@ public:
   serving_loop& loop();
 
   /// The tokenizer the loop streams text with (thread-safe).
-  const engine::tokenizer& tokenizer() const;
+  const text::tokenizer& tokenizer() const;
 
   /// The model's context window in tokens (GPT-2: n_positions).
   std::uint32_t context_window() const;

@@ -5,10 +5,10 @@
 #include <stdexcept>
 #include <thread>
 
+#include "text/tokenizer.hpp"
+#include "worker/engine/checkpoint/gpt2_config.hpp"
 #include "worker/engine/cuda/cuda_engine.hpp"
-#include "worker/engine/gpt2_config.hpp"
 #include "worker/engine/kernels/kv_cache.hpp"
-#include "worker/engine/tokenizer.hpp"
 
 namespace lf::worker {
 
@@ -84,9 +84,9 @@ request_limits model_limits(const worker_settings& s) {
   return engine::gpt2_config::load((std::filesystem::path(s.model_dir) / "config.json").string()).limits();
 }
 
-std::shared_ptr<const engine::tokenizer> load_tokenizer(const worker_settings& s) {
-  return std::make_shared<const engine::tokenizer>(
-    engine::tokenizer::from_dir(s.tokenizer_dir.empty() ? s.model_dir : s.tokenizer_dir));
+std::shared_ptr<const text::tokenizer> load_tokenizer(const worker_settings& s) {
+  return std::make_shared<const text::tokenizer>(
+    text::tokenizer::from_dir(s.tokenizer_dir.empty() ? s.model_dir : s.tokenizer_dir));
 }
 
 worker_settings resolve_for_process(worker_settings s, std::uint32_t workers) {

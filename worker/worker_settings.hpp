@@ -13,7 +13,7 @@
 #include "core/request.hpp"
 #include "core/vtc.hpp"
 
-namespace lf::engine {
+namespace lf::text {
 class tokenizer;
 }
 
@@ -94,7 +94,7 @@ request_limits model_limits(const worker_settings& s);
 
 /// The model's tokenizer (`tokenizer_dir`, or `model_dir` when that is empty), for the edge that
 /// tokenizes prompts. Throws std::runtime_error naming the file.
-std::shared_ptr<const engine::tokenizer> load_tokenizer(const worker_settings& s);
+std::shared_ptr<const text::tokenizer> load_tokenizer(const worker_settings& s);
 
 /// `s` with its automatic values filled in for `workers` workers sharing one process: threads
 /// and blas_threads 0 become the workers' share of the cores.

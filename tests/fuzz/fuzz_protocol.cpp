@@ -17,9 +17,9 @@
 #include <type_traits>
 #include <variant>
 
+#include "core/utf8.hpp"
 #include "proto/id_scan.hpp"
 #include "proto/protocol.hpp"
-#include "worker/engine/text_stream.hpp"
 
 namespace {
 

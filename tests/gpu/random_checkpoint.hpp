@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "worker/engine/gpt2_config.hpp"
-#include "worker/engine/safetensors.hpp"
+#include "worker/engine/checkpoint/gpt2_config.hpp"
+#include "worker/engine/checkpoint/safetensors.hpp"
 
 namespace lf::test {
 

@@ -10,9 +10,9 @@
 
 #include "tests/gpu/random_checkpoint.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "worker/engine/cpu_lora.hpp"
-#include "worker/engine/cpu_model.hpp"
-#include "worker/engine/cpu_runner.hpp"
+#include "worker/engine/model/cpu_lora.hpp"
+#include "worker/engine/model/cpu_model.hpp"
+#include "worker/engine/model/cpu_runner.hpp"
 #include "worker/engine/cuda/cuda_engine.hpp"
 
 using namespace lf;

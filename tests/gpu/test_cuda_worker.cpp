@@ -5,7 +5,7 @@
 
 #include <future>
 
-#include "worker/engine/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 #include "worker/worker_runtime.hpp"
 
 using namespace lf;

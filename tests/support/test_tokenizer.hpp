@@ -4,13 +4,13 @@
 
 #include <string>
 
-#include "worker/engine/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 
 namespace lf::test {
 
 /// The binary's one tokenizer (models/tokenizer under the source tree).
-inline const engine::tokenizer& tokenizer() {
-  static const engine::tokenizer tok = engine::tokenizer::from_dir(std::string(LF_SOURCE_DIR) + "/models/tokenizer");
+inline const text::tokenizer& tokenizer() {
+  static const text::tokenizer tok = text::tokenizer::from_dir(std::string(LF_SOURCE_DIR) + "/models/tokenizer");
   return tok;
 }
 

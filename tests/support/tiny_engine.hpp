@@ -5,9 +5,9 @@
 #include <string>
 
 #include "tests/support/tiny_model.hpp"
-#include "worker/engine/gpt2_model.hpp"
-#include "worker/engine/tokenizer.hpp"
-#include "worker/engine/weights.hpp"
+#include "text/tokenizer.hpp"
+#include "worker/engine/reference/gpt2_model.hpp"
+#include "worker/engine/reference/weights.hpp"
 
 namespace lf::test {
 
@@ -15,7 +15,7 @@ namespace lf::test {
 struct tiny_engine {
   std::string dir = tiny_model_dir();
   engine::gpt2_model model{engine::load_gpt2_weights(dir)};
-  engine::tokenizer tok = engine::tokenizer::from_dir(dir);
+  text::tokenizer tok = text::tokenizer::from_dir(dir);
 };
 
 /// The binary's one tiny_engine.

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "tests/support/temp_dir.hpp"
-#include "worker/engine/model_writer.hpp"
+#include "worker/engine/reference/model_writer.hpp"
 
 namespace lf::test {
 

@@ -31,7 +31,7 @@
 #include "tools/args.hpp"
 #include "tools/bench_stats.hpp"
 #include "worker/engine/cuda/cuda_engine.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 #include "worker/serving_loop.hpp"
 
 using namespace lf;
@@ -145,7 +145,7 @@ struct stream_result {
 };
 
 /// `streams` closed-loop clients, 2 requests each, through a serving loop over `e`.
-stream_result serve(step_engine& e, const tokenizer& tok, const gpt2_config& c, std::uint32_t blocks,
+stream_result serve(step_engine& e, const text::tokenizer& tok, const gpt2_config& c, std::uint32_t blocks,
                     int block_size, int streams, int in, int out) {
   worker::serving_config cfg;
   cfg.num_blocks = blocks;
@@ -290,7 +290,7 @@ int main(int argc, char** argv) try {
     std::cout << "  " << std::setw(7) << b << " | " << std::setprecision(0) << tps << "\n";
     report["prefill"].push_back({{"prompts", b}, {"tokens_per_s", tps}});
   }
-  const auto tok = tokenizer::from_dir(tok_dir);
+  const auto tok = text::tokenizer::from_dir(tok_dir);
   std::cout << "\n[serve] serving loop in-process, closed loop, " << prompt << " in / 128 out, 2 requests per stream\n"
             << "  streams | output tok/s | TTFT p50 ms | TPOT p50 ms | failed\n";
   for (int n : stream_counts) {

@@ -12,9 +12,9 @@
 #include <sstream>
 
 #include "tools/args.hpp"
-#include "worker/engine/cpu_lora.hpp"
-#include "worker/engine/cpu_model.hpp"
-#include "worker/engine/cpu_runner.hpp"
+#include "worker/engine/model/cpu_lora.hpp"
+#include "worker/engine/model/cpu_model.hpp"
+#include "worker/engine/model/cpu_runner.hpp"
 #include "worker/engine/cuda/cuda_engine.hpp"
 
 using namespace lf;

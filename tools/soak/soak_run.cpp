@@ -9,13 +9,13 @@
 #include <sys/wait.h>
 
 #include "cluster/cluster_config.hpp"
+#include "text/tokenizer.hpp"
 #include "tools/loadtest/passage.hpp"
 #include "tools/soak/driver.hpp"
 #include "tools/soak/fault_sequence.hpp"
 #include "tools/soak/fleet.hpp"
 #include "tools/soak/report.hpp"
-#include "worker/engine/gpt2_config.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "worker/engine/checkpoint/gpt2_config.hpp"
 
 namespace lf::soak {
 
@@ -160,7 +160,7 @@ int run_soak(const soak_options& o, std::ostream& out) {
     throw std::invalid_argument(o.config + ": heartbeats are off, so a stopped node would never be noticed");
   const auto workers = cfg.total_workers();
   const auto model = engine::gpt2_config::load(cfg.model_dir + "/config.json");
-  const auto tok = engine::tokenizer::from_dir(cfg.tokenizer_dir.empty() ? cfg.model_dir : cfg.tokenizer_dir);
+  const auto tok = text::tokenizer::from_dir(cfg.tokenizer_dir.empty() ? cfg.model_dir : cfg.tokenizer_dir);
   const auto passage = tok.encode(loadtest::passage_text());
   plan_settings ps;
   ps.requests = o.requests;

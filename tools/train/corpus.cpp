@@ -7,7 +7,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "worker/engine/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 
 namespace lf::train {
 
@@ -63,7 +63,7 @@ std::string stream_name(const std::string& path) {
   return std::filesystem::path(path).stem().string();
 }
 
-corpus load_corpus(const std::vector<std::string>& files, const engine::tokenizer& tok,
+corpus load_corpus(const std::vector<std::string>& files, const text::tokenizer& tok,
                    double val_fraction, double mix_power, int context) {
   std::vector<token_stream> streams;
   for (const auto& f : files) {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace lf::engine {
+namespace lf::text {
 class tokenizer;
 }
 
@@ -53,7 +53,7 @@ corpus make_corpus(std::vector<token_stream> streams, double mix_power, int cont
 /// Reads and tokenizes `files` (UTF-8 text; a literal "<|endoftext|>" becomes the end-of-text
 /// token, so documents can be separated) and calls make_stream / make_corpus. Throws
 /// std::runtime_error naming a file that cannot be read.
-corpus load_corpus(const std::vector<std::string>& files, const engine::tokenizer& tok,
+corpus load_corpus(const std::vector<std::string>& files, const text::tokenizer& tok,
                    double val_fraction, double mix_power, int context);
 
 /// The name a stream of `path` gets: the file name without its extension.

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "worker/engine/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 
 namespace lf::train {
 
@@ -51,7 +51,7 @@ std::string format_eval(const eval_record& r) {
 std::vector<stream_loss> evaluate_model(const eval_options& o) {
   if (o.corpus_files.empty())
     throw std::invalid_argument("no corpus files to evaluate on");
-  auto tok = engine::tokenizer::from_dir(o.tokenizer_dir);
+  auto tok = text::tokenizer::from_dir(o.tokenizer_dir);
   auto w = engine::load_gpt2_weights(o.model_dir);
   if (o.context < 1 || o.context > w.config.n_positions)
     throw std::invalid_argument("context must be within 1.." + std::to_string(w.config.n_positions));

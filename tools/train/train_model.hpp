@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "tools/train/trainer.hpp"
-#include "worker/engine/lora_adapter.hpp"
-#include "worker/engine/weights.hpp"
+#include "worker/engine/lora/lora_adapter.hpp"
+#include "worker/engine/reference/weights.hpp"
 
 namespace lf::train {
 

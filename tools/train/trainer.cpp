@@ -14,12 +14,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "text/tokenizer.hpp"
 #include "tools/train/corpus.hpp"
 #include "tools/train/evaluate.hpp"
 #include "tools/train/schedule.hpp"
 #include "tools/train/train_model.hpp"
-#include "worker/engine/model_writer.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "worker/engine/reference/model_writer.hpp"
 
 namespace lf::train {
 
@@ -188,7 +188,7 @@ train_result run_training(const train_options& o, std::ostream& log) {
   fs::create_directories(out);
 
   auto t0 = now_seconds();
-  auto tok = engine::tokenizer::from_dir(o.tokenizer_dir);
+  auto tok = text::tokenizer::from_dir(o.tokenizer_dir);
   auto data = load_corpus(o.corpus_files, tok, o.val_fraction, o.mix_power, o.context);
   log << "tokenized " << data.streams.size() << " files in " << format_duration(now_seconds() - t0)
       << "\n";

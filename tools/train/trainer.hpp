@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "worker/engine/gpt2_config.hpp"
-#include "worker/engine/lora_adapter.hpp"
-#include "worker/engine/safetensors.hpp"
+#include "worker/engine/checkpoint/gpt2_config.hpp"
+#include "worker/engine/checkpoint/safetensors.hpp"
+#include "worker/engine/lora/lora_adapter.hpp"
 
 namespace lf::train {
 

@@ -6,8 +6,8 @@
 
 #include <random>
 
+#include "core/utf8.hpp"
 #include "tests/unit/proto/frame_builder.hpp"
-#include "worker/engine/text_stream.hpp"
 
 using namespace lf::proto;
 using namespace lf::test;

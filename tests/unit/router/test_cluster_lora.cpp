@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "worker/engine/lora_adapter.hpp"
+#include "worker/engine/lora/lora_adapter.hpp"
 
 using namespace lf;
 using namespace lf::actors;

@@ -10,8 +10,8 @@
 #include <set>
 #include <thread>
 
-#include "worker/engine/lora_adapter.hpp"
-#include "worker/engine/peft_manager.hpp"
+#include "worker/engine/lora/lora_adapter.hpp"
+#include "worker/engine/lora/peft_loader.hpp"
 
 using namespace lf;
 using namespace lf::actors;

@@ -5,9 +5,9 @@
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/tiny_model.hpp"
 #include "tools/train/train_model.hpp"
-#include "worker/engine/dense_attention.hpp"
-#include "worker/engine/gpt2_model.hpp"
-#include "worker/engine/model_writer.hpp"
+#include "worker/engine/reference/dense_attention.hpp"
+#include "worker/engine/reference/gpt2_model.hpp"
+#include "worker/engine/reference/model_writer.hpp"
 
 using namespace lf::engine;
 using namespace lf::train;

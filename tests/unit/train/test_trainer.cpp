@@ -9,7 +9,7 @@
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/tiny_model.hpp"
 #include "tools/train/trainer.hpp"
-#include "worker/engine/weights.hpp"
+#include "worker/engine/reference/weights.hpp"
 
 using namespace lf::engine;
 using namespace lf::train;

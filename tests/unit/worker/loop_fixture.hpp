@@ -12,16 +12,16 @@
 #include <vector>
 
 #include "core/request.hpp"
-#include "worker/engine/step_engine.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "text/tokenizer.hpp"
+#include "worker/engine/model/step_engine.hpp"
 #include "worker/request.hpp"
 #include "worker/serving_loop.hpp"
 
 namespace lf::test {
 
 /// The repository's GPT-2 tokenizer (models/tokenizer), loaded once.
-inline const engine::tokenizer& repo_tokenizer() {
-  static auto t = engine::tokenizer::from_dir(std::string(LF_SOURCE_DIR) + "/models/tokenizer");
+inline const text::tokenizer& repo_tokenizer() {
+  static auto t = text::tokenizer::from_dir(std::string(LF_SOURCE_DIR) + "/models/tokenizer");
   return t;
 }
 

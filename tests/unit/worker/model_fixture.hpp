@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "tests/unit/engine/lora_fixture.hpp"
-#include "worker/engine/gpt2_config.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "tests/support/lora_fixture.hpp"
+#include "text/tokenizer.hpp"
+#include "worker/engine/checkpoint/gpt2_config.hpp"
 
 namespace lf::test {
 
@@ -16,7 +16,7 @@ struct model_fixture {
   std::string dir = write_tiny_model(tmp);
   std::string other = write_tiny_model(tmp, "other", engine::dtype::f32, false, true, 7);
   engine::gpt2_config mc = engine::gpt2_config::load(dir + "/config.json");
-  engine::tokenizer tok = engine::tokenizer::from_dir(dir);
+  text::tokenizer tok = text::tokenizer::from_dir(dir);
   std::string root = tmp / "adapters";
 
   model_fixture() { write_peft_adapter(root + "/one", tiny_adapter(mc, 1)); }

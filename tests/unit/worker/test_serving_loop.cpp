@@ -4,11 +4,11 @@
 
 #include "tests/support/tiny_engine.hpp"
 #include "tests/unit/worker/loop_fixture.hpp"
-#include "worker/engine/generator.hpp"
-#include "worker/engine/gpt2_model.hpp"
-#include "worker/engine/cpu_runner.hpp"
-#include "worker/engine/tokenizer.hpp"
-#include "worker/engine/weights.hpp"
+#include "text/tokenizer.hpp"
+#include "worker/engine/model/cpu_runner.hpp"
+#include "worker/engine/reference/generator.hpp"
+#include "worker/engine/reference/gpt2_model.hpp"
+#include "worker/engine/reference/weights.hpp"
 #include "worker/serving_loop.hpp"
 
 using namespace lf::worker;

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/unit/worker/loop_fixture.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 #include "worker/serving_loop.hpp"
 
 using namespace lf::worker;
@@ -14,7 +14,7 @@ using lf::test::fake_engine;
 
 namespace {
 
-const lf::engine::tokenizer& tok() { return lf::test::repo_tokenizer(); }
+const lf::text::tokenizer& tok() { return lf::test::repo_tokenizer(); }
 
 serving_config config() {
   serving_config c;

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "tests/unit/worker/loop_fixture.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 #include "worker/serving_loop.hpp"
 
 using namespace lf::worker;
@@ -14,7 +14,7 @@ using lf::test::fake_engine;
 
 namespace {
 
-const lf::engine::tokenizer& tok() { return lf::test::repo_tokenizer(); }
+const lf::text::tokenizer& tok() { return lf::test::repo_tokenizer(); }
 
 serving_config small_config(std::uint32_t blocks = 64) {
   serving_config c;

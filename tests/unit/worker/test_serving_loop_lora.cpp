@@ -6,14 +6,15 @@
 
 #include <fstream>
 
-#include "tests/unit/engine/lora_fixture.hpp"
+#include "tests/support/lora_fixture.hpp"
 #include "tests/unit/worker/loop_fixture.hpp"
-#include "worker/engine/generator.hpp"
-#include "worker/engine/cpu_runner.hpp"
+#include "worker/engine/model/cpu_runner.hpp"
+#include "worker/engine/reference/generator.hpp"
 #include "worker/serving_loop.hpp"
 
 using namespace lf::worker;
 using namespace lf::engine;
+using lf::text::tokenizer;
 using lf::cache::adapter_id;
 
 namespace {

@@ -11,7 +11,7 @@
 
 #include "cache/adapter_manager.hpp"
 #include "tests/unit/worker/loop_fixture.hpp"
-#include "worker/engine/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 #include "worker/serving_loop.hpp"
 
 using namespace lf::worker;
@@ -21,8 +21,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const lf::engine::tokenizer& tok() {
-  static auto t = lf::engine::tokenizer::from_dir(std::string(LF_SOURCE_DIR) + "/models/tokenizer");
+const lf::text::tokenizer& tok() {
+  static auto t = lf::text::tokenizer::from_dir(std::string(LF_SOURCE_DIR) + "/models/tokenizer");
   return t;
 }
 

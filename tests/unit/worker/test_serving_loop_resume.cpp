@@ -8,11 +8,11 @@
 
 #include <set>
 
-#include "tests/unit/engine/lora_fixture.hpp"
-#include "tests/unit/worker/model_fixture.hpp"
+#include "tests/support/lora_fixture.hpp"
 #include "tests/unit/worker/loop_fixture.hpp"
-#include "worker/engine/cpu_lora.hpp"
-#include "worker/engine/cpu_runner.hpp"
+#include "tests/unit/worker/model_fixture.hpp"
+#include "worker/engine/model/cpu_lora.hpp"
+#include "worker/engine/model/cpu_runner.hpp"
 #include "worker/serving_loop.hpp"
 
 using namespace lf::worker;

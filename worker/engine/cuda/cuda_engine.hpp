@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "cache/adapter_manager.hpp"
-#include "worker/engine/gpt2_config.hpp"
-#include "worker/engine/step_engine.hpp"
+#include "worker/engine/checkpoint/gpt2_config.hpp"
+#include "worker/engine/model/step_engine.hpp"
 
 namespace lf::engine {
 

@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "worker/engine/cpu_lora.hpp"
+#include "worker/engine/model/cpu_lora.hpp"
 #include "worker/engine/cuda/cuda_kernels.cuh"
 #include "worker/engine/cuda/cuda_util.hpp"
 

@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "worker/engine/checkpoint.hpp"
+#include "worker/engine/checkpoint/checkpoint.hpp"
 
 namespace lf::engine::cuda {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "worker/engine/cuda/cuda_util.hpp"
-#include "worker/engine/gpt2_config.hpp"
+#include "worker/engine/checkpoint/gpt2_config.hpp"
 
 namespace lf::engine::cuda {
 
