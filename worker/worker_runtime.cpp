@@ -40,38 +40,31 @@ cache::adapter_cache_config adapter_config(const worker_settings& s) {
   return cc;
 }
 
-/// The K/V store's shape for `s` over `c`.
-kernels::kv_shape kv_shape_of(const worker_settings& s, const engine::gpt2_config& c) {
-  auto k = engine::kv_shape_of(c, static_cast<int>(s.block_size), 0, *kernels::parse_kv_type(s.kv_dtype));
-  if (s.num_blocks > 0) {
-    k.num_blocks = s.num_blocks;
-  } else {
-    // The budget, but no more than twice what max_seqs sequences hold at full context (the rest
-    // keeps finished prompts for the prefix cache): a small model does not pin a large budget.
-    const auto per_seq = (static_cast<std::uint64_t>(c.n_positions) + s.block_size - 1) / s.block_size;
-    const auto useful = 2 * per_seq * s.max_seqs;
-    k.num_blocks = static_cast<std::uint32_t>(std::min<std::uint64_t>(
-      kernels::kv_cache::blocks_for_budget(s.kv_cache_mb << 20, k), useful));
-  }
-  if (k.num_blocks == 0)
-    throw std::invalid_argument("kv_cache_mb " + std::to_string(s.kv_cache_mb) + " holds no KV block of "
-                                + std::to_string(s.block_size) + " tokens for this model");
-  return k;
-}
-
-/// Blocks of `per_block` bytes in the budget of `s`, at most twice what max_seqs sequences hold at
-/// full context (as kv_shape_of, for the GPU's f32 pool).
-std::uint32_t gpu_blocks(const worker_settings& s, const engine::gpt2_config& c, std::size_t per_block) {
+/// Blocks for `s` over `c` when `fit` blocks fit its kv_cache_mb: num_blocks when set, else the
+/// budget, but no more than twice what max_seqs sequences hold at full context (the rest keeps
+/// finished prompts for the prefix cache): a small model does not pin a large budget.
+std::uint32_t pool_blocks(const worker_settings& s, const engine::gpt2_config& c, std::uint64_t fit) {
   if (s.num_blocks > 0)
     return s.num_blocks;
   const auto per_seq = (static_cast<std::uint64_t>(c.n_positions) + s.block_size - 1) / s.block_size;
-  const auto useful = 2 * per_seq * s.max_seqs;
-  const auto fit = static_cast<std::uint64_t>((s.kv_cache_mb << 20) / per_block);
-  const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(fit, useful));
+  const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(fit, 2 * per_seq * s.max_seqs));
   if (n == 0)
     throw std::invalid_argument("kv_cache_mb " + std::to_string(s.kv_cache_mb) + " holds no KV block of "
                                 + std::to_string(s.block_size) + " tokens for this model");
   return n;
+}
+
+/// The CPU's K/V store's shape for `s` over `c`.
+kernels::kv_shape kv_shape_of(const worker_settings& s, const engine::gpt2_config& c) {
+  auto k = engine::kv_shape_of(c, static_cast<int>(s.block_size), 0, *kernels::parse_kv_type(s.kv_dtype));
+  k.num_blocks = pool_blocks(s, c, kernels::kv_cache::blocks_for_budget(s.kv_cache_mb << 20, k));
+  return k;
+}
+
+/// Blocks of the GPU's f32 pool for `s` over `c`.
+std::uint32_t gpu_blocks(const worker_settings& s, const engine::gpt2_config& c) {
+  const auto per_block = engine::cuda_kv_block_bytes(c, static_cast<int>(s.block_size));
+  return pool_blocks(s, c, static_cast<std::uint64_t>((s.kv_cache_mb << 20) / per_block));
 }
 
 /// A step_engine for the static modes, whose loop never steps it (the ATen generator runs them).
@@ -136,7 +129,7 @@ struct worker_runtime::impl {
       engine::cuda_options o;
       o.device = *gpu;
       o.block_size = static_cast<int>(s.block_size);
-      o.num_blocks = gpu_blocks(s, config, engine::cuda_kv_block_bytes(config, o.block_size));
+      o.num_blocks = gpu_blocks(s, config);
       o.max_rows = static_cast<int>(s.max_batched_tokens);
       o.host_threads = threads;
       adapters = engine::make_cpu_lora_manager(s.adapter_dir, config, adapter_config(s), sources());

@@ -182,15 +182,23 @@ __global__ void attention_kernel(row_info ri, const float* qkv, kv_layer kv, flo
   }
 }
 
+/// Row r's factors for the module `table` points at, or nullptr (a padding row, the base model, or
+/// an adapter that leaves the module alone).
+__device__ const lora_factors* row_factors(const row_info& ri, const lora_factors* table, int stride, int r) {
+  const int slot = ri.slot[r];
+  if (slot < 0 || ri.pos[r] < 0)
+    return nullptr;
+  const lora_factors* f = table + static_cast<long long>(slot) * stride;
+  return f->a == nullptr ? nullptr : f;
+}
+
 __global__ void lora_shrink_kernel(row_info ri, const lora_factors* table, int stride, const float* x, int in, float* t,
                                    int max_rank) {
   const int r = blockIdx.x;
-  const int slot = ri.slot[r];
-  if (slot < 0 || ri.pos[r] < 0)
+  const lora_factors* fp = row_factors(ri, table, stride, r);
+  if (fp == nullptr)
     return;
-  const lora_factors f = table[static_cast<long long>(slot) * stride];
-  if (f.a == nullptr)
-    return;
+  const lora_factors f = *fp;
   const float* xr = x + static_cast<long long>(r) * in;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   for (int k = warp; k < f.rank; k += warps) {
@@ -207,12 +215,10 @@ __global__ void lora_shrink_kernel(row_info ri, const lora_factors* table, int s
 __global__ void lora_expand_kernel(row_info ri, const lora_factors* table, int stride, const float* t, int max_rank,
                                    float* y, int out) {
   const int r = blockIdx.y;
-  const int slot = ri.slot[r];
-  if (slot < 0 || ri.pos[r] < 0)
+  const lora_factors* fp = row_factors(ri, table, stride, r);
+  if (fp == nullptr)
     return;
-  const lora_factors f = table[static_cast<long long>(slot) * stride];
-  if (f.a == nullptr)
-    return;
+  const lora_factors f = *fp;
   const int o = blockIdx.x * blockDim.x + threadIdx.x;
   if (o >= out)
     return;
