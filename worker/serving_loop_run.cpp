@@ -169,6 +169,8 @@ void serving_loop::run_continuous_step() {
   for (std::size_t i = 0; i < plan.chunks.size(); ++i)
     if (sampled[i] && live_.count(request_id{plan.chunks[i].id.value()}))
       on_sampled(request_id{plan.chunks[i].id.value()}, *sampled[i], std::move(logprobs[i]));
+  // Streaming is part of the step: its batches go out inside the step's time.
+  flush();
   auto ms = [](time_point a, time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
   std::lock_guard<std::mutex> g(mtx_);
   load_.forward_ms += ms(forward_start, sample_start);
