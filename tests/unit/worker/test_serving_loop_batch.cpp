@@ -14,6 +14,7 @@
 
 using namespace lf::worker;
 using lf::test::fake_engine;
+using lf::test::recording_sink;
 
 namespace {
 
@@ -33,54 +34,6 @@ lf::request_draft req(std::vector<std::int32_t> prompt, int max_tokens) {
   r.params.max_tokens = max_tokens;
   return r;
 }
-
-/// A step_sink that keeps every batch it is given.
-class recording_sink final : public step_sink {
-public:
-  void deliver(step_batch batch) override {
-    std::lock_guard<std::mutex> g(m_);
-    empty_ += batch.entries.empty();  // counted here, checked on the test's thread (Catch2 is not thread-safe)
-    for (auto& e : batch.entries)
-      if (e.terminal())
-        ++ended_;
-    batches_.push_back(std::move(batch));
-    cv_.notify_all();
-  }
-
-  /// Waits (bounded) until `n` requests have ended.
-  bool wait_ended(std::size_t n, std::chrono::seconds limit = std::chrono::seconds(30)) {
-    std::unique_lock<std::mutex> lk(m_);
-    return cv_.wait_for(lk, limit, [&] { return ended_ >= n; });
-  }
-
-  /// Waits (bounded) until request `tag` has streamed `n` tokens.
-  bool wait_tokens(std::uint64_t tag, std::size_t n, std::chrono::seconds limit = std::chrono::seconds(30)) {
-    std::unique_lock<std::mutex> lk(m_);
-    return cv_.wait_for(lk, limit, [&] {
-      std::size_t k = 0;
-      for (auto& b : batches_)
-        for (auto& e : b.entries)
-          k += e.tag == tag && !e.terminal();
-      return k >= n;
-    });
-  }
-
-  std::vector<step_batch> batches() {
-    std::lock_guard<std::mutex> g(m_);
-    return batches_;
-  }
-
-  std::size_t empty_batches() {
-    std::lock_guard<std::mutex> g(m_);
-    return empty_;
-  }
-
-private:
-  std::mutex m_;
-  std::condition_variable cv_;
-  std::vector<step_batch> batches_;
-  std::size_t ended_ = 0, empty_ = 0;
-};
 
 request_callbacks into(const std::shared_ptr<recording_sink>& sink, std::uint64_t tag) {
   request_callbacks cb;
