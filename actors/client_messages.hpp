@@ -5,7 +5,10 @@
 ///
 ///   client ──generate_request──> router        client <──token_event──────── router
 ///   client ──credit_request────> router        client <──done/error_event─── router
-///   client ──cancel_request────> router
+///   client ──cancel_request────> router        client <──event_batch───────── router
+///
+/// What a worker's step produced for one sink comes as one event_batch; events the router makes
+/// itself (refusals, cancels, deadlines) come alone.
 ///
 /// Type ids: actors/messages.hpp.
 
@@ -105,6 +108,22 @@ struct error_event {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, error_event& x) {
   return f(caf::meta::type_name("lf.error_event"), x.id, x.code, x.message, x.retry_after_ms);
+}
+
+/// Router -> event sink: the events one worker step produced for this sink's requests. The sink
+/// takes `tokens` in order, then `done` and `errors`: a request's tokens come by index, at most
+/// one terminal follows them, and nothing of that request comes after it.
+struct event_batch {
+  std::vector<token_event> tokens;
+  std::vector<done_event> done;
+  std::vector<error_event> errors;
+
+  bool empty() const noexcept { return tokens.empty() && done.empty() && errors.empty(); }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, event_batch& x) {
+  return f(caf::meta::type_name("lf.event_batch"), x.tokens, x.done, x.errors);
 }
 
 } // namespace lf::actors

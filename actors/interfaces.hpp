@@ -3,10 +3,11 @@
 ///
 /// Who talks to whom:
 ///   gateway / client ──(generate_request | cancel_request)──> router_actor
-///   router_actor ──(token_event* then done_event | error_event)──> event_sink (the sender)
+///   router_actor ──(token_event* then done_event | error_event, a worker step's as one
+///                   event_batch)──> event_sink (the sender)
 ///   worker_actor ──request(register_worker) -> worker_id──> router_actor, then worker_load
 ///   router_actor ──(worker_submit | worker_cancel)──> worker_actor
-///   serving loop thread ──anon_send(worker_token | worker_done | worker_failed | worker_moved)──> router_actor
+///   serving loop thread ──anon_send(worker_step: a step's tokens and terminals)──> router_actor
 
 #include <cstdint>
 
@@ -20,7 +21,7 @@ namespace lf::actors {
 /// Whatever receives a request's events: a gateway actor, or a scoped_actor in tests (cast with
 /// caf::actor_cast<event_sink>(self)). Exactly one done_event or error_event per request.
 using event_sink = caf::typed_actor<caf::reacts_to<token_event>, caf::reacts_to<done_event>,
-                                    caf::reacts_to<error_event>>;
+                                    caf::reacts_to<error_event>, caf::reacts_to<event_batch>>;
 
 /// One worker: a shell around a serving loop.
 using worker_actor = caf::typed_actor<
@@ -43,10 +44,8 @@ using router_actor = caf::typed_actor<
   // Workers. The sender of register_worker is the worker; it is monitored from then on.
   caf::replies_to<register_worker>::with<worker_id>,
   caf::reacts_to<worker_load>,
-  caf::reacts_to<worker_token>,
-  caf::reacts_to<worker_done>,
-  caf::reacts_to<worker_failed>,
-  caf::reacts_to<worker_moved>,
+  caf::reacts_to<worker_step>,    // from a serving loop's thread, one per step
+  caf::reacts_to<worker_failed>,  // a submit the worker could not take
   // Its own deadline timers.
   caf::reacts_to<expire_atom, route_id>,
   caf::reacts_to<stranded_atom, route_id, std::uint32_t>,

@@ -15,6 +15,54 @@ namespace lf::actors {
 
 namespace {
 
+/// Where a worker's requests stream (the serving loop's thread): each step's entries become one
+/// worker_step to the router and, when requests ended, one request_ended to the actor. Touches
+/// no actor state, only sends messages.
+class router_sink final : public worker::step_sink {
+public:
+  router_sink(router_actor router, worker_id wid, worker_actor me)
+    : router_(std::move(router)), wid_(wid), me_(std::move(me)) {}
+
+  void deliver(worker::step_batch batch) override {
+    worker_step step{wid_, {}, {}, {}, {}};
+    request_ended ended;
+    step.tokens.reserve(batch.entries.size());
+    for (auto& e : batch.entries) {
+      const route_id rid{e.tag};
+      if (!e.terminal()) {
+        // The router puts the client's id on every event it forwards: the worker leaves it 0.
+        token_event ev{{}, e.token, std::move(e.text), e.index, false, {}};
+        if (e.logprobs) {
+          ev.has_logprobs = true;
+          ev.logprobs = std::move(*e.logprobs);
+        }
+        step.tokens.push_back({wid_, rid, std::move(ev)});
+        continue;
+      }
+      auto& r = *e.result;
+      if (r.moved) {
+        // After every token of rid (entries are in order): the router has them all when it moves it.
+        step.moved.push_back({wid_, rid, std::move(r.kv)});
+      } else if (r.outcome == worker::request_outcome::finished) {
+        step.done.push_back({wid_, rid, done_event{{}, std::move(r.finish_reason), std::move(r.text),
+                                                   std::move(r.tokens), r.usage, r.timings, wid_}});
+      } else {
+        auto code = r.error == serve_errc::none ? serve_errc::internal : r.error;
+        step.failed.push_back({wid_, rid, error_event{{}, code, std::move(r.message), 0}});
+      }
+      ended.rids.push_back(rid);
+    }
+    caf::anon_send(router_, std::move(step));
+    if (!ended.rids.empty())
+      caf::anon_send(me_, std::move(ended));
+  }
+
+private:
+  router_actor router_;
+  worker_id wid_;
+  worker_actor me_;
+};
+
 /// Actor state. Lives until the actor ends; its destructor cancels what is still in the loop.
 struct worker_state {
   static inline const char* name = "lf.worker";
@@ -24,6 +72,7 @@ struct worker_state {
   router_actor router;
   worker_id wid;  ///< 0 until registered
   std::unordered_map<route_id, worker::request_id> live;
+  std::shared_ptr<router_sink> sink;  ///< every request's, once registered (the id is in its messages)
 
   ~worker_state() {
     if (backend.loop)
@@ -60,43 +109,6 @@ worker_load snapshot(const worker_state& st) {
   return w;
 }
 
-/// Callbacks that run on the loop thread: they touch no actor state, only send messages.
-worker::request_callbacks make_callbacks(worker_self self, route_id rid, sink_request_id cid,
-                                         std::uint32_t first_index) {
-  auto router = self->state.router;
-  auto wid = self->state.wid;
-  auto me = caf::actor_cast<worker_actor>(self);
-  worker::request_callbacks cb;
-  // on_logprobs (when asked for) runs just before on_token of the same token, on the same thread.
-  auto lp = std::make_shared<std::optional<token_logprobs>>();
-  cb.on_logprobs = [lp](token_logprobs x) { *lp = std::move(x); };
-  cb.on_token = [router, wid, rid, cid, lp, index = first_index](std::int32_t token,
-                                                                     std::string_view text) mutable {
-    token_event ev{cid, token, std::string(text), index++};
-    if (*lp) {
-      ev.has_logprobs = true;
-      ev.logprobs = std::move(**lp);
-      lp->reset();
-    }
-    caf::anon_send(router, worker_token{wid, rid, std::move(ev)});
-  };
-  cb.on_done = [router, wid, rid, cid, me](worker::request_result r) {
-    if (r.moved) {
-      // Sent by the loop thread after every token of rid: the router has them all when it moves it.
-      caf::anon_send(router, worker_moved{wid, rid, std::move(r.kv)});
-    } else if (r.outcome == worker::request_outcome::finished) {
-      done_event ev{cid, std::move(r.finish_reason), std::move(r.text), std::move(r.tokens),
-                    r.usage, r.timings, wid};
-      caf::anon_send(router, worker_done{wid, rid, std::move(ev)});
-    } else {
-      auto code = r.error == serve_errc::none ? serve_errc::internal : r.error;
-      caf::anon_send(router, worker_failed{wid, rid, error_event{cid, code, std::move(r.message), 0}});
-    }
-    caf::anon_send(me, request_ended{rid});
-  };
-  return cb;
-}
-
 void on_submit(worker_self self, worker_submit& msg) {
   auto& st = self->state;
   auto fail = [&](serve_errc code, std::string why) {
@@ -109,9 +121,14 @@ void on_submit(worker_self self, worker_submit& msg) {
     if (msg.timeout_ms > 0)
       deadline = worker::time_point::clock::now() + std::chrono::milliseconds(msg.timeout_ms);
     // The request was validated at the edge against limits this worker registered with.
-    const auto first = static_cast<std::uint32_t>(msg.resume.size());
-    auto id = st.backend.loop->submit(std::move(msg.req), deadline, make_callbacks(self, msg.rid, msg.id, first),
-                                      std::move(msg.resume), std::move(msg.kv), msg.allowance);
+    // The loop numbers a resumed request's tokens from resume.size().
+    if (!st.sink)
+      st.sink = std::make_shared<router_sink>(st.router, st.wid, caf::actor_cast<worker_actor>(self));
+    worker::request_callbacks cb;
+    cb.sink = st.sink;
+    cb.tag = msg.rid.value();
+    auto id = st.backend.loop->submit(std::move(msg.req), deadline, std::move(cb), std::move(msg.resume),
+                                      std::move(msg.kv), msg.allowance);
     st.live.emplace(msg.rid, id);
   } catch (const std::exception& e) {
     log::error("worker", "submit failed", {{"worker", st.opts.name}, {"reason", e.what()}});
@@ -165,7 +182,10 @@ worker_actor::behavior_type worker_impl(worker_self self, worker_backend backend
       if (auto it = st.live.find(msg.rid); it != st.live.end())
         st.backend.loop->credit(it->second, msg.allowance);
     },
-    [self](const request_ended& msg) { self->state.live.erase(msg.rid); },
+    [self](const request_ended& msg) {
+      for (auto rid : msg.rids)
+        self->state.live.erase(rid);
+    },
     [self](const worker_adapters& msg) {
       if (self->state.backend.apply_adapter_events)
         self->state.backend.apply_adapter_events(msg.events, msg.whole_log);

@@ -1,15 +1,15 @@
 #pragma once
 /// The worker actor: a thin shell around one serving loop. Serving runs on the loop's own thread;
-/// the actor only submits and cancels (neither blocks), and the loop thread's
-/// callbacks send the results to the router with anon_send.
+/// the actor only submits and cancels (neither blocks), and the loop thread sends each step's
+/// results to the router with anon_send, one worker_step a step (router_sink, a step_sink).
 ///
 ///   spawn ──request(register_worker)──> router ──worker_id──> [serving]
 ///   [serving]  worker_submit (validated) ──> loop.submit ──────────┐
 ///              worker_cancel ──> loop.cancel (frees KV blocks)    │
 ///              report_atom (timer) ──> worker_load to the router  │
 ///              get_atom ──> worker_load (reply)                   │
-///   loop thread: on_token ──> worker_token ───────────────────────┘──> router
-///                on_done  ──> worker_done | worker_failed ──> router; request_ended ──> self
+///   loop thread, once a step: worker_step (tokens; done | failed | moved) ┘──> router
+///                             request_ended (the rids that ended) ──> self
 ///              worker_adapters ──> the registry copy (adapter files by NAME@V)
 ///              adapter_check ──> adapter_checked (before the router registers an adapter)
 ///              worker_prefetch ──> background load

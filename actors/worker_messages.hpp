@@ -4,8 +4,10 @@
 ///
 ///   worker ──register_worker──> router (replies worker_id), then worker_load periodically
 ///   router ──worker_submit / worker_credit / worker_cancel──> worker
-///   router <──worker_token* then worker_done | worker_failed | worker_moved── worker (loop thread)
-///   serving loop ──request_ended──> its own worker actor
+///   router <──worker_step── worker (loop thread): one per serving-loop step, carrying that
+///             step's worker_token* and worker_done | worker_failed | worker_moved of its requests
+///   router <──worker_failed── worker (a submit it could not take)
+///   serving loop ──request_ended──> its own worker actor (the requests that ended in a step)
 
 #include <cstdint>
 #include <string>
@@ -100,7 +102,7 @@ typename Inspector::result_type inspect(Inspector& f, worker_cancel& x) {
   return f(caf::meta::type_name("lf.worker_cancel"), x.rid, x.ship_kv);
 }
 
-/// Worker -> router: `rid` left this worker, as a worker_cancel with ship_kv asked; `kv` is its
+/// Inside a worker_step: `rid` left this worker, as a worker_cancel with ship_kv asked; `kv` is its
 /// computed K/V for the next worker (empty if it had none or the engine cannot move K/V).
 struct worker_moved {
   worker_id wid;
@@ -113,7 +115,7 @@ typename Inspector::result_type inspect(Inspector& f, worker_moved& x) {
   return f(caf::meta::type_name("lf.worker_moved"), x.wid, x.rid, x.kv);
 }
 
-/// Worker -> router: a token of `rid` (ev.id is the client's id).
+/// A token of `rid`, inside a worker_step (the router puts the client's id into ev.id).
 struct worker_token {
   worker_id wid;
   route_id rid;
@@ -125,7 +127,7 @@ typename Inspector::result_type inspect(Inspector& f, worker_token& x) {
   return f(caf::meta::type_name("lf.worker_token"), x.wid, x.rid, x.ev);
 }
 
-/// Worker -> router: `rid` finished.
+/// `rid` finished, inside a worker_step (the router puts the client's id into ev.id).
 struct worker_done {
   worker_id wid;
   route_id rid;
@@ -137,7 +139,8 @@ typename Inspector::result_type inspect(Inspector& f, worker_done& x) {
   return f(caf::meta::type_name("lf.worker_done"), x.wid, x.rid, x.ev);
 }
 
-/// Worker -> router: `rid` failed or was cancelled.
+/// `rid` failed or was cancelled: inside a worker_step, or alone when the worker could not take
+/// the submit.
 struct worker_failed {
   worker_id wid;
   route_id rid;
@@ -149,14 +152,31 @@ typename Inspector::result_type inspect(Inspector& f, worker_failed& x) {
   return f(caf::meta::type_name("lf.worker_failed"), x.wid, x.rid, x.ev);
 }
 
-/// Serving loop -> its worker actor: `rid` has ended, forget it.
+/// Worker (its serving loop's thread) -> router: what one step produced, one message a step
+/// instead of one a token. Each request's tokens are in `tokens` in index order; a request that
+/// ended in this step has its terminal in `done`, `failed` or `moved`, which the router takes
+/// after every token (a request is in at most one of the three, and nothing of it follows).
+struct worker_step {
+  worker_id wid;
+  std::vector<worker_token> tokens;
+  std::vector<worker_done> done;
+  std::vector<worker_failed> failed;
+  std::vector<worker_moved> moved;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_step& x) {
+  return f(caf::meta::type_name("lf.worker_step"), x.wid, x.tokens, x.done, x.failed, x.moved);
+}
+
+/// Serving loop -> its worker actor: these requests have ended (in one step), forget them.
 struct request_ended {
-  route_id rid;
+  std::vector<route_id> rids;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request_ended& x) {
-  return f(caf::meta::type_name("lf.request_ended"), x.rid);
+  return f(caf::meta::type_name("lf.request_ended"), x.rids);
 }
 
 } // namespace lf::actors

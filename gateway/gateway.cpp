@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -36,6 +37,8 @@ struct gw_state {
   gateway_book book;
   std::shared_ptr<zmq_gateway::impl> io;
   bool accepting = true;
+  /// While an event_batch is taken: its frames, handed to the socket thread together.
+  std::optional<std::vector<std::pair<std::string, std::string>>> frames;
   static inline const char* name = "lf_gateway";
 };
 
@@ -100,12 +103,20 @@ void on_submit(gw_self self, const std::string& identity, proto::submit_msg m, c
   self->send(st.io->router, std::move(req));
 }
 
+/// A reply frame for a client: now, or with the rest of the event_batch being taken.
+void send_event(gw_self self, const std::string& identity, std::string frame) {
+  if (self->state.frames)
+    self->state.frames->emplace_back(identity, std::move(frame));
+  else
+    self->state.io->send_out(identity, frame);
+}
+
 /// `accepted` precedes the first token or done: a worker has admitted the request.
 void send_accepted_once(gw_self self, gateway_entry& e) {
   if (e.accepted_sent)
     return;
   e.accepted_sent = true;
-  self->state.io->send_out(e.identity, proto::encode(proto::accepted_msg{e.client_id}));
+  send_event(self, e.identity, proto::encode(proto::accepted_msg{e.client_id}));
 }
 
 /// The error handler of a question the gateway asks the router for a client (`what`: stats,
@@ -122,6 +133,72 @@ auto router_silent(std::shared_ptr<zmq_gateway::impl> io, std::string identity, 
 void end_request(gw_self self, gateway_id g) {
   self->state.book.end(g);
   --self->state.io->live;
+}
+
+void on_token(gw_self self, const actors::token_event& ev) {
+  auto* e = self->state.book.find(ev.id);
+  if (e == nullptr)
+    return;
+  send_accepted_once(self, *e);
+  if (!e->stream)
+    return;
+  proto::token_msg t;
+  t.id = e->client_id;
+  t.text = ev.text;
+  t.token = ev.token;
+  t.index = ev.index;
+  ++e->tokens_sent;
+  send_event(self, e->identity, proto::encode(t));
+}
+
+void on_done(gw_self self, const actors::done_event& ev) {
+  auto* e = self->state.book.find(ev.id);
+  if (e == nullptr)
+    return;
+  send_accepted_once(self, *e);
+  proto::done_msg d;
+  d.id = e->client_id;
+  d.finish_reason = ev.finish_reason;
+  d.usage = {ev.usage.prompt_tokens, ev.usage.completion_tokens, ev.usage.cached_tokens, ev.resumed};
+  d.seed = ev.seed;
+  d.timings = {ev.timings.queue_ms, ev.timings.ttft_ms, ev.timings.total_ms};
+  if (!e->stream)
+    d.text = ev.text;
+  send_event(self, e->identity, proto::encode(d));
+  end_request(self, ev.id);
+}
+
+void on_error(gw_self self, const actors::error_event& ev) {
+  auto* e = self->state.book.find(ev.id);
+  if (e == nullptr)
+    return;
+  if (ev.code == serve_errc::cancelled) {
+    send_event(self, e->identity, proto::encode(proto::cancelled_msg{e->client_id}));
+  } else {
+    proto::error_msg m;
+    m.id = e->client_id;
+    m.code = ev.code;
+    m.message = ev.message;
+    if (ev.retry_after_ms > 0)
+      m.retry_after_ms = ev.retry_after_ms;
+    send_event(self, e->identity, proto::encode(m));
+  }
+  end_request(self, ev.id);
+}
+
+/// A worker step's events: tokens, then terminals (the router's order), frames sent together.
+void on_batch(gw_self self, const actors::event_batch& b) {
+  self->state.frames.emplace();
+  self->state.frames->reserve(b.tokens.size() + 2 * (b.done.size() + b.errors.size()));
+  for (const auto& ev : b.tokens)
+    on_token(self, ev);
+  for (const auto& ev : b.done)
+    on_done(self, ev);
+  for (const auto& ev : b.errors)
+    on_error(self, ev);
+  auto frames = std::move(*self->state.frames);
+  self->state.frames.reset();
+  self->state.io->send_out(frames);
 }
 
 caf::behavior gateway_actor(gw_self self, std::shared_ptr<zmq_gateway::impl> io) {
@@ -176,54 +253,10 @@ caf::behavior gateway_actor(gw_self self, std::shared_ptr<zmq_gateway::impl> io)
     [self](refused_atom, const std::string& identity, std::uint64_t id, std::string why) {
       refuse_frame(self, identity, proto::client_request_id{id}, serve_errc::invalid_request, std::move(why));
     },
-    [self](const actors::token_event& ev) {
-      auto* e = self->state.book.find(ev.id);
-      if (e == nullptr)
-        return;
-      send_accepted_once(self, *e);
-      if (!e->stream)
-        return;
-      proto::token_msg t;
-      t.id = e->client_id;
-      t.text = ev.text;
-      t.token = ev.token;
-      t.index = ev.index;
-      ++e->tokens_sent;
-      self->state.io->send_out(e->identity, proto::encode(t));
-    },
-    [self](const actors::done_event& ev) {
-      auto* e = self->state.book.find(ev.id);
-      if (e == nullptr)
-        return;
-      send_accepted_once(self, *e);
-      proto::done_msg d;
-      d.id = e->client_id;
-      d.finish_reason = ev.finish_reason;
-      d.usage = {ev.usage.prompt_tokens, ev.usage.completion_tokens, ev.usage.cached_tokens, ev.resumed};
-      d.seed = ev.seed;
-      d.timings = {ev.timings.queue_ms, ev.timings.ttft_ms, ev.timings.total_ms};
-      if (!e->stream)
-        d.text = ev.text;
-      self->state.io->send_out(e->identity, proto::encode(d));
-      end_request(self, ev.id);
-    },
-    [self](const actors::error_event& ev) {
-      auto* e = self->state.book.find(ev.id);
-      if (e == nullptr)
-        return;
-      if (ev.code == serve_errc::cancelled) {
-        self->state.io->send_out(e->identity, proto::encode(proto::cancelled_msg{e->client_id}));
-      } else {
-        proto::error_msg m;
-        m.id = e->client_id;
-        m.code = ev.code;
-        m.message = ev.message;
-        if (ev.retry_after_ms > 0)
-          m.retry_after_ms = ev.retry_after_ms;
-        self->state.io->send_out(e->identity, proto::encode(m));
-      }
-      end_request(self, ev.id);
-    },
+    [self](const actors::token_event& ev) { on_token(self, ev); },
+    [self](const actors::done_event& ev) { on_done(self, ev); },
+    [self](const actors::error_event& ev) { on_error(self, ev); },
+    [self](const actors::event_batch& b) { on_batch(self, b); },
     [self](gone_atom, const std::string& identity) {
       const auto gone = self->state.book.drop_connection(identity);
       for (auto g : gone) {

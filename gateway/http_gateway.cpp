@@ -37,12 +37,22 @@ struct http_state {
   std::unordered_map<std::uint64_t, std::pair<std::uint64_t, std::size_t>> by_choice;  ///< gateway id -> (http id, choice)
   std::uint64_t next_gid = 1;
   bool accepting = true;
+  /// While an event_batch is taken: its outputs, handed to the event loop together.
+  std::optional<std::vector<http_out>> outputs;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   std::mt19937_64 ids{std::random_device{}()};
   static inline const char* name = "lf_http_gateway";
 };
 
 using http_self = caf::stateful_actor<http_state>*;
+
+/// Hands `o` to the event loop: now, or with the rest of the event_batch being taken.
+void post(http_self self, http_out o) {
+  if (self->state.outputs)
+    self->state.outputs->push_back(std::move(o));
+  else
+    self->state.io->post(std::move(o));
+}
 
 void reply(http_self self, std::uint64_t id, int status, std::string body, const char* type = "application/json",
            std::vector<std::pair<std::string, std::string>> headers = {}) {
@@ -52,7 +62,7 @@ void reply(http_self self, std::uint64_t id, int status, std::string body, const
   o.content_type = type;
   o.body = std::move(body);
   o.headers = std::move(headers);
-  self->state.io->post(std::move(o));
+  post(self, std::move(o));
 }
 
 void reply_error(http_self self, std::uint64_t id, const api_error& e, std::uint32_t retry_after_ms = 0) {
@@ -84,11 +94,11 @@ void send_stream(http_self self, std::uint64_t hid, http_entry& e, std::string b
     http_out s;
     s.id = hid;
     s.what = http_out::op::start;
-    self->state.io->post(std::move(s));
+    post(self, std::move(s));
   }
   e.started = true;
   o.body = std::move(bytes);
-  self->state.io->post(std::move(o));
+  post(self, std::move(o));
 }
 
 void on_completion(http_self self, std::uint64_t hid, api_kind kind, const std::string& body) {
@@ -258,6 +268,45 @@ void fail_entry(http_self self, std::uint64_t hid, http_entry& e, const api_erro
   finish_entry(self, hid, true);
 }
 
+void on_token(http_self self, const actors::token_event& ev) {
+  auto at = lookup(self, ev.id);
+  if (!at)
+    return;
+  auto& e = *at->entry;
+  auto bytes = e.reply->on_token(at->choice, ev.token, ev.text, ev.has_logprobs ? &ev.logprobs : nullptr);
+  if (e.stream && !bytes.empty())
+    send_stream(self, at->hid, e, std::move(bytes));
+}
+
+void on_done(http_self self, const actors::done_event& ev) {
+  auto at = lookup(self, ev.id);
+  if (!at)
+    return;
+  auto& e = *at->entry;
+  self->state.by_choice.erase(ev.id.value());
+  auto bytes = e.reply->on_done(at->choice, ev.finish_reason,
+                                {ev.usage.prompt_tokens, ev.usage.completion_tokens, ev.usage.cached_tokens});
+  if (!e.reply->all_done()) {
+    if (e.stream && !bytes.empty())
+      send_stream(self, at->hid, e, std::move(bytes));
+    return;
+  }
+  if (e.stream)
+    send_stream(self, at->hid, e, bytes + e.reply->stream_end(), true);
+  else
+    reply(self, at->hid, 200, e.reply->body());
+  finish_entry(self, at->hid, false);
+}
+
+void on_error(http_self self, const actors::error_event& ev) {
+  auto at = lookup(self, ev.id);
+  if (!at)
+    return;
+  self->state.by_choice.erase(ev.id.value());
+  // The other choices of a failed request are cancelled.
+  fail_entry(self, at->hid, *at->entry, to_api_error(ev.code, ev.message), ev.retry_after_ms);
+}
+
 caf::behavior http_actor(http_self self, std::shared_ptr<http_gateway::impl> io) {
   self->state.io = std::move(io);
   return {
@@ -270,41 +319,21 @@ caf::behavior http_actor(http_self self, std::shared_ptr<http_gateway::impl> io)
       else
         on_stats_request(self, hid, endpoint);
     },
-    [self](const actors::token_event& ev) {
-      auto at = lookup(self, ev.id);
-      if (!at)
-        return;
-      auto& e = *at->entry;
-      auto bytes = e.reply->on_token(at->choice, ev.token, ev.text, ev.has_logprobs ? &ev.logprobs : nullptr);
-      if (e.stream && !bytes.empty())
-        send_stream(self, at->hid, e, std::move(bytes));
-    },
-    [self](const actors::done_event& ev) {
-      auto at = lookup(self, ev.id);
-      if (!at)
-        return;
-      auto& e = *at->entry;
-      self->state.by_choice.erase(ev.id.value());
-      auto bytes = e.reply->on_done(at->choice, ev.finish_reason,
-                                    {ev.usage.prompt_tokens, ev.usage.completion_tokens, ev.usage.cached_tokens});
-      if (!e.reply->all_done()) {
-        if (e.stream && !bytes.empty())
-          send_stream(self, at->hid, e, std::move(bytes));
-        return;
-      }
-      if (e.stream)
-        send_stream(self, at->hid, e, bytes + e.reply->stream_end(), true);
-      else
-        reply(self, at->hid, 200, e.reply->body());
-      finish_entry(self, at->hid, false);
-    },
-    [self](const actors::error_event& ev) {
-      auto at = lookup(self, ev.id);
-      if (!at)
-        return;
-      self->state.by_choice.erase(ev.id.value());
-      // The other choices of a failed request are cancelled.
-      fail_entry(self, at->hid, *at->entry, to_api_error(ev.code, ev.message), ev.retry_after_ms);
+    [self](const actors::token_event& ev) { on_token(self, ev); },
+    [self](const actors::done_event& ev) { on_done(self, ev); },
+    [self](const actors::error_event& ev) { on_error(self, ev); },
+    [self](const actors::event_batch& b) {
+      // A worker step's events (tokens, then terminals), handed to the event loop together.
+      self->state.outputs.emplace();
+      for (const auto& ev : b.tokens)
+        on_token(self, ev);
+      for (const auto& ev : b.done)
+        on_done(self, ev);
+      for (const auto& ev : b.errors)
+        on_error(self, ev);
+      auto out = std::move(*self->state.outputs);
+      self->state.outputs.reset();
+      self->state.io->post(std::move(out));
     },
     [self](http_gone_atom, std::uint64_t hid) {
       if (!self->state.entries.count(hid))

@@ -76,6 +76,8 @@ struct http_gateway::impl {
 
   /// Queues `o` for the loop and wakes it (any thread).
   void post(http_out o);
+  /// Queues all of `out`, in order, with one wake (any thread).
+  void post(std::vector<http_out> out);
 
   // -- loop thread (http_loop.cpp) --
   void start();  ///< binds, spawns the thread; throws on a bad address

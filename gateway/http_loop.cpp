@@ -76,6 +76,17 @@ void http_gateway::impl::post(http_out o) {
   event_active(wake, EV_READ, 0);
 }
 
+void http_gateway::impl::post(std::vector<http_out> out) {
+  if (out.empty())
+    return;
+  {
+    std::lock_guard<std::mutex> g(out_m);
+    for (auto& o : out)
+      outbox.push_back(std::move(o));
+  }
+  event_active(wake, EV_READ, 0);
+}
+
 std::uint64_t http_gateway::impl::track(evhttp_request* req) {
   const auto id = next_id++;
   auto* conn = evhttp_request_get_connection(req);

@@ -22,6 +22,14 @@ void zmq_gateway::impl::send_out(const std::string& identity, const std::string&
   out_push.send(zmq::buffer(frame), zmq::send_flags::none);
 }
 
+void zmq_gateway::impl::send_out(const std::vector<std::pair<std::string, std::string>>& frames) {
+  std::lock_guard<std::mutex> g(push_m);
+  for (const auto& [identity, frame] : frames) {
+    out_push.send(zmq::buffer(identity), zmq::send_flags::sndmore);
+    out_push.send(zmq::buffer(frame), zmq::send_flags::none);
+  }
+}
+
 void zmq_gateway::impl::reply_now(const std::string& identity, const std::string& frame, std::set<std::string>& gone) {
   try {
     // Both frames or neither: a refused routing frame (EAGAIN at the peer's high-water mark)

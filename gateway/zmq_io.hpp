@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <caf/actor.hpp>
@@ -49,6 +50,8 @@ struct zmq_gateway::impl {
 
   /// Queues (identity, frame) for the ZeroMQ thread (any thread).
   void send_out(const std::string& identity, const std::string& frame);
+  /// Queues many (identity, frame) pairs at once, in order (any thread).
+  void send_out(const std::vector<std::pair<std::string, std::string>>& frames);
 
   /// Sends (identity, frame) now (the ZeroMQ thread); a peer that is gone is reported to the
   /// actor once (gone_atom) and added to `gone`.

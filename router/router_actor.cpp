@@ -124,8 +124,61 @@ void router_state::on_token(actors::worker_token& msg) {
   e->sent.push_back(msg.ev.token);
   placement_.streamed(e->worker, e->placing, now);
   tenancy_.token(e->tenancy, queue_.counters(), now);
-  msg.ev.id = e->client_id;
-  self_->send(e->sink, std::move(msg.ev));
+  to_sink(*e, std::move(msg.ev));
+}
+
+void router_state::on_step(actors::worker_step& msg) {
+  // Tokens first, then terminals: a request's terminal is the last of its entries in the step.
+  batching_ = true;
+  for (auto& t : msg.tokens)
+    on_token(t);
+  for (auto& d : msg.done)
+    on_done(d);
+  for (auto& f : msg.failed)
+    on_failed(f);
+  for (auto& m : msg.moved)
+    on_moved(m);
+  batching_ = false;
+  flush_batches();
+}
+
+actors::event_batch& router_state::batch_for(const route_entry& e) {
+  auto [it, added] = batch_of_.try_emplace(e.sink_addr, batches_.size());
+  if (added)
+    batches_.emplace_back(e.sink, actors::event_batch{});
+  return batches_[it->second].second;
+}
+
+void router_state::to_sink(route_entry& e, actors::token_event ev) {
+  ev.id = e.client_id;
+  if (batching_)
+    batch_for(e).tokens.push_back(std::move(ev));
+  else
+    self_->send(e.sink, std::move(ev));
+}
+
+void router_state::to_sink(route_entry& e, actors::done_event ev) {
+  ev.id = e.client_id;
+  if (batching_)
+    batch_for(e).done.push_back(std::move(ev));
+  else
+    self_->send(e.sink, std::move(ev));
+}
+
+void router_state::to_sink(route_entry& e, actors::error_event ev) {
+  ev.id = e.client_id;
+  if (batching_)
+    batch_for(e).errors.push_back(std::move(ev));
+  else
+    self_->send(e.sink, std::move(ev));
+}
+
+void router_state::flush_batches() {
+  auto out = std::move(batches_);
+  batches_.clear();
+  batch_of_.clear();
+  for (auto& [sink, batch] : out)
+    self_->send(sink, std::move(batch));
 }
 
 void router_state::on_done(actors::worker_done& msg) {
@@ -274,10 +327,8 @@ actors::router_actor::behavior_type router_impl(router_state::self_ptr self, rou
       return self->state.add_worker(std::move(handle), std::move(info));
     },
     [self](actors::worker_load& load) { self->state.on_load(load); },
-    [self](actors::worker_token& msg) { self->state.on_token(msg); },
-    [self](actors::worker_done& msg) { self->state.on_done(msg); },
+    [self](actors::worker_step& msg) { self->state.on_step(msg); },
     [self](actors::worker_failed& msg) { self->state.on_failed(msg); },
-    [self](actors::worker_moved& msg) { self->state.on_moved(msg); },
     [self](actors::expire_atom, actors::route_id rid) { self->state.expire(rid); },
     [self](actors::stranded_atom, actors::route_id rid, std::uint32_t moves) { self->state.stranded(rid, moves); },
     [self](caf::get_atom) -> actors::router_stats { return self->state.stats(); },

@@ -253,10 +253,9 @@ void router_state::end(route_entry& e, actors::error_event ev, bool cancel_worke
     case serve_errc::worker_lost: ++counters_.worker_lost; break;
     default: ++counters_.failed; break;
   }
-  ev.id = e.client_id;
   count_error(&e, ev.code);
   log_end(e, to_string(ev.code), ev.message, nullptr);
-  self_->send(e.sink, std::move(ev));
+  to_sink(e, std::move(ev));
   forget(e);
 }
 
@@ -317,8 +316,7 @@ void router_state::end(route_entry& e, actors::done_event ev) {
                       e.times, router_clock::now());
   tenancy_.finished(f, e.resumed > 0);
   log_end(e, ev.finish_reason, {}, &ev);
-  ev.id = e.client_id;
-  self_->send(e.sink, std::move(ev));
+  to_sink(e, std::move(ev));
   forget(e);
 }
 

@@ -102,11 +102,10 @@ public:
   /// what the router validates against (a smaller context window or vocabulary).
   caf::result<actors::worker_id> add_worker(actors::worker_actor handle, actors::register_worker info);
   void on_load(actors::worker_load& load);
-  void on_token(actors::worker_token& msg);
-  void on_done(actors::worker_done& msg);
+  /// A worker's step: its tokens, then its terminals, each taken as alone; what they make for
+  /// the sinks goes out as one event_batch per sink.
+  void on_step(actors::worker_step& msg);
   void on_failed(actors::worker_failed& msg);
-  /// The drained worker let `rid` go (with its K/V): it moves on now.
-  void on_moved(actors::worker_moved& msg);
   void on_down(const caf::down_msg& dm);
   actors::router_stats stats() const;
   /// Drains the workers of `node` (a node name: its workers are "node/N"; or one worker's name):
@@ -120,6 +119,18 @@ public:
   void adapter_command(actors::adapter_command cmd, caf::typed_response_promise<actors::adapter_reply> rp);
 
 private:
+  void on_token(actors::worker_token& msg);
+  void on_done(actors::worker_done& msg);
+  /// The drained worker let `rid` go (with its K/V): it moves on now.
+  void on_moved(actors::worker_moved& msg);
+  /// Sends `e`'s sink an event: into its batch while a step is being taken, else alone.
+  void to_sink(route_entry& e, actors::token_event ev);
+  void to_sink(route_entry& e, actors::done_event ev);
+  void to_sink(route_entry& e, actors::error_event ev);
+  /// The batch of `sink` in this step's outbox.
+  actors::event_batch& batch_for(const route_entry& e);
+  /// Sends every sink its batch (the end of on_step).
+  void flush_batches();
   /// The entry `rid` if `wid` owns it (events of a stale owner are dropped).
   route_entry* owned(actors::route_id rid, actors::worker_id wid);
   void place(route_entry& e, worker_entry& w);
@@ -184,6 +195,10 @@ private:
   std::vector<std::pair<std::uint32_t, caf::typed_response_promise<actors::router_stats>>> waiters_;
   actors::router_stats counters_;
   bool dispatching_ = false;  ///< dispatch() is running (ending a request must not re-enter it)
+  bool batching_ = false;     ///< on_step is running: events to sinks go into `batches_`
+  /// This step's events by sink, in the order the sinks got their first one.
+  std::vector<std::pair<actors::event_sink, actors::event_batch>> batches_;
+  std::map<caf::actor_addr, std::size_t> batch_of_;  ///< sink -> index in batches_
   placement_book placement_;  ///< workers' books, the placer, adapter load prices
   tenant_ledger tenancy_;     ///< tenants' books, the rate meter, deadline admission
   request_metrics metrics_;   ///< what clients saw, per worker

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -69,14 +70,48 @@ struct request_result {
   kv_blob kv;
 };
 
+/// One thing a step did for one request: a streamed token (what on_token would be told), or
+/// the request's terminal result, which is its last entry ever.
+struct step_entry {
+  request_id id;          ///< the serving loop's id (submit's return value)
+  std::uint64_t tag = 0;  ///< the submitter's own name for the request (request_callbacks::tag)
+  std::int32_t token = 0;
+  std::string text;         ///< text that became final with this token (may be empty)
+  std::uint32_t index = 0;  ///< the token's index in the request's output (resumed tokens count)
+  std::optional<token_logprobs> logprobs;  ///< requests with params().logprobs
+  std::optional<request_result> result;    ///< set: the terminal entry (no token)
+
+  bool terminal() const noexcept { return result.has_value(); }
+};
+
+/// What one step (one turn of the loop thread) produced for the requests of one step_sink, in
+/// the order it happened: a request's tokens by index, and its terminal entry after them.
+struct step_batch {
+  std::vector<step_entry> entries;
+};
+
+/// Receives the step batches of the requests submitted with it: at most one call per step, on
+/// the serving loop's thread (or, for a request refused because the loop has stopped, on the
+/// submitter's thread), never with an empty batch. Many requests share one sink: that is what
+/// turns a message per token into a message per step.
+class step_sink {
+public:
+  virtual ~step_sink() = default;
+  virtual void deliver(step_batch batch) = 0;
+};
+
 /// Callbacks of one request, invoked on the serving loop's thread: on_token once per sampled
-/// token (with the text that became final, possibly empty), then on_done exactly once.
+/// token (with the text that became final, possibly empty), then on_done exactly once. With a
+/// `sink` the same events also go, as step_entries tagged `tag`, into that sink's batch of the
+/// step in which they happen.
 struct request_callbacks {
   std::function<void(std::int32_t token, std::string_view text)> on_token;
   /// Requests with params().logprobs (continuous batching only): called just before on_token
   /// with that token's log-probabilities.
   std::function<void(token_logprobs)> on_logprobs;
   std::function<void(request_result)> on_done;
+  std::shared_ptr<step_sink> sink;
+  std::uint64_t tag = 0;
 };
 
 } // namespace lf::worker

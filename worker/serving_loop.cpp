@@ -68,8 +68,17 @@ request_id serving_loop::submit(validated_request req, std::optional<time_point>
     }
     ++load_.failed;
   }
+  auto res = failure(serve_errc::shutting_down, "the worker is shutting down");
+  if (cb.sink) {
+    step_batch b;
+    b.entries.push_back({});
+    b.entries.back().id = id;
+    b.entries.back().tag = cb.tag;
+    b.entries.back().result = res;
+    cb.sink->deliver(std::move(b));
+  }
   if (cb.on_done)
-    cb.on_done(failure(serve_errc::shutting_down, "the worker is shutting down"));
+    cb.on_done(std::move(res));
   return id;
 }
 
@@ -124,6 +133,7 @@ void serving_loop::take_inbox(time_point now) {
                                              cfg_.seed + it.id.value(), it.submitted);
     auto& r = *lr;
     r.credits = credit_window(it.allowance);
+    r.streamed = static_cast<std::uint32_t>(it.resume.size());
     live_.emplace(it.id, std::move(lr));
     if (!r.req.adapter().empty()) {
       if (adapters_ == nullptr) {
@@ -231,8 +241,56 @@ void serving_loop::end(request_id id, request_result res) {
                                                                 : load_.failed;
     ++counter;
   }
+  if (lr->cb.sink) {
+    step_entry e;
+    e.id = id;
+    e.tag = lr->cb.tag;
+    e.result = lr->cb.on_done ? res : std::move(res);
+    record(lr->cb.sink, std::move(e));
+  }
   if (lr->cb.on_done)
     lr->cb.on_done(std::move(res));
+}
+
+void serving_loop::emit_token(request_id id, live_request& lr, std::int32_t token, std::string_view text,
+                              std::optional<token_logprobs> lp) {
+  const auto index = lr.streamed++;
+  if (lr.cb.sink) {
+    step_entry e;
+    e.id = id;
+    e.tag = lr.cb.tag;
+    e.token = token;
+    e.text = std::string(text);
+    e.index = index;
+    if (lp)
+      e.logprobs = lr.cb.on_logprobs ? *lp : std::move(*lp);
+    record(lr.cb.sink, std::move(e));
+  }
+  if (lp && lr.cb.on_logprobs)
+    lr.cb.on_logprobs(std::move(*lp));
+  if (lr.cb.on_token)
+    lr.cb.on_token(token, text);
+}
+
+void serving_loop::record(const std::shared_ptr<step_sink>& sink, step_entry e) {
+  // Usually one sink (the worker actor's): the last one is checked first.
+  auto it = !out_.empty() && out_.back().first == sink
+              ? out_.end() - 1
+              : std::find_if(out_.begin(), out_.end(), [&](const auto& o) { return o.first == sink; });
+  if (it == out_.end()) {
+    out_.emplace_back(sink, step_batch{});
+    it = out_.end() - 1;
+  }
+  it->second.entries.push_back(std::move(e));
+}
+
+void serving_loop::flush() {
+  if (out_.empty())
+    return;
+  auto out = std::move(out_);
+  out_.clear();
+  for (auto& [sink, batch] : out)
+    sink->deliver(std::move(batch));
 }
 
 } // namespace lf::worker

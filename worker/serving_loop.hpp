@@ -6,6 +6,13 @@
 ///   submit ──> inbox ──> [loop thread] scheduler.schedule(now) ──> engine.step(chunks)
 ///                          ^                                           │
 ///                          └── finish / preempt / expire <── sample ◄──┘ ──> on_token / on_done
+///                                                                              step_sink (one batch a step)
+///
+/// Streaming: a request's events (tokens, then its one terminal result) go to its callbacks as
+/// they happen and, when it was submitted with a step_sink, into that sink's batch for the step;
+/// each sink gets one batch per step (a static batch: per generator step), after the step. A
+/// terminal entry is the request's last: a cancel, deadline or failure between steps ends it in
+/// the next batch and nothing of it follows.
 ///
 /// Modes (for measurement): continuous batching over the paged cache (default); static batching
 /// (collect up to B requests or wait, left-pad, run the batch to completion); static batching
@@ -156,6 +163,13 @@ private:
   void take_inbox(time_point now);
   void end(request_id id, request_result res);
   void on_sampled(request_id id, std::int32_t token, std::optional<token_logprobs> lp = std::nullopt);
+  /// Streams one token of `lr`: its callbacks now, its sink's batch at the end of the step.
+  void emit_token(request_id id, live_request& lr, std::int32_t token, std::string_view text,
+                  std::optional<token_logprobs> lp);
+  /// Appends `e` to `sink`'s batch of this step.
+  void record(const std::shared_ptr<step_sink>& sink, step_entry e);
+  /// Hands every sink its batch of this step (loop thread; nothing if the step streamed nothing).
+  void flush();
   /// Moves `lr` past one sampled token: generated tokens, text stream, finish rules. Returns the
   /// text that became final and the finish reason (empty while the request goes on).
   std::pair<std::string, std::string> advance(live_request& lr, std::int32_t token) const;
@@ -205,6 +219,8 @@ private:
   std::deque<request_id> static_queue_;                                 // loop thread only
   std::uint64_t settled_seen_ = 0;                                      // loop thread only
   std::optional<cache::adapter_id> turn_;  // single-adapter mode, this step; loop thread only
+  /// This step's batches, by sink, in the order the sinks first got an entry; loop thread only.
+  std::vector<std::pair<std::shared_ptr<step_sink>, step_batch>> out_;
   std::thread thread_;
 };
 

@@ -64,6 +64,7 @@ void serving_loop::fail_adapter_waiters() {
 }
 
 void serving_loop::wait_for_news() {
+  flush();  // what this turn produced (expiries, failed loads) goes out before the wait
   std::unique_lock<std::mutex> lk(mtx_);
   cv_.wait_for(lk, std::chrono::milliseconds(5), [&] {
     return stopping_ || !inbox_.empty() || !cancels_.empty() || !credits_.empty() || adapter_news_;

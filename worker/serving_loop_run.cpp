@@ -20,6 +20,7 @@ using clock_type = std::chrono::steady_clock;
 
 void serving_loop::run() {
   for (;;) {
+    flush();  // what the last turn produced, before this one waits
     {
       std::unique_lock<std::mutex> lk(mtx_);
       // Sleep only when there is nothing to run; static mode waits for its batch inside.
@@ -46,6 +47,7 @@ void serving_loop::run() {
       static_queue_.clear();
     }
     if (stopping && live_.empty()) {
+      flush();  // the last terminals, before the loop can end
       std::lock_guard<std::mutex> g(mtx_);
       if (inbox_.empty()) {
         if (load_.working_steps > 0)
@@ -68,6 +70,7 @@ void serving_loop::run() {
       run_static_batch();
     publish_load();
   }
+  flush();
   publish_load();
 }
 
@@ -167,6 +170,8 @@ void serving_loop::run_continuous_step() {
   for (std::size_t i = 0; i < plan.chunks.size(); ++i)
     if (sampled[i] && live_.count(request_id{plan.chunks[i].id.value()}))
       on_sampled(request_id{plan.chunks[i].id.value()}, *sampled[i], std::move(logprobs[i]));
+  // Streaming is part of the step: its batches go out inside the step's time.
+  flush();
   auto ms = [](time_point a, time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
   std::lock_guard<std::mutex> g(mtx_);
   load_.forward_ms += ms(forward_start, sample_start);
@@ -202,11 +207,8 @@ void serving_loop::on_sampled(request_id id, std::int32_t token, std::optional<t
   if (!lr.first_token)
     lr.first_token = clock_type::now();
   auto [delta, reason] = advance(lr, token);
-  if (lr.cb.on_token && (!delta.empty() || token != cfg_.eos_id || p.ignore_eos)) {
-    if (lp && lr.cb.on_logprobs)
-      lr.cb.on_logprobs(std::move(*lp));
-    lr.cb.on_token(token, delta);
-  }
+  if ((lr.cb.on_token || lr.cb.sink) && (!delta.empty() || token != cfg_.eos_id || p.ignore_eos))
+    emit_token(id, lr, token, delta, std::move(lp));
   if (!reason.empty()) {
     sched_.finish(cache::seq_id{id.value()});
     end(id, finished(reason));
@@ -235,6 +237,7 @@ void serving_loop::run_static_batch() {
   auto oldest = live_.at(ids.front())->submitted;
   auto ready_at = oldest + cfg_.static_wait;
   if (ids.size() < cfg_.static_batch && clock_type::now() < ready_at) {
+    flush();
     std::unique_lock<std::mutex> lk(mtx_);
     cv_.wait_until(lk, ready_at, [&] { return stopping_ || !inbox_.empty() || !cancels_.empty(); });
     return;
@@ -254,14 +257,19 @@ void serving_loop::run_static_batch() {
     opts.adapters = adapters_->lookup();
   opts.use_kv_cache = cfg_.mode == batching_mode::static_batch;
   opts.seed = cfg_.seed;
+  // The generator streams its rows in order once per step: a row at or before the last one
+  // starts the next step, so the sinks get the previous step's batch first.
+  std::optional<std::size_t> last_row;
   opts.on_token = [&](std::size_t row, std::int32_t tok, std::string_view delta) {
+    if (last_row && row <= *last_row)
+      flush();
+    last_row = row;
     auto& lr = *live_.at(ids[row]);
     if (!lr.first_token)
       lr.first_token = clock_type::now();
     if (tok != cfg_.eos_id || lr.req.params().ignore_eos)
       lr.generated.push_back(tok);
-    if (lr.cb.on_token)
-      lr.cb.on_token(tok, delta);
+    emit_token(ids[row], lr, tok, delta, std::nullopt);
   };
   opts.is_cancelled = [&](std::size_t row) {
     auto& lr = *live_.at(ids[row]);

@@ -54,6 +54,7 @@ struct serving_loop::live_request {
   cache::adapter_id adapter = cache::base_model;  ///< the registry's id for req.adapter
   bool holds_adapter = false;  ///< acquired from the adapter manager; released by end()
   credit_window credits;  ///< how far it may stream (submit's allowance, raised by credit())
+  std::uint32_t streamed = 0;  ///< the index of its next streamed token (resumed tokens count)
 };
 
 struct serving_loop::inbox_item {

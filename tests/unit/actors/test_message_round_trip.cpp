@@ -52,6 +52,7 @@ LF_FIELDS(cancel_request, id);
 LF_FIELDS(token_event, id, token, text, index, has_logprobs, logprobs);
 LF_FIELDS(done_event, id, finish_reason, text, tokens, usage, timings, worker, seed, resumed);
 LF_FIELDS(error_event, id, code, message, retry_after_ms);
+LF_FIELDS(event_batch, tokens, done, errors);
 // worker_messages.hpp
 LF_FIELDS(register_worker, name, context_window, vocab_size, total_blocks, block_size, max_seqs, adapters);
 LF_FIELDS(worker_submit, rid, id, req, timeout_ms, resume, kv, allowance);
@@ -61,7 +62,8 @@ LF_FIELDS(worker_moved, wid, rid, kv);
 LF_FIELDS(worker_token, wid, rid, ev);
 LF_FIELDS(worker_done, wid, rid, ev);
 LF_FIELDS(worker_failed, wid, rid, ev);
-LF_FIELDS(request_ended, rid);
+LF_FIELDS(worker_step, wid, tokens, done, failed, moved);
+LF_FIELDS(request_ended, rids);
 // stats_messages.hpp
 LF_FIELDS(adapter_load_cost, name, loads, last_load_ms, bytes);
 LF_FIELDS(worker_load, wid, waiting, running, waiting_tokens, running_tokens, free_blocks, total_blocks, finished,
@@ -248,6 +250,7 @@ TEST_CASE("every actor message round-trips with every field set", "[messages][ro
     check(sys, token());
     check(sys, done());
     check(sys, error());
+    check(sys, event_batch{{token(), token()}, {done()}, {error()}});
   }
   SECTION("router <-> worker") {
     check(sys, register_worker{"node/1", 1024, 50257, 512, 16, 32, {"a@1"}});
@@ -258,7 +261,12 @@ TEST_CASE("every actor message round-trips with every field set", "[messages][ro
     check(sys, worker_token{worker_id{2}, route_id{8}, token()});
     check(sys, worker_done{worker_id{2}, route_id{8}, done()});
     check(sys, worker_failed{worker_id{2}, route_id{8}, error()});
-    check(sys, request_ended{route_id{8}});
+    check(sys, worker_step{worker_id{2},
+                           {worker_token{worker_id{2}, route_id{8}, token()}, worker_token{worker_id{2}, route_id{9}, token()}},
+                           {worker_done{worker_id{2}, route_id{8}, done()}},
+                           {worker_failed{worker_id{2}, route_id{10}, error()}},
+                           {worker_moved{worker_id{2}, route_id{11}, kv()}}});
+    check(sys, request_ended{{route_id{8}, route_id{9}}});
   }
   SECTION("stats") {
     check(sys, adapter_load_cost{"a@1", 2, 35.5, 4096});

@@ -126,6 +126,7 @@ struct request_log {
   std::optional<actors::done_event> done;
   std::optional<actors::error_event> error;
   int done_rank = -1;  ///< position among all terminal events received
+  int after_terminal = 0;  ///< events received after its first terminal (must stay 0)
 };
 
 /// Plays the gateway: sends requests as a scoped_actor and logs the events.
@@ -146,9 +147,10 @@ public:
       if (left <= std::chrono::steady_clock::duration::zero())
         return false;
       bool timeout = false;
-      self->receive([&](actors::token_event& ev) { on_token(ev); },
-                    [&](actors::done_event& ev) { on_terminal(ev.id).done = std::move(ev); },
-                    [&](actors::error_event& ev) { on_terminal(ev.id).error = std::move(ev); },
+      self->receive([&](actors::token_event& ev) { ++lone_tokens_; on_token(ev); },
+                    [&](actors::done_event& ev) { on_done(ev); },
+                    [&](actors::error_event& ev) { on_error(ev); },
+                    [&](actors::event_batch& b) { on_batch(b); },
                     caf::after(std::chrono::duration_cast<std::chrono::milliseconds>(left))
                       >> [&] { timeout = true; });
       if (timeout)
@@ -176,20 +178,40 @@ public:
   void drain() {
     bool more = true;
     while (more)
-      self->receive([&](actors::token_event& ev) { on_token(ev); },
-                    [&](actors::done_event& ev) { on_terminal(ev.id).done = std::move(ev); },
-                    [&](actors::error_event& ev) { on_terminal(ev.id).error = std::move(ev); },
+      self->receive([&](actors::token_event& ev) { ++lone_tokens_; on_token(ev); },
+                    [&](actors::done_event& ev) { on_done(ev); },
+                    [&](actors::error_event& ev) { on_error(ev); },
+                    [&](actors::event_batch& b) { on_batch(b); },
                     caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
   }
 
   std::size_t terminals() const { return terminals_; }
+  /// event_batch messages received (a worker step's events for this client).
+  std::size_t batches() const { return batches_; }
+  /// token_event messages received alone (not in an event_batch).
+  std::size_t lone_tokens() const { return lone_tokens_; }
 
   std::map<std::uint64_t, request_log> log;
   caf::scoped_actor self;
 
 private:
+  void on_batch(actors::event_batch& b) {
+    ++batches_;
+    for (auto& ev : b.tokens)
+      on_token(ev);
+    for (auto& ev : b.done)
+      on_done(ev);
+    for (auto& ev : b.errors)
+      on_error(ev);
+  }
+
+  void on_done(actors::done_event& ev) { on_terminal(ev.id).done = std::move(ev); }
+  void on_error(actors::error_event& ev) { on_terminal(ev.id).error = std::move(ev); }
+
   void on_token(const actors::token_event& ev) {
     auto& l = log[ev.id.value()];
+    if (l.terminals > 0)
+      ++l.after_terminal;
     if (ev.index != l.tokens.size())
       l.indices_in_order = false;
     l.tokens.push_back(ev.token);
@@ -198,6 +220,8 @@ private:
 
   request_log& on_terminal(actors::sink_request_id id) {
     auto& l = log[id.value()];
+    if (l.terminals > 0)
+      ++l.after_terminal;
     ++l.terminals;
     l.done_rank = static_cast<int>(terminals_++);
     return l;
@@ -205,6 +229,7 @@ private:
 
   actors::router_actor router_;
   std::size_t terminals_ = 0;
+  std::size_t batches_ = 0, lone_tokens_ = 0;
 };
 
 /// A greedy request that ignores EOS (so its length is max_tokens), its prompt tokenized as the

@@ -1,5 +1,6 @@
 #pragma once
-/// Helpers for serving-loop tests: a fake step_engine and a collector of streamed events.
+/// Helpers for serving-loop tests: a fake step_engine, a collector of streamed events and a
+/// step_sink that records its batches.
 
 #include <chrono>
 #include <condition_variable>
@@ -173,6 +174,54 @@ private:
   std::map<int, std::string> streamed_;
   std::map<int, std::vector<std::pair<std::int32_t, std::string>>> events_;
   std::map<int, int> terminals_, tokens_;
+};
+
+/// A step_sink that keeps every batch it is given.
+class recording_sink final : public worker::step_sink {
+public:
+  void deliver(worker::step_batch batch) override {
+    std::lock_guard<std::mutex> g(m_);
+    empty_ += batch.entries.empty();  // counted here, checked on the test's thread
+    for (auto& e : batch.entries)
+      if (e.terminal())
+        ++ended_;
+    batches_.push_back(std::move(batch));
+    cv_.notify_all();
+  }
+
+  /// Waits (bounded) until `n` requests have ended.
+  bool wait_ended(std::size_t n, std::chrono::seconds limit = std::chrono::seconds(30)) {
+    std::unique_lock<std::mutex> lk(m_);
+    return cv_.wait_for(lk, limit, [&] { return ended_ >= n; });
+  }
+
+  /// Waits (bounded) until request `tag` has streamed `n` tokens.
+  bool wait_tokens(std::uint64_t tag, std::size_t n, std::chrono::seconds limit = std::chrono::seconds(30)) {
+    std::unique_lock<std::mutex> lk(m_);
+    return cv_.wait_for(lk, limit, [&] {
+      std::size_t k = 0;
+      for (auto& b : batches_)
+        for (auto& e : b.entries)
+          k += e.tag == tag && !e.terminal();
+      return k >= n;
+    });
+  }
+
+  std::vector<worker::step_batch> batches() {
+    std::lock_guard<std::mutex> g(m_);
+    return batches_;
+  }
+
+  std::size_t empty_batches() {
+    std::lock_guard<std::mutex> g(m_);
+    return empty_;
+  }
+
+private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::vector<worker::step_batch> batches_;
+  std::size_t ended_ = 0, empty_ = 0;
 };
 
 } // namespace lf::test

@@ -2,6 +2,9 @@
 // preemption, and the static comparison modes all give each request what it gets alone.
 #include "tests/support/catch_aten.hpp"
 
+#include <map>
+#include <set>
+
 #include "tests/support/tiny_engine.hpp"
 #include "tests/unit/worker/loop_fixture.hpp"
 #include "text/tokenizer.hpp"
@@ -44,6 +47,7 @@ void check_against_alone(serving_config cfg) {
     return generate(fx().model, fx().tok, b, o);
   };
   lf::test::collector col;
+  auto sink = std::make_shared<lf::test::recording_sink>();
   serving_loop loop(runner, fx().tok, cfg, static_fn);
   for (std::size_t i = 0; i < texts.size(); ++i) {
     lf::request_draft r;
@@ -51,15 +55,39 @@ void check_against_alone(serving_config cfg) {
     r.params.temperature = 0;
     r.params.max_tokens = 10 + static_cast<int>(i) * 3;
     r.params.ignore_eos = true;
-    lf::test::submit(loop, r, col.make(static_cast<int>(i)));
+    auto cb = col.make(static_cast<int>(i));
+    cb.sink = sink;
+    cb.tag = i;
+    lf::test::submit(loop, r, std::move(cb));
   }
   REQUIRE(col.wait_for(texts.size(), std::chrono::seconds(120)));
+  REQUIRE(sink->wait_ended(texts.size()));
+  // The sink's batches (one per step; a static batch's: one per generator step) carry what the
+  // callbacks were told: per request at most one token a batch, indices 0, 1, ..., the terminal last.
+  std::map<std::uint64_t, std::vector<std::int32_t>> tokens;
+  std::map<std::uint64_t, int> terminals, late;
+  for (const auto& b : sink->batches()) {
+    std::set<std::uint64_t> seen;
+    for (const auto& e : b.entries) {
+      late[e.tag] += terminals[e.tag] > 0;
+      if (e.terminal()) {
+        ++terminals[e.tag];
+        continue;
+      }
+      CHECK(seen.insert(e.tag).second);
+      CHECK(e.index == tokens[e.tag].size());
+      tokens[e.tag].push_back(e.token);
+    }
+  }
   for (std::size_t i = 0; i < texts.size(); ++i) {
     auto res = col.result(static_cast<int>(i));
     INFO("mode " << to_string(cfg.mode) << ", request " << i << ": " << res.message);
     REQUIRE(res.outcome == request_outcome::finished);
     CHECK(res.tokens == alone(fx().tok.encode(texts[i]), 10 + static_cast<int>(i) * 3));
     CHECK(col.streamed(static_cast<int>(i)) == res.text);
+    CHECK(tokens[i] == res.tokens);
+    CHECK(terminals[i] == 1);
+    CHECK(late[i] == 0);
   }
   auto l = loop.load();
   CHECK(l.free_blocks == l.total_blocks);
