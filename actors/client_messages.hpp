@@ -119,6 +119,18 @@ struct event_batch {
   std::vector<error_event> errors;
 
   bool empty() const noexcept { return tokens.empty() && done.empty() && errors.empty(); }
+
+  /// Hands each event to its handler in the order they happened: the tokens, then the terminals
+  /// (done, then errors), so no request's terminal precedes its last token.
+  template <class OnToken, class OnDone, class OnError>
+  void dispatch(OnToken&& on_token, OnDone&& on_done, OnError&& on_error) const {
+    for (const auto& ev : tokens)
+      on_token(ev);
+    for (const auto& ev : done)
+      on_done(ev);
+    for (const auto& ev : errors)
+      on_error(ev);
+  }
 };
 
 template <class Inspector>

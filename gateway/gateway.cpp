@@ -190,12 +190,9 @@ void on_error(gw_self self, const actors::error_event& ev) {
 void on_batch(gw_self self, const actors::event_batch& b) {
   self->state.frames.emplace();
   self->state.frames->reserve(b.tokens.size() + 2 * (b.done.size() + b.errors.size()));
-  for (const auto& ev : b.tokens)
-    on_token(self, ev);
-  for (const auto& ev : b.done)
-    on_done(self, ev);
-  for (const auto& ev : b.errors)
-    on_error(self, ev);
+  b.dispatch([&](const actors::token_event& ev) { on_token(self, ev); },
+             [&](const actors::done_event& ev) { on_done(self, ev); },
+             [&](const actors::error_event& ev) { on_error(self, ev); });
   auto frames = std::move(*self->state.frames);
   self->state.frames.reset();
   self->state.io->send_out(frames);

@@ -325,12 +325,9 @@ caf::behavior http_actor(http_self self, std::shared_ptr<http_gateway::impl> io)
     [self](const actors::event_batch& b) {
       // A worker step's events (tokens, then terminals), handed to the event loop together.
       self->state.outputs.emplace();
-      for (const auto& ev : b.tokens)
-        on_token(self, ev);
-      for (const auto& ev : b.done)
-        on_done(self, ev);
-      for (const auto& ev : b.errors)
-        on_error(self, ev);
+      b.dispatch([&](const actors::token_event& ev) { on_token(self, ev); },
+                 [&](const actors::done_event& ev) { on_done(self, ev); },
+                 [&](const actors::error_event& ev) { on_error(self, ev); });
       auto out = std::move(*self->state.outputs);
       self->state.outputs.reset();
       self->state.io->post(std::move(out));

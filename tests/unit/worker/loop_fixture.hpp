@@ -35,6 +35,15 @@ inline validated_request validated(request_draft d, std::uint32_t context = 1024
   return validate_or_throw(std::move(d), l);
 }
 
+/// A greedy request for `max_tokens` tokens after `prompt`.
+inline request_draft req(std::vector<std::int32_t> prompt, int max_tokens) {
+  request_draft r;
+  r.prompt = std::move(prompt);
+  r.params.temperature = 0;
+  r.params.max_tokens = max_tokens;
+  return r;
+}
+
 /// Submits `d` (validated) to `loop`.
 inline worker::request_id submit(worker::serving_loop& loop, request_draft d, worker::request_callbacks cb,
                                  std::optional<worker::time_point> deadline = std::nullopt) {

@@ -14,6 +14,7 @@
 
 using namespace lf::worker;
 using lf::test::fake_engine;
+using lf::test::req;
 using lf::test::recording_sink;
 
 namespace {
@@ -25,14 +26,6 @@ serving_config small_config() {
   c.sched.max_seqs = 8;
   c.sched.max_batched_tokens = 64;
   return c;
-}
-
-lf::request_draft req(std::vector<std::int32_t> prompt, int max_tokens) {
-  lf::request_draft r;
-  r.prompt = std::move(prompt);
-  r.params.temperature = 0;
-  r.params.max_tokens = max_tokens;
-  return r;
 }
 
 request_callbacks into(const std::shared_ptr<recording_sink>& sink, std::uint64_t tag) {

@@ -11,6 +11,7 @@
 using namespace lf::worker;
 using lf::test::collector;
 using lf::test::fake_engine;
+using lf::test::req;
 
 namespace {
 
@@ -23,14 +24,6 @@ serving_config small_config(std::uint32_t blocks = 64) {
   c.sched.max_seqs = 8;
   c.sched.max_batched_tokens = 32;
   return c;
-}
-
-lf::request_draft req(std::vector<std::int32_t> prompt, int max_tokens) {
-  lf::request_draft r;
-  r.prompt = std::move(prompt);
-  r.params.temperature = 0;
-  r.params.max_tokens = max_tokens;
-  return r;
 }
 
 } // namespace
