@@ -2,7 +2,6 @@
 /// The CUDA engine's class (cuda_engine.hpp's interface), shared by its source files:
 /// cuda_model.cpp (buffers and the forward) and cuda_step.cpp (a step's rows, graphs, logits).
 
-#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>

@@ -3,7 +3,6 @@
 // padded to a power-of-two batch and replayed from a CUDA graph captured the first time that
 // batch size is seen; other steps are launched kernel by kernel. See cuda_engine.hpp.
 #include <algorithm>
-#include <map>
 #include <stdexcept>
 #include <string>
 
