@@ -29,6 +29,8 @@ expect 2 "--drain-kv must be ship or recompute" serve --drain-kv teleport
 expect 2 "--mode must be" serve --mode bogus
 expect 2 "--dtype must be f32, bf16 or int8" serve --dtype f64
 expect 2 "--kv-dtype must be f32, bf16 or int8 (got 'f16')" serve --kv-dtype f16
+expect 2 "--device: device must be cpu, cuda or cuda:N (got \"gpu\")" serve --device gpu
+expect 2 "--device: device cuda:0 computes in f32" serve --device cuda:0 --dtype int8
 expect 2 "--kv-dtype must be f32, bf16 or int8 (got 'f16')" generate --prompt hi --kv-dtype f16
 expect 2 "--queue-limit must be in" serve --queue-limit -1
 expect 2 "--max-seqs must be in" serve --max-seqs 0
