@@ -22,7 +22,9 @@ void read_workers(toml_reader& r, worker_group& w, bool with_count) {
   auto& s = w.settings;
   r.set("device", s.device);
   r.set("threads", s.threads, 0, 256);
-  r.set("blas_threads", s.blas_threads, 0, 256);
+  // Ignored: OpenBLAS served only the old ATen static modes; configs written then still load.
+  int blas_threads = 0;
+  r.set("blas_threads", blas_threads, 0, 256);
   r.set("dtype", s.dtype);
   r.set("kv_dtype", s.kv_dtype);
   r.set("kv_cache_mb", s.kv_cache_mb, 1, 1 << 20);

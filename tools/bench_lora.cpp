@@ -38,7 +38,6 @@
 #include "tools/bench_stats.hpp"
 #include "worker/engine/model/cpu_model.hpp"
 #include "worker/engine/model/cpu_runner.hpp"
-#include "worker/engine/reference/generator.hpp"
 #include "worker/engine/reference/model_writer.hpp"
 #include "worker/serving_loop.hpp"
 
@@ -126,7 +125,7 @@ outcome run(const scenario& sc, const settings& st, cpu_model& model, const toke
   cfg.prefix_cache = false;  // random prompts: nothing to share anyway
   cfg.eos_id = tok.eos_id();
   cfg.single_adapter_batches = sc.single_adapter;
-  serving_loop loop(runner, tok, cfg, {}, mgr.get());
+  serving_loop loop(runner, tok, cfg, mgr.get());
 
   std::mt19937_64 rng(1234);
   std::uniform_int_distribution<std::int32_t> token(0, mc.vocab_size - 2);

@@ -17,6 +17,8 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <unistd.h>
+
 #include <iomanip>
 #include <iostream>
 #include <mutex>
@@ -32,10 +34,7 @@
 #include "tools/bench_stats.hpp"
 #include "tools/kv_dtype_flag.hpp"
 #include "worker/engine/model/cpu_runner.hpp"
-#include "worker/engine/reference/generator.hpp"
-#include "worker/engine/reference/gpt2_model.hpp"
 #include "worker/engine/reference/model_writer.hpp"
-#include "worker/engine/reference/weights.hpp"
 #include "worker/serving_loop.hpp"
 
 using namespace lf;
@@ -66,26 +65,15 @@ private:
   std::uint64_t computed_ = 0;  // loop thread only; read after the loop stops
 };
 
-/// Continuous batching runs the serving engine; the static modes run the ATen generator (the
-/// course's left-padded baselines), loaded the first time one of them runs.
+/// Every mode runs the serving engine (the static ones as the loop's scheduling policies).
 struct bench_env {
-  bench_env(cpu_model& m, const tokenizer& t, std::string dir, compute_dtype d)
-    : model(m), tok(t), model_dir(std::move(dir)), dtype(d) {}
+  bench_env(cpu_model& m, const tokenizer& t) : model(m), tok(t) {}
 
   cpu_model& model;
   const tokenizer& tok;
-  std::string model_dir;
-  compute_dtype dtype = compute_dtype::f32;
   std::uint32_t num_blocks = 0;
   std::uint32_t block_size = 16;
   lf::kernels::kv_type kv = lf::kernels::kv_type::bf16;
-  std::unique_ptr<gpt2_model> aten;
-
-  gpt2_model& static_model() {
-    if (!aten)
-      aten = std::make_unique<gpt2_model>(load_gpt2_weights(model_dir, dtype));
-    return *aten;
-  }
 };
 
 /// One request of a workload.
@@ -118,10 +106,6 @@ run_result run_jobs(bench_env& env, serving_config cfg, const std::vector<job>& 
   lf::kernels::kv_cache kv(kv_shape_of(mc, static_cast<int>(cfg.block_size), cfg.num_blocks, env.kv));
   cpu_runner runner(env.model, kv);
   counting_engine counter(runner);
-  static_generate_fn static_fn = [&](const std::vector<generation_request>& b,
-                                     const generate_options& o) {
-    return generate(env.static_model(), env.tok, b, o);
-  };
   run_result out;
   out.records.resize(jobs.size());
   std::mutex m;
@@ -129,7 +113,7 @@ run_result run_jobs(bench_env& env, serving_config cfg, const std::vector<job>& 
   std::size_t next = 0, done = 0;
   std::vector<clock_type::time_point> sent(jobs.size());
   std::vector<std::optional<clock_type::time_point>> first(jobs.size());
-  serving_loop loop(counter, env.tok, cfg, static_fn);
+  serving_loop loop(counter, env.tok, cfg);
   std::function<void()> submit_next;  // called with m held
   submit_next = [&] {
     if (next >= jobs.size())
@@ -332,7 +316,6 @@ int main(int argc, char** argv) try {
   std::cout << std::unitbuf << std::fixed << std::setprecision(1);
   lf::tools::args a(argc, argv, 1, {"quick"});
   const int threads = static_cast<int>(a.integer_in("threads", 2, 1, 256));
-  set_compute_threads(threads);  // the ATen baselines
   const auto dtype = parse_compute_dtype(a.str("dtype", "int8"));
   const auto kv_type = lf::tools::kv_dtype_flag(a, "bf16");
   auto model_dir = a.str("model");
@@ -363,14 +346,13 @@ int main(int argc, char** argv) try {
   cpu_model model(load_cpu_weights(model_dir, dtype), threads);
   auto tok = tokenizer::from_dir(LF_TOKENIZER_DIR);
   const auto& mc = model.config();
-  bench_env env{model, tok, model_dir, dtype};
+  bench_env env{model, tok};
   env.kv = kv_type;
   env.num_blocks = lf::kernels::kv_cache::blocks_for_budget(
     kv_mb << 20, kv_shape_of(mc, static_cast<int>(env.block_size), 0, env.kv));
   std::cout << "model: " << mc.n_layer << " layers, " << mc.n_embd << " embd, "
             << static_cast<double>(model.weights().bytes()) / (1 << 20) << " MiB of " << to_string(dtype)
-            << " weights, " << lf::kernels::to_string(env.kv) << " K/V (continuous batching: the serving engine;"
-            << " static modes: the ATen generator)"
+            << " weights, " << lf::kernels::to_string(env.kv) << " K/V (every mode on the serving engine)"
             << "; threads " << threads << "; KV pool " << kv_mb << " MiB = " << env.num_blocks
             << " blocks of " << env.block_size << " tokens\n";
   nlohmann::json report{{"threads", threads}, {"kv_cache_mb", kv_mb}, {"num_blocks", env.num_blocks},

@@ -19,7 +19,6 @@
 #include "tools/log_flags.hpp"
 #include "tools/sampling_flags.hpp"
 #include "tools/serve_options.hpp"
-#include "worker/engine/reference/blas_threads.hpp"
 
 namespace lf::tools {
 
@@ -28,7 +27,6 @@ namespace fs = std::filesystem;
 int cmd_serve(int argc, char** argv) {
   args a(argc, argv, 2);
   auto s = cluster_settings_from(a);
-  const bool blas_given = a.has("blas-threads");
   const auto drain = std::chrono::seconds(a.integer_in("drain-timeout", 30, 0, 86400));
   const auto ready_file = a.str("ready-file");
   const auto logs = log_settings_from(a);
@@ -42,13 +40,11 @@ int cmd_serve(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   log::info("serve", "loading",
             {{"model", s.worker.model_dir}, {"workers", s.workers}, {"threads", s.worker.threads},
-             {"blas_threads", s.worker.blas_threads}, {"dtype", s.worker.dtype},
+             {"dtype", s.worker.dtype},
              {"kv_cache_mb", s.worker.kv_cache_mb}, {"max_seqs", s.worker.max_seqs},
              {"mode", worker::to_string(s.worker.mode)},
              {"adapters", s.worker.adapter_dir.empty() ? std::string("-") : s.worker.adapter_dir}});
   cluster::local_cluster cluster(s);
-  if (blas_given && engine::set_blas_threads(0) == 0)
-    log::warn("serve", "the BLAS is not OpenBLAS; --blas-threads had no effect");
   std::cout << "lorafleet serve: serving on " << cluster.endpoint() << " with " << s.workers
             << " worker(s), placement " << router::to_string(s.router.placement.policy)
             << "; Ctrl-C drains and stops" << std::endl;

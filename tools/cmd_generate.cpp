@@ -1,6 +1,8 @@
 // `lorafleet generate`: prompts through the serving engine in this process (the worker's serving
 // loop over the CPU engine: continuous batching, the paged K/V store, LoRA adapters), or with
-// --no-kv-cache through the course's recompute-everything baseline (the ATen generator).
+// --no-kv-cache as the course's recompute-everything baseline (the same loop and engine, every
+// sequence computed again for each token).
+#include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <iostream>
@@ -17,10 +19,6 @@
 #include "worker/engine/lora/adapter_paths.hpp"
 #include "worker/engine/model/cpu_lora.hpp"
 #include "worker/engine/model/cpu_runner.hpp"
-#include "worker/engine/reference/generator.hpp"
-#include "worker/engine/reference/gpt2_model.hpp"
-#include "worker/engine/reference/lora_weights.hpp"
-#include "worker/engine/reference/weights.hpp"
 #include "worker/serving_loop.hpp"
 
 namespace lf::tools {
@@ -58,41 +56,6 @@ std::vector<std::string> adapter_dirs(const std::vector<std::string>& values, co
   return out;
 }
 
-/// The recompute-everything baseline: every step runs the whole sequence again (ATen).
-int generate_without_cache(const std::string& dir, const std::vector<std::string>& prompts,
-                           const sampling_params& params, compute_dtype dtype, int threads,
-                           const std::vector<std::string>& adapters) {
-  set_compute_threads(threads);
-  auto tok = tokenizer_for(dir);
-  gpt2_model model(load_gpt2_weights(dir, dtype));
-  std::vector<generation_request> batch;
-  std::map<std::string, cache::adapter_id> ids;
-  std::map<cache::adapter_id, std::shared_ptr<const lora_weights>> loaded;
-  for (std::size_t i = 0; i < prompts.size(); ++i) {
-    batch.push_back({validate_or_throw({tok.encode(prompts[i]), params, {}, 0}, model.config().limits())});
-    if (adapters[i].empty())
-      continue;
-    auto [it, fresh] = ids.emplace(adapters[i], cache::adapter_id{static_cast<std::uint32_t>(ids.size() + 1)});
-    if (fresh)
-      loaded.emplace(it->second, std::make_shared<const lora_weights>(load_peft_adapter(adapters[i], model.config()),
-                                                                      model.config(), model.scalar_type()));
-    batch.back().adapter = it->second;
-  }
-  generate_options opts;
-  opts.use_kv_cache = false;
-  opts.seed = params.seed.value_or(0);
-  opts.adapters = [&loaded](cache::adapter_id id) -> std::shared_ptr<const cache::adapter_payload> {
-    auto it = loaded.find(id);
-    return it == loaded.end() ? nullptr : it->second;
-  };
-  auto res = generate(model, tok, batch, opts);
-  for (std::size_t i = 0; i < batch.size(); ++i)
-    std::cout << (batch.size() == 1 ? "" : "[" + std::to_string(i) + "] ") << prompts[i] << res.outputs[i].text << "\n";
-  std::cerr << "no KV cache (ATen, recomputing each sequence every step): " << res.timing.ms_per_step()
-            << " ms per token step, " << res.timing.generated_tokens << " tokens generated\n";
-  return 0;
-}
-
 } // namespace
 
 int cmd_generate(int argc, char** argv) {
@@ -116,8 +79,6 @@ int cmd_generate(int argc, char** argv) {
                                      prompts.size());
   const bool no_cache = a.has("no-kv-cache");
   a.finish();
-  if (no_cache)
-    return generate_without_cache(dir, prompts, params, dtype, threads, adapters);
 
   auto tok = tokenizer_for(dir);
   cpu_model model(load_cpu_weights(dir, dtype), threads);
@@ -157,7 +118,13 @@ int cmd_generate(int argc, char** argv) {
   sc.sched.max_batched_tokens = std::max<std::uint32_t>(512, sc.sched.max_seqs);
   sc.eos_id = tok.eos_id();
   sc.seed = params.seed.value_or(0);
-  worker::serving_loop loop(runner, tok, sc, {}, manager.get());
+  if (no_cache) {
+    // The recompute baseline: the prompts as one batch, every sequence computed again per token.
+    sc.mode = worker::batching_mode::static_no_cache;
+    sc.static_batch = static_cast<std::uint32_t>(prompts.size());
+    sc.static_wait = std::chrono::milliseconds(0);
+  }
+  worker::serving_loop loop(runner, tok, sc, manager.get());
   std::mutex m;
   std::condition_variable cv;
   std::vector<std::optional<worker::request_result>> results(prompts.size());
@@ -197,8 +164,9 @@ int cmd_generate(int argc, char** argv) {
               << r.timings.total_ms << " ms\n";
   }
   std::cerr << "model " << dir << ": " << cfg.n_layer << " layers, " << cfg.n_embd << " embd; " << dtype_name
-            << " weights, " << kernels::to_string(kv_type) << " K/V, " << threads << " thread(s), kernels "
-            << kernels::active_table().name << "\n";
+            << " weights, " << (no_cache ? "no K/V cache (each token recomputes the sequence)"
+                                           : std::string(kernels::to_string(kv_type)) + " K/V")
+            << ", " << threads << " thread(s), kernels " << kernels::active_table().name << "\n";
   return failed ? 1 : 0;
 }
 

@@ -1,11 +1,17 @@
-// The `lorafleet` command: one binary, one subcommand per job.
+// The `lorafleet` command: one program, one subcommand per job. The subcommands that run
+// libtorch (training, random checkpoints) live in lorafleet-train beside it, which this program
+// runs in its place (exec), so serving never links or loads libtorch.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
-#include <exception>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 #include <string>
 
 #include "tools/commands.hpp"
+#include "tools/run_command.hpp"
 
 namespace {
 
@@ -13,7 +19,6 @@ const char* usage = R"(usage: lorafleet <command> [options]
 
 commands:
   serve       [--model DIR] [--adapters DIR] [--workers N] [--listen EP] [--threads N per worker]
-              [--blas-threads N (OpenBLAS, process; static modes only)]
               [--device cpu|cuda|cuda:N (GPU: f32)]
               [--dtype int8|bf16|f32] [--kv-dtype bf16|int8|f32] [--kv-cache-mb MB] [--max-seqs N]
               [--max-batched-tokens N] [--adapter-cache-mb MB] [--max-adapters N (per worker)]
@@ -87,7 +92,8 @@ commands:
               [--ignore-eos] [--no-kv-cache] [--threads N] [--dtype int8|bf16|f32]
               [--kv-dtype bf16|int8|f32] [--adapter DIR|NAME|- ...] [--adapters ROOT] [--quiet]
               generate a completion (several --prompt: served together by the continuous
-              batching loop; with --no-kv-cache one left-padded batch) and print timings;
+              batching loop; with --no-kv-cache one batch that recomputes every token) and
+              print timings;
               --adapter once for all prompts or once per prompt (- = base model), a directory or
               with --adapters a name under ROOT (default model and adapters: models/)
   tokenize    --model DIR [--decode]   UTF-8 text on stdin -> JSON token ids (or the reverse)
@@ -126,6 +132,28 @@ std::string command_usage(const std::string& cmd) {
   return out.empty() ? std::string{} : "usage: lorafleet " + cmd + " [options]\n" + out;
 }
 
+/// The subcommands of lorafleet-train.
+bool torch_command(const std::string& cmd) {
+  return cmd == "train" || cmd == "train-lora" || cmd == "eval-loss" || cmd == "make-model";
+}
+
+/// Replaces this process with lorafleet-train (same arguments); returns only if that fails.
+int run_in_train_program(const std::string& cmd, char** argv) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  auto self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec)
+    self = fs::absolute(argv[0], ec);
+  const auto target = self.parent_path() / "lorafleet-train";
+  execv(target.c_str(), argv);
+  const int err = errno;
+  std::cerr << "lorafleet " << cmd << ": error: this command runs in " << target.string()
+            << " (the commands that need libtorch: train, train-lora, eval-loss, make-model), which "
+            << (err == ENOENT ? std::string("is not built") : "cannot run: " + std::string(std::strerror(err)))
+            << "; `./setup.sh build` installs libtorch-dev and builds it\n";
+  return 1;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -145,48 +173,36 @@ int main(int argc, char** argv) {
       std::cout << text;
       return 0;
     }
-  try {
-    if (cmd == "generate")
-      return lf::tools::cmd_generate(argc, argv);
-    if (cmd == "tokenize")
-      return lf::tools::cmd_tokenize(argc, argv);
-    if (cmd == "make-adapter")
-      return lf::tools::cmd_make_adapter(argc, argv);
-    if (cmd == "make-model")
-      return lf::tools::cmd_make_model(argc, argv);
-    if (cmd == "serve")
-      return lf::tools::cmd_serve(argc, argv);
-    if (cmd == "client")
-      return lf::tools::cmd_client(argc, argv);
-    if (cmd == "status")
-      return lf::tools::cmd_status(argc, argv);
-    if (cmd == "adapters")
-      return lf::tools::cmd_adapters(argc, argv);
-    if (cmd == "drain")
-      return lf::tools::cmd_drain(argc, argv);
-    if (cmd == "node")
-      return lf::tools::cmd_node(argc, argv);
-    if (cmd == "launch")
-      return lf::tools::cmd_launch(argc, argv);
-    if (cmd == "soak")
-      return lf::tools::cmd_soak(argc, argv);
-    if (cmd == "keygen")
-      return lf::tools::cmd_keygen(argc, argv);
-    if (cmd == "loadtest")
-      return lf::tools::cmd_loadtest(argc, argv);
-    if (cmd == "train")
-      return lf::tools::cmd_train(argc, argv);
-    if (cmd == "train-lora")
-      return lf::tools::cmd_train_lora(argc, argv);
-    if (cmd == "eval-loss")
-      return lf::tools::cmd_eval_loss(argc, argv);
-    std::cerr << "lorafleet: unknown command '" << cmd << "'\n" << usage;
-    return 2;
-  } catch (const std::invalid_argument& e) {
-    std::cerr << "lorafleet " << cmd << ": " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "lorafleet " << cmd << ": error: " << e.what() << "\n";
-    return 1;
-  }
+  if (torch_command(cmd))
+    return run_in_train_program(cmd, argv);
+  using lf::tools::run_command;
+  const auto run = [&](int (*f)(int, char**)) { return run_command(cmd, [&] { return f(argc, argv); }); };
+  if (cmd == "generate")
+    return run(lf::tools::cmd_generate);
+  if (cmd == "tokenize")
+    return run(lf::tools::cmd_tokenize);
+  if (cmd == "make-adapter")
+    return run(lf::tools::cmd_make_adapter);
+  if (cmd == "serve")
+    return run(lf::tools::cmd_serve);
+  if (cmd == "client")
+    return run(lf::tools::cmd_client);
+  if (cmd == "status")
+    return run(lf::tools::cmd_status);
+  if (cmd == "adapters")
+    return run(lf::tools::cmd_adapters);
+  if (cmd == "drain")
+    return run(lf::tools::cmd_drain);
+  if (cmd == "node")
+    return run(lf::tools::cmd_node);
+  if (cmd == "launch")
+    return run(lf::tools::cmd_launch);
+  if (cmd == "soak")
+    return run(lf::tools::cmd_soak);
+  if (cmd == "keygen")
+    return run(lf::tools::cmd_keygen);
+  if (cmd == "loadtest")
+    return run(lf::tools::cmd_loadtest);
+  std::cerr << "lorafleet: unknown command '" << cmd << "'\n" << usage;
+  return 2;
 }

@@ -33,7 +33,6 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
   s.workers = static_cast<std::uint32_t>(a.integer_in("workers", 1, 1, 64));
   // 0 (the default) becomes each worker's share of the cores in resolve_for_process.
   w.threads = static_cast<int>(a.integer_in("threads", defaults.threads, 0, 256));
-  w.blas_threads = static_cast<int>(a.integer_in("blas-threads", defaults.blas_threads, 0, 256));
   // A GPU computes in f32: its dtype defaults follow the device.
   w.device = a.str("device", defaults.device);
   const bool gpu = w.device != "cpu";

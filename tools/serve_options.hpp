@@ -9,7 +9,7 @@
 namespace lf::tools {
 
 /// Reads the flags below from `a`, checking each:
-///   --model DIR --adapters DIR --workers N --listen EP --threads N (per worker) --blas-threads N
+///   --model DIR --adapters DIR --workers N --listen EP --threads N (per worker)
 ///   --dtype int8|bf16|f32 --kv-dtype bf16|int8|f32
 ///   --kv-cache-mb MB --block-size N --max-seqs N --max-batched-tokens N --mode MODE
 ///   --no-prefix-cache --policy P

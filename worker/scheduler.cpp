@@ -37,6 +37,9 @@ scheduler::scheduler(scheduler_config cfg, cache::block_manager& blocks)
     throw std::invalid_argument("scheduler: max_seqs (" + std::to_string(cfg.max_seqs)
                                 + ") must not exceed max_batched_tokens ("
                                 + std::to_string(cfg.max_batched_tokens) + ")");
+  // A prefix cache would hand the forgotten K/V straight back: nothing would be recomputed.
+  if (cfg.recompute && blocks.prefix_cache_enabled())
+    throw std::invalid_argument("scheduler: recompute (no KV cache) needs a block manager without a prefix cache");
 }
 
 // -- queries ------------------------------------------------------------------------------------
@@ -202,7 +205,14 @@ step_plan scheduler::schedule(time_point now,
   step_plan plan;
   expire(now, plan);
   auto budget = cfg_.max_batched_tokens;
-  schedule_decodes(plan, budget);
+  if (!cfg_.recompute) {
+    schedule_decodes(plan, budget);
+  } else if (std::none_of(running_.begin(), running_.end(),
+                          [&](cache::seq_id id) { return state_of(id).phase == seq_phase::prefilling; })) {
+    // Rounds, as a batch without a cache runs: once every running sequence has its next token,
+    // they all recompute; one that finishes its round early waits for the others.
+    forget_kv(plan);
+  }
   continue_prefills(plan, budget);
   // Admitting right after preempting would hand the blocks just freed to a newcomer and likely
   // preempt again next step; let the running ones use them first.
@@ -268,6 +278,37 @@ void scheduler::schedule_decodes(step_plan& plan, std::uint32_t& budget) {
     plan.chunks.push_back({id, n - 1, 1, true});
     --budget;
     fair_.charge(st.tenant, 0, 1);
+  }
+}
+
+void scheduler::forget_kv(step_plan& plan) {
+  std::vector<cache::seq_id> evicted;
+  for (std::size_t i = 0; i < running_.size();) {
+    const auto id = running_[i];
+    auto& st = state_of(id);
+    if (st.phase != seq_phase::decoding) {
+      ++i;
+      continue;
+    }
+    blocks_.free(id);
+    // It held n - 1 computed positions; n needs at most one block more, which may be short.
+    if (blocks_.allocate(id, st.tokens, st.adapter)) {
+      st.phase = seq_phase::prefilling;
+      ++i;
+      continue;
+    }
+    running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
+    st.phase = seq_phase::waiting;
+    st.head = true;
+    ++st.preemptions;
+    ++preemptions_;
+    plan.preempted.push_back(id);
+    evicted.push_back(id);
+  }
+  // Oldest first at the head of the queue, as preemptions leave them.
+  for (auto it = evicted.rbegin(); it != evicted.rend(); ++it) {
+    waiting_.push_front(*it);
+    entered_waiting(state_of(*it));
   }
 }
 

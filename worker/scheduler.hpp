@@ -65,6 +65,12 @@ struct scheduler_config {
   scheduling_policy policy = scheduling_policy::vtc;
   /// vtc: the cost of a computed prompt token and of a decode token.
   vtc_weights token_weights{};
+  /// No KV cache (the recompute baseline): for every token a sequence forgets its K/V and
+  /// computes all its tokens again, as a prefill from position 0 (chunked by the token budget
+  /// like any prefill). It goes in rounds: a round starts when no running sequence is
+  /// prefilling, and then every running sequence recomputes. Needs a block manager without a
+  /// prefix cache.
+  bool recompute = false;
 };
 
 /// What the worker submits.
@@ -282,6 +288,10 @@ private:
 
   /// One decode token per decoding sequence, preempting the newest running ones when needed.
   void schedule_decodes(step_plan& plan, std::uint32_t& budget);
+
+  /// recompute: every decoding sequence gives up its blocks and prefills all its tokens again
+  /// (continue_prefills plans it); one the pool cannot hold goes back to the waiting queue.
+  void forget_kv(step_plan& plan);
 
   /// Next chunks of the sequences admitted in an earlier step whose prefill is unfinished.
   void continue_prefills(step_plan& plan, std::uint32_t& budget);

@@ -29,13 +29,24 @@ std::string_view to_string(request_outcome o) {
   return "failed";
 }
 
+namespace {
+
+/// `cfg` as the mode runs it: without a KV cache, no prefix cache either, and the scheduler
+/// recomputes.
+serving_config for_mode(serving_config cfg) {
+  if (cfg.mode == batching_mode::static_no_cache) {
+    cfg.prefix_cache = false;
+    cfg.sched.recompute = true;
+  }
+  return cfg;
+}
+
+} // namespace
+
 serving_loop::serving_loop(engine::step_engine& engine, const text::tokenizer& tok,
-                           serving_config cfg, static_generate_fn static_fn,
-                           cache::adapter_manager* adapters)
-  : engine_(engine), tok_(tok), adapters_(adapters), cfg_(cfg), static_fn_(std::move(static_fn)),
-    blocks_({cfg.num_blocks, cfg.block_size, cfg.prefix_cache}), sched_(cfg.sched, blocks_) {
-  if (cfg.mode != batching_mode::continuous && !static_fn_)
-    throw std::invalid_argument("serving_loop: static batching needs a static generate function");
+                           serving_config cfg, cache::adapter_manager* adapters)
+  : engine_(engine), tok_(tok), adapters_(adapters), cfg_(for_mode(cfg)),
+    blocks_({cfg_.num_blocks, cfg_.block_size, cfg_.prefix_cache}), sched_(cfg_.sched, blocks_) {
   load_.total_blocks = cfg.num_blocks;
   load_.free_blocks = cfg.num_blocks;
   if (adapters_)
@@ -150,27 +161,17 @@ void serving_loop::take_inbox(time_point now) {
       r.adapter = got.id;
       r.holds_adapter = true;
     }
-    if (!it.resume.empty() && cfg_.mode != batching_mode::continuous) {
-      end(it.id, failure(serve_errc::worker_lost, "this worker's batching mode (static) cannot resume a request"));
-      continue;
-    }
     if (!replay(it.id, r, it.resume))
       continue;  // the resumed tokens already ended it
-    if (cfg_.mode == batching_mode::continuous) {
+    if (!it.kv.empty()) {
       auto tokens = r.req.prompt();
       tokens.insert(tokens.end(), r.generated.begin(), r.generated.end());
-      if (!it.kv.empty())
-        import_kv(it.id, r.adapter, tokens, it.kv);
-      const auto left = r.req.params().max_tokens - static_cast<int>(r.generated.size());
-      seq_spec spec{cache::seq_id{it.id.value()}, std::move(tokens), r.adapter,
-                    static_cast<std::uint32_t>(left), r.deadline, r.req.tenant(), r.req.tenant_weight()};
-      if (auto err = sched_.add(std::move(spec), now))
-        end(it.id, failure(serve_errc::prompt_too_long, *err));
-      else
-        pause_if_out_of_credit(it.id, r);  // resumed with its allowance used up
-    } else {
-      static_queue_.push_back(it.id);
+      import_kv(it.id, r.adapter, tokens, it.kv);
     }
+    if (cfg_.mode == batching_mode::continuous)
+      schedule_request(it.id, r, now);
+    else
+      static_queue_.push_back(it.id);
   }
   for (auto [id, allowance] : credits) {
     auto it = live_.find(id);
@@ -184,7 +185,7 @@ void serving_loop::take_inbox(time_point now) {
   }
   for (auto [id, ship] : cancels) {
     if (!live_.count(id))
-      continue;  // already ended, or still in a static batch that checks cancels itself
+      continue;  // already ended
     auto res = cancelled(ship);
     if (ship)
       res.kv = export_kv(id);  // before finish() frees the blocks
@@ -192,6 +193,20 @@ void serving_loop::take_inbox(time_point now) {
     static_queue_.erase(std::remove(static_queue_.begin(), static_queue_.end(), id), static_queue_.end());
     end(id, std::move(res));
   }
+}
+
+bool serving_loop::schedule_request(request_id id, live_request& lr, time_point now) {
+  auto tokens = lr.req.prompt();
+  tokens.insert(tokens.end(), lr.generated.begin(), lr.generated.end());
+  const auto left = lr.req.params().max_tokens - static_cast<int>(lr.generated.size());
+  seq_spec spec{cache::seq_id{id.value()}, std::move(tokens), lr.adapter,
+                static_cast<std::uint32_t>(left), lr.deadline, lr.req.tenant(), lr.req.tenant_weight()};
+  if (auto err = sched_.add(std::move(spec), now)) {
+    end(id, failure(serve_errc::prompt_too_long, *err));
+    return false;
+  }
+  pause_if_out_of_credit(id, lr);  // resumed with its allowance used up
+  return true;
 }
 
 bool serving_loop::replay(request_id id, live_request& lr, const std::vector<std::int32_t>& tokens) {

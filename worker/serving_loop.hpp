@@ -14,9 +14,13 @@
 /// terminal entry is the request's last: a cancel, deadline or failure between steps ends it in
 /// the next batch and nothing of it follows.
 ///
-/// Modes (for measurement): continuous batching over the paged cache (default); static batching
-/// (collect up to B requests or wait, left-pad, run the batch to completion); static batching
-/// without a KV cache (recompute every sequence each step).
+/// Modes (for measurement), all on the same engine and sampler, so a request's tokens do not
+/// depend on the mode: continuous batching over the paged cache (default); static batching
+/// (synchronous: collect up to B requests or wait static_wait, run them until the last one has
+/// ended, only then start the next batch; the paged engine gives each row its own positions, so
+/// the dense baseline's left padding has nothing left to do but this lockstep); static batching
+/// without a KV cache (the same batches, and for every token each sequence recomputes all its
+/// tokens from position 0: scheduler_config::recompute).
 ///
 /// LoRA: a request names its adapter (gen_request::adapter). With an adapter_manager the loop
 /// acquires the adapter when the request arrives (a cold one starts loading on the manager's
@@ -37,7 +41,6 @@
 #include "cache/adapter_manager.hpp"
 #include "cache/block_manager.hpp"
 #include "worker/engine/model/step_engine.hpp"
-#include "worker/engine/reference/generator.hpp"
 #include "worker/request.hpp"
 #include "worker/scheduler.hpp"
 #include "worker/worker_settings.hpp"
@@ -48,17 +51,12 @@ class tokenizer;
 
 namespace lf::worker {
 
-/// Runs a left-padded batch to completion (engine::generate bound to a model). The loop fills
-/// the options, including `adapters` for the rows' LoRA adapters.
-using static_generate_fn = std::function<engine::generation_batch_result(
-  const std::vector<engine::generation_request>&, const engine::generate_options&)>;
-
 /// Settings of one serving loop.
 struct serving_config {
   scheduler_config sched;
   std::uint32_t num_blocks = 0;   ///< KV blocks (must equal the engine's pool)
   std::uint32_t block_size = 16;
-  bool prefix_cache = true;
+  bool prefix_cache = true;  ///< forced off in static_no_cache (it would keep the K/V)
   batching_mode mode = batching_mode::continuous;
   std::uint32_t static_batch = 8;                   ///< static modes: batch size B
   std::chrono::milliseconds static_wait{20};        ///< static modes: wait for B this long
@@ -94,12 +92,13 @@ struct load_report {
 /// See the file comment.
 class serving_loop {
 public:
-  /// Starts the loop thread. `engine`, `tok` and `adapters` must outlive the loop. `static_fn` is
-  /// needed only for the static modes. Without `adapters`, requests that name an adapter fail
-  /// with unknown_adapter. The engine must find the manager's adapters (cpu_runner constructed
-  /// with adapters->lookup()). The loop sets the manager's listener (one loop per manager).
+  /// Starts the loop thread. `engine`, `tok` and `adapters` must outlive the loop. Without
+  /// `adapters`, requests that name an adapter fail with unknown_adapter. The engine must find the
+  /// manager's adapters (cpu_runner constructed with adapters->lookup()). The loop sets the
+  /// manager's listener (one loop per manager). Throws std::invalid_argument for an invalid
+  /// scheduler config.
   serving_loop(engine::step_engine& engine, const text::tokenizer& tok, serving_config cfg,
-               static_generate_fn static_fn = {}, cache::adapter_manager* adapters = nullptr);
+               cache::adapter_manager* adapters = nullptr);
 
   /// stop(false): cancels what is left, then joins the thread.
   ~serving_loop();
@@ -120,8 +119,8 @@ public:
   /// hold much of it) and samples from index resume.size() on, so tokens, text and the terminal
   /// result are those of the undisturbed run (sampling is a function of seed and index; the
   /// engine's rows do not depend on the batch). If the resumed tokens already end the request
-  /// (end of text, a stop string, max_tokens), it finishes at once. Continuous batching only: the
-  /// static modes end a resumed request with worker_lost.
+  /// (end of text, a stop string, max_tokens), it finishes at once. Every mode resumes (a static
+  /// mode's resumed request joins a batch like a new one).
   ///
   /// `kv`: the K/V an earlier worker computed for prompt + resume (see cancel's ship_kv). When
   /// its format is this engine's, its tokens are a prefix of prompt + resume and the pool has
@@ -159,7 +158,13 @@ private:
 
   void run();
   void run_continuous_step();
+  /// Static modes: a step of the current batch, or (nothing left of it) the start of the next.
   void run_static_batch();
+  /// Moves the next static batch from static_queue_ into the scheduler; false if it is not time
+  /// yet (too few requests, and the oldest has waited less than static_wait) or none can run.
+  bool start_static_batch();
+  /// Hands `lr` (prompt + any resumed tokens) to the scheduler; false if it ended instead.
+  bool schedule_request(request_id id, live_request& lr, time_point now);
   void take_inbox(time_point now);
   void end(request_id id, request_result res);
   void on_sampled(request_id id, std::int32_t token, std::optional<token_logprobs> lp = std::nullopt);
@@ -179,8 +184,6 @@ private:
   bool issued(request_id id) const { return id.value() != 0 && id.value() < next_id_; }
   /// Pauses `id` if it has used its allowance (see submit).
   void pause_if_out_of_credit(request_id id, live_request& lr);
-  /// A request the static batch saw cancelled: its result, `moved` if cancel() asked to ship.
-  request_result cancelled_or_moved(request_id id);
   /// The K/V of `id`'s computed whole blocks (empty if none, or the engine cannot move K/V).
   kv_blob export_kv(request_id id);
   /// Writes `kv` into the prefix cache as `adapter`'s blocks for `tokens` (see submit); the
@@ -201,7 +204,6 @@ private:
   const text::tokenizer& tok_;
   cache::adapter_manager* adapters_;
   serving_config cfg_;
-  static_generate_fn static_fn_;
   cache::block_manager blocks_;
   scheduler sched_;
 
@@ -216,7 +218,7 @@ private:
   load_report load_;
 
   std::unordered_map<request_id, std::unique_ptr<live_request>> live_;  // loop thread only
-  std::deque<request_id> static_queue_;                                 // loop thread only
+  std::deque<request_id> static_queue_;  // static modes: waiting for a batch; loop thread only
   std::uint64_t settled_seen_ = 0;                                      // loop thread only
   std::optional<cache::adapter_id> turn_;  // single-adapter mode, this step; loop thread only
   /// This step's batches, by sink, in the order the sinks first got an entry; loop thread only.

@@ -10,15 +10,6 @@
 
 namespace lf::worker {
 
-request_result serving_loop::cancelled_or_moved(request_id id) {
-  bool ship = false;
-  {
-    std::lock_guard<std::mutex> g(mtx_);
-    ship = std::any_of(cancels_.begin(), cancels_.end(), [&](auto& c) { return c.first == id && c.second; });
-  }
-  return cancelled(ship);
-}
-
 kv_blob serving_loop::export_kv(request_id id) {
   kv_blob out;
   const cache::seq_id seq{id.value()};

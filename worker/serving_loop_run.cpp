@@ -1,4 +1,5 @@
-// The serving loop's thread: one scheduler step (continuous) or one whole batch (static) at a time.
+// The serving loop's thread: one scheduler step at a time (the static modes start a batch only
+// when the last one has ended).
 #include "worker/serving_loop.hpp"
 #include "worker/serving_loop_state.hpp"
 
@@ -218,6 +219,13 @@ void serving_loop::on_sampled(request_id id, std::int32_t token, std::optional<t
 }
 
 void serving_loop::run_static_batch() {
+  // Synchronous batching: the next batch starts only once nothing of the last one is left.
+  if (sched_.idle() && !start_static_batch())
+    return;
+  run_continuous_step();
+}
+
+bool serving_loop::start_static_batch() {
   // The requests that can run now, queue order: base model or a ready adapter (of the current
   // turn in single-adapter mode). Requests of cold adapters keep their places.
   turn_ = adapter_turn();
@@ -231,84 +239,22 @@ void serving_loop::run_static_batch() {
   }
   if (ids.empty()) {
     wait_for_news();
-    return;
+    return false;
   }
   // Wait for a full batch, or until the oldest request has waited static_wait.
-  auto oldest = live_.at(ids.front())->submitted;
-  auto ready_at = oldest + cfg_.static_wait;
+  const auto ready_at = live_.at(ids.front())->submitted + cfg_.static_wait;
   if (ids.size() < cfg_.static_batch && clock_type::now() < ready_at) {
     flush();
     std::unique_lock<std::mutex> lk(mtx_);
     cv_.wait_until(lk, ready_at, [&] { return stopping_ || !inbox_.empty() || !cancels_.empty(); });
-    return;
+    return false;
   }
-  for (auto id : ids)
-    static_queue_.erase(std::find(static_queue_.begin(), static_queue_.end(), id));
-  std::vector<engine::generation_request> batch;
-  auto now = clock_type::now();
+  const auto now = clock_type::now();
   for (auto id : ids) {
-    auto& lr = *live_.at(id);
-    lr.started = true;
-    lr.scheduled = now;
-    batch.push_back({lr.req, lr.adapter});
+    static_queue_.erase(std::find(static_queue_.begin(), static_queue_.end(), id));
+    schedule_request(id, *live_.at(id), now);
   }
-  engine::generate_options opts;
-  if (adapters_)
-    opts.adapters = adapters_->lookup();
-  opts.use_kv_cache = cfg_.mode == batching_mode::static_batch;
-  opts.seed = cfg_.seed;
-  // The generator streams its rows in order once per step: a row at or before the last one
-  // starts the next step, so the sinks get the previous step's batch first.
-  std::optional<std::size_t> last_row;
-  opts.on_token = [&](std::size_t row, std::int32_t tok, std::string_view delta) {
-    if (last_row && row <= *last_row)
-      flush();
-    last_row = row;
-    auto& lr = *live_.at(ids[row]);
-    if (!lr.first_token)
-      lr.first_token = clock_type::now();
-    if (tok != cfg_.eos_id || lr.req.params().ignore_eos)
-      lr.generated.push_back(tok);
-    emit_token(ids[row], lr, tok, delta, std::nullopt);
-  };
-  opts.is_cancelled = [&](std::size_t row) {
-    auto& lr = *live_.at(ids[row]);
-    if (lr.deadline && clock_type::now() >= *lr.deadline)
-      return true;
-    std::lock_guard<std::mutex> g(mtx_);
-    return (stopping_ && !drain_)
-           || std::any_of(cancels_.begin(), cancels_.end(), [&](auto& c) { return c.first == ids[row]; });
-  };
-  engine::generation_batch_result res;
-  try {
-    res = static_fn_(batch, opts);
-  } catch (const std::exception& e) {
-    log::error("worker", "static batch failed: its requests end with `internal`",
-               {{"requests", ids.size()}, {"reason", e.what()}});
-    for (auto id : ids)
-      end(id, failure(serve_errc::internal, std::string("engine failed: ") + e.what()));
-    return;
-  }
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    auto& out = res.outputs[i];
-    auto& lr = *live_.at(ids[i]);
-    // The batch streamed through the generator's own text stream; mirror its text here.
-    lr.stream = text::text_stream({});
-    lr.stream.push(out.text);
-    lr.stream.finish();
-    switch (out.reason) {
-      case engine::finish_reason::eos: end(ids[i], finished("eos")); break;
-      case engine::finish_reason::stop_sequence: end(ids[i], finished("stop")); break;
-      case engine::finish_reason::length:
-      case engine::finish_reason::context_full: end(ids[i], finished("length")); break;
-      case engine::finish_reason::cancelled:
-        if (lr.deadline && clock_type::now() >= *lr.deadline)
-          end(ids[i], failure(serve_errc::timeout, "deadline passed before the request finished"));
-        else
-          end(ids[i], cancelled_or_moved(ids[i]));
-        break;
-    }
-  }
+  return !sched_.idle();
 }
 
 void serving_loop::publish_load() {

@@ -1,6 +1,5 @@
-// A worker built from its settings. Continuous batching runs the CPU engine or the CUDA engine
-// (no torch); the static-batching baselines run the ATen model, built only when one of those modes
-// is asked for, and only in builds with libtorch (LF_NO_TORCH: without it they are refused).
+// A worker built from its settings: the CPU engine or the CUDA engine under the serving loop, in
+// every batching mode (the static modes are the loop's scheduling policies). No torch.
 #include "worker/worker_runtime.hpp"
 
 #include <algorithm>
@@ -17,13 +16,6 @@
 #include "worker/engine/lora/lora_adapter.hpp"
 #include "worker/engine/lora/peft_loader.hpp"
 #include "worker/engine/model/cpu_runner.hpp"
-#include "worker/engine/reference/generator.hpp"
-#ifndef LF_NO_TORCH
-#include "worker/engine/reference/blas_threads.hpp"
-#include "worker/engine/reference/gpt2_model.hpp"
-#include "worker/engine/reference/lora_weights.hpp"
-#include "worker/engine/reference/weights.hpp"
-#endif
 
 namespace lf::worker {
 
@@ -67,20 +59,6 @@ std::uint32_t gpu_blocks(const worker_settings& s, const engine::gpt2_config& c)
   return pool_blocks(s, c, static_cast<std::uint64_t>((s.kv_cache_mb << 20) / per_block));
 }
 
-/// A step_engine for the static modes, whose loop never steps it (the ATen generator runs them).
-class no_step_engine final : public engine::step_engine {
-public:
-  explicit no_step_engine(std::size_t vocab) : vocab_(vocab) {}
-  void step(const std::vector<engine::engine_chunk>&) override {
-    throw std::logic_error("static batching runs through the generator, not step()");
-  }
-  float* logits(std::size_t) override { throw std::logic_error("no logits outside continuous batching"); }
-  std::size_t vocab_size() const override { return vocab_; }
-
-private:
-  std::size_t vocab_;
-};
-
 /// `s`, or an exception saying what is wrong with it.
 const worker_settings& checked(const worker_settings& s) {
   if (auto err = check_settings(s); !err.empty())
@@ -99,13 +77,9 @@ struct worker_runtime::impl {
   worker_settings settings;
   engine::gpt2_config config;
   text::tokenizer tok;
-  // Continuous batching: the CPU engine.
+  // The CPU engine (none on a GPU).
   std::unique_ptr<engine::cpu_model> model;
   std::unique_ptr<kernels::kv_cache> kv;
-#ifndef LF_NO_TORCH
-  // Static batching: the ATen model.
-  std::unique_ptr<engine::gpt2_model> aten;
-#endif
   /// The worker's copy of the cluster's adapter registry (the loader threads read it).
   struct registry_copy {
     std::mutex m;
@@ -142,7 +116,7 @@ struct worker_runtime::impl {
       gpu_name = d.name;
       settings.num_blocks = o.num_blocks;
       runner = std::move(e);
-    } else if (s.mode == batching_mode::continuous) {
+    } else {
       model = std::make_unique<engine::cpu_model>(engine::load_cpu_weights(s.model_dir, dtype), threads);
       if (auto problem = kernels::lf_isa_problem())
         log::warn("worker", *problem);
@@ -157,39 +131,9 @@ struct worker_runtime::impl {
       adapters = engine::make_cpu_lora_manager(s.adapter_dir, config, adapter_config(s), sources());
       runner = std::make_unique<engine::cpu_runner>(*model, *kv, adapters->lookup());
       settings.num_blocks = kv->shape().num_blocks;
-    } else {
-#ifdef LF_NO_TORCH
-      throw std::invalid_argument("mode " + std::string(to_string(s.mode))
-                                  + " runs on libtorch, and this build has none: use mode continuous");
-#else
-      // The baselines of the course material: ATen's intra-op threads and the OpenBLAS pool.
-      engine::set_compute_threads(threads);
-      if (s.blas_threads > 0)
-        engine::set_blas_threads(s.blas_threads);
-      aten = std::make_unique<engine::gpt2_model>(engine::load_gpt2_weights(s.model_dir, dtype));
-      config = aten->config();
-      adapters = engine::make_lora_manager(s.adapter_dir, *aten, adapter_config(s), sources());
-      runner = std::make_unique<no_step_engine>(static_cast<std::size_t>(config.vocab_size));
-      if (settings.num_blocks == 0)
-        settings.num_blocks = 1;  // no paged store in the static modes
-#endif
     }
     loop = std::make_unique<serving_loop>(*runner, tok, make_config(settings, settings.num_blocks, tok.eos_id()),
-                                          static_generate(), adapters.get());
-  }
-
-  /// The static modes' generator over the ATen model (none without libtorch: those modes are
-  /// refused above).
-  static_generate_fn static_generate() {
-#ifdef LF_NO_TORCH
-    return [](const std::vector<engine::generation_request>&, const engine::generate_options&)
-             -> engine::generation_batch_result { throw std::logic_error("no static batching without libtorch"); };
-#else
-    auto* m = aten.get();
-    return [m, this](const std::vector<engine::generation_request>& b, const engine::generate_options& o) {
-      return engine::generate(*m, tok, b, o);
-    };
-#endif
+                                          adapters.get());
   }
 
   /// Registered keys' files, from the registry copy.

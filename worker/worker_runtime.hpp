@@ -6,8 +6,9 @@
 ///   model_dir/vocab.json ──> tokenizer ────────────────────────────────┤
 ///   adapter_dir, registry copy ──> adapter_manager (cpu_lora payloads) ┘
 ///
-/// The static-batching modes (course baselines) build the ATen gpt2_model and its generator
-/// instead. The header is torch-free (pimpl); only worker_runtime.cpp includes ATen.
+/// On a GPU (settings.device) the CUDA engine takes the CPU engine's place. Every batching mode
+/// runs on the same engine (the static ones are the serving loop's policies); nothing here
+/// includes or links torch.
 
 #include <cstdint>
 #include <memory>

@@ -60,8 +60,6 @@ std::string check_settings(const worker_settings& s) {
     return err;
   if (s.threads < 0)
     return "threads must be >= 0 (got " + std::to_string(s.threads) + ")";
-  if (s.blas_threads < 0)
-    return "blas_threads must be >= 0 (got " + std::to_string(s.blas_threads) + ")";
   if (s.block_size == 0)
     return "block_size must be > 0";
   if (s.num_blocks == 0 && s.kv_cache_mb == 0)
@@ -93,8 +91,6 @@ worker_settings resolve_for_process(worker_settings s, std::uint32_t workers) {
   const int share = share_of_cores(workers);
   if (s.threads == 0)
     s.threads = share;
-  if (s.blas_threads == 0)
-    s.blas_threads = share;
   return s;
 }
 

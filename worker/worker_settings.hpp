@@ -51,9 +51,6 @@ struct worker_settings {
   /// Threads of this worker's one compute pool (every parallel part of a step runs on it);
   /// 0 => its share of the cores.
   int threads = 0;
-  /// OpenBLAS threads of the process, used only by the static-batching baselines (ATen) and
-  /// training; 0 => the workers' share of the cores. The serving engine does not use BLAS.
-  int blas_threads = 0;
   /// Where the model runs: "cpu" (the CPU kernels), or "cuda" / "cuda:N" (GPU N; a build with
   /// CUDA, dtype and kv_dtype "f32").
   std::string device = "cpu";
@@ -96,8 +93,8 @@ request_limits model_limits(const worker_settings& s);
 /// tokenizes prompts. Throws std::runtime_error naming the file.
 std::shared_ptr<const text::tokenizer> load_tokenizer(const worker_settings& s);
 
-/// `s` with its automatic values filled in for `workers` workers sharing one process: threads
-/// and blas_threads 0 become the workers' share of the cores.
+/// `s` with its automatic values filled in for `workers` workers sharing one process: threads 0
+/// becomes the workers' share of the cores.
 worker_settings resolve_for_process(worker_settings s, std::uint32_t workers);
 
 } // namespace lf::worker

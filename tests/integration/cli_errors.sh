@@ -1,5 +1,6 @@
 #!/bin/bash
-# Bad command-line values for `lorafleet serve`, `loadtest`, `client`, `generate`, `drain`, `adapters`, `soak`: each must exit
+# Bad command-line values for `lorafleet serve`, `loadtest`, `client`, `generate`, `drain`, `adapters`, `soak`,
+# `make-model` (run by lorafleet-train): each must exit
 # with status 2 (1 for a runtime error such as an endpoint that cannot be bound) and a message that
 # names the flag, quickly, without starting to serve. `--help` after a command prints its usage.
 # Usage: cli_errors.sh LORAFLEET_BINARY
@@ -21,7 +22,7 @@ expect 2 "--workers must be in [1, 64] (got 0)" serve --workers 0
 expect 2 "--workers expects an integer (got 'x')" serve --workers x
 expect 2 "--workers needs a value" serve --workers
 expect 2 "--threads must be in" serve --threads -1
-expect 2 "--blas-threads must be in" serve --blas-threads 300
+expect 2 "unknown option --blas-threads" serve --blas-threads 2
 expect 2 "--policy must be" serve --policy bogus
 expect 2 "--scheduling must be fcfs or vtc (got 'fair')" serve --scheduling fair
 expect 2 "--deadline-admission must be on or off" serve --deadline-admission yes
@@ -99,5 +100,16 @@ out=$("$bin" serve --help) || { echo "FAIL: serve --help exit $?"; failures=$((f
 # A lone byte of a multi-byte character decodes to U+FFFD, as generate and the server print it.
 out=$(echo '[158]' | "$bin" tokenize --decode | od -An -tx1 | tr -d ' \n')
 [[ $out == "efbfbd" ]] || { echo "FAIL: tokenize --decode of a lone byte: $out"; failures=$((failures + 1)); }
+# The serving program does not link libtorch; its libtorch commands run lorafleet-train beside it,
+# and without that program they say so.
+if readelf -d "$bin" | grep -Eq 'NEEDED.*(libtorch|libc10)'; then
+  echo "FAIL: $bin links libtorch"; failures=$((failures + 1))
+fi
+lonely=$(mktemp -d); cp "$bin" "$lonely/lorafleet"
+err=$("$lonely/lorafleet" make-model --out "$lonely/m" 2>&1); got=$?
+[[ $got == 1 && $err == *"lorafleet-train"*"is not built"* ]] \
+  || { echo "FAIL: make-model without lorafleet-train: exit $got, $err"; failures=$((failures + 1)); }
+rm -rf "$lonely"
+expect 2 "--layers expects an integer" make-model --out /nonexistent --layers x
 if ((failures)); then echo "$failures failure(s)"; exit 1; fi
 echo "cli errors: ok"

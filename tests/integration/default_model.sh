@@ -1,7 +1,7 @@
 #!/bin/bash
 # The committed default model: it loads, its greedy continuation of a fixed prompt is stable
 # (golden text, recorded when the model was committed, in f32), every weight and K/V type of the
-# serving engine keeps it, so does the ATen recompute baseline, and each committed style adapter
+# serving engine keeps it, so does the recompute baseline (no KV cache), and each committed style adapter
 # changes the output. Usage: default_model.sh LORAFLEET_BINARY SOURCE_DIR
 set -euo pipefail
 bin=$1; src=$2
@@ -22,7 +22,9 @@ for d in f32 bf16 int8; do
     check "$d weights, $kv K/V" --dtype $d --kv-dtype $kv
   done
 done
-check "ATen without a KV cache" --dtype f32 --no-kv-cache
+for d in f32 int8; do
+  check "$d weights without a KV cache" --dtype $d --no-kv-cache
+done
 base=$(gen)
 for a in shakespeare bible fortunes; do
   out=$(gen --adapter "$src/models/adapters/$a")

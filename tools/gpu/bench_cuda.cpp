@@ -153,9 +153,7 @@ stream_result serve(step_engine& e, const text::tokenizer& tok, const gpt2_confi
   cfg.sched.max_seqs = static_cast<std::uint32_t>(streams);
   cfg.sched.max_batched_tokens = std::max<std::uint32_t>(2048, static_cast<std::uint32_t>(streams));
   cfg.eos_id = tok.eos_id();
-  worker::static_generate_fn none = [](const std::vector<generation_request>&, const generate_options&)
-    -> generation_batch_result { throw std::logic_error("no static batching here"); };
-  worker::serving_loop loop(e, tok, cfg, none);
+  worker::serving_loop loop(e, tok, cfg);
   std::mt19937 rng(5);
   const int total = 2 * streams;
   std::mutex m;

@@ -85,7 +85,7 @@ public:
       std::this_thread::sleep_for(step_time_);
     rows_.clear();
     for (auto& c : chunks) {
-      ++tokens_computed_;
+      positions_ += static_cast<std::uint64_t>(c.count);
       std::int64_t kv_sum = 0;
       if (kv_block_ > 0) {
         auto slot = [&](std::int64_t p) { return std::size_t{(*c.table)[p / kv_block_].value()} * kv_block_ + p % kv_block_; };
@@ -107,12 +107,14 @@ public:
   float* logits(std::size_t i) override { return rows_.at(i).data(); }
   std::size_t vocab_size() const override { return vocab_; }
   std::uint64_t steps() const { return steps_; }
+  /// Positions computed so far, over every step (read it after the loop has stopped).
+  std::uint64_t positions() const { return positions_; }
 
 private:
   std::size_t vocab_;
   std::chrono::microseconds step_time_;
   std::vector<std::vector<float>> rows_;
-  std::uint64_t steps_ = 0, tokens_computed_ = 0;
+  std::uint64_t steps_ = 0, positions_ = 0;  // loop thread; read after the loop stops
   std::uint32_t kv_block_ = 0;
   std::vector<std::int32_t> kv_;
 };

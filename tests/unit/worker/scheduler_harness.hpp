@@ -50,8 +50,8 @@ struct harness {
   /// Sequences finished by step() because they reached max_tokens, in order.
   std::vector<cache::seq_id> finished;
 
-  harness(scheduler_config cfg, std::uint32_t num_blocks, std::uint32_t block_size = 4)
-    : bm(cache::block_manager_config{num_blocks, block_size, true, nullptr}),
+  harness(scheduler_config cfg, std::uint32_t num_blocks, std::uint32_t block_size = 4, bool prefix_cache = true)
+    : bm(cache::block_manager_config{num_blocks, block_size, prefix_cache, nullptr}),
       s(cfg, bm),
       eng(s, bm) {}
 

@@ -37,18 +37,15 @@ std::vector<std::int32_t> alone(const std::vector<std::int32_t>& prompt, int n) 
 /// Runs every text through a loop with `cfg` and checks each output against generating it alone.
 void check_against_alone(serving_config cfg) {
   const auto& mc = fx().model.config();
-  // Continuous batching runs the serving engine (f32 weights and K/V: the same greedy tokens as the
-  // ATen reference); the static modes run the ATen generator.
+  // Every mode runs the serving engine (f32 weights and K/V: the same greedy tokens as the ATen
+  // reference, which `alone` runs).
   cpu_model model(load_cpu_weights(fx().dir, compute_dtype::f32), 2);
   lf::kernels::kv_cache kv({mc.n_layer, mc.n_head, mc.head_dim(), static_cast<int>(cfg.block_size),
                             cfg.num_blocks, lf::kernels::kv_type::f32});
   cpu_runner runner(model, kv);
-  static_generate_fn static_fn = [](const std::vector<generation_request>& b, const generate_options& o) {
-    return generate(fx().model, fx().tok, b, o);
-  };
   lf::test::collector col;
   auto sink = std::make_shared<lf::test::recording_sink>();
-  serving_loop loop(runner, fx().tok, cfg, static_fn);
+  serving_loop loop(runner, fx().tok, cfg);
   for (std::size_t i = 0; i < texts.size(); ++i) {
     lf::request_draft r;
     r.prompt = fx().tok.encode(texts[i]);

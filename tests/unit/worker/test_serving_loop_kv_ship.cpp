@@ -38,7 +38,7 @@ struct worker_under_test {
     : cfg(config()), mgr(make_cpu_lora_manager(fx().root, fx().mc, {})),
       model(load_cpu_weights(dir, dt), 2),
       kv({fx().mc.n_layer, fx().mc.n_head, fx().mc.head_dim(), static_cast<int>(cfg.block_size), cfg.num_blocks, kt}),
-      runner(model, kv, mgr->lookup()), loop(runner, fx().tok, cfg, {}, mgr.get()) {}
+      runner(model, kv, mgr->lookup()), loop(runner, fx().tok, cfg, mgr.get()) {}
 
   static serving_config config() {
     serving_config c;

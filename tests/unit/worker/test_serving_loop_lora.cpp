@@ -68,20 +68,14 @@ std::vector<std::int32_t> alone(const std::string& text, const std::string& adap
 /// Runs every text under a rotating adapter (plus two broken requests) and compares with alone.
 void check_against_alone(serving_config cfg, lf::cache::adapter_cache_config cache_cfg = {}) {
   const auto& mc = fx().model.config();
-  // Continuous batching: the serving engine with its adapter payloads; static modes: the ATen
-  // generator with its own.
-  const bool continuous = cfg.mode == batching_mode::continuous;
-  auto mgr = continuous ? make_cpu_lora_manager(fx().root, mc, cache_cfg)
-                        : make_lora_manager(fx().root, fx().model, cache_cfg);
+  // Every mode: the serving engine with its adapter payloads (`alone` runs the ATen reference).
+  auto mgr = make_cpu_lora_manager(fx().root, mc, cache_cfg);
   cpu_model model(load_cpu_weights(fx().dir, compute_dtype::f32), 2);
   lf::kernels::kv_cache kv({mc.n_layer, mc.n_head, mc.head_dim(), static_cast<int>(cfg.block_size),
                             cfg.num_blocks, lf::kernels::kv_type::f32});
   cpu_runner runner(model, kv, mgr->lookup());
-  static_generate_fn static_fn = [](const std::vector<generation_request>& b, const generate_options& o) {
-    return generate(fx().model, fx().tok, b, o);
-  };
   lf::test::collector col;
-  serving_loop loop(runner, fx().tok, cfg, static_fn, mgr.get());
+  serving_loop loop(runner, fx().tok, cfg, mgr.get());
   auto max_tokens = [](std::size_t i) { return 8 + static_cast<int>(i % 4) * 3; };
   for (std::size_t i = 0; i < texts.size(); ++i) {
     lf::request_draft r;

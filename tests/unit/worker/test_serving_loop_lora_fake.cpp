@@ -96,7 +96,7 @@ TEST_CASE("a cold adapter does not hold up other requests", "[serving_loop][lora
   auto mgr = manager(loader);
   lf::test::fake_engine engine(50257, 200us);
   lf::test::collector col;
-  serving_loop loop(engine, tok(), config(), {}, mgr.get());
+  serving_loop loop(engine, tok(), config(), mgr.get());
   for (int i = 0; i < 6; ++i)  // many requests for the adapter being loaded
     lf::test::submit(loop, req({1, 2, 3}, 4, "slow"), col.make(i));
   lf::test::submit(loop, req({4, 5}, 6), col.make(10));         // base model
@@ -130,7 +130,7 @@ TEST_CASE("a failed adapter load fails exactly the requests that need it", "[ser
   auto mgr = manager(loader);
   lf::test::fake_engine engine;
   lf::test::collector col;
-  serving_loop loop(engine, tok(), config(), {}, mgr.get());
+  serving_loop loop(engine, tok(), config(), mgr.get());
   for (int i = 0; i < 3; ++i)
     lf::test::submit(loop, req({1, 2, 3}, 4, "broken"), col.make(i));
   lf::test::submit(loop, req({4, 5}, 3), col.make(10));
@@ -167,7 +167,7 @@ TEST_CASE("the adapter manager's name check refuses, a worker without adapters r
   lf::test::fake_engine engine;
   lf::test::collector col;
   {
-    serving_loop loop(engine, tok(), config(), {}, mgr.get());
+    serving_loop loop(engine, tok(), config(), mgr.get());
     lf::test::submit(loop, req({1, 2}, 2, "secret/escape"), col.make(0));
     REQUIRE(col.wait_for(1, 60s));
     CHECK(col.result(0).error == serve_errc::invalid_request);
@@ -187,7 +187,7 @@ TEST_CASE("a running request pins its adapter, the next one loads after it ends"
   auto mgr = manager(loader, 1);  // room for one adapter
   lf::test::fake_engine engine(50257, 500us);
   lf::test::collector col;
-  serving_loop loop(engine, tok(), config(), {}, mgr.get());
+  serving_loop loop(engine, tok(), config(), mgr.get());
   lf::test::submit(loop, req({1, 2, 3}, 40, "a"), col.make(0));
   REQUIRE(col.wait_tokens(0, 1));
   lf::test::submit(loop, req({4, 5, 6}, 5, "b"), col.make(1));

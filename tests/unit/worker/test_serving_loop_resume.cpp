@@ -51,9 +51,12 @@ std::vector<lf::request_draft> requests() {
   return out;
 }
 
-void check_resumption(compute_dtype dt, lf::kernels::kv_type kt) {
+void check_resumption(compute_dtype dt, lf::kernels::kv_type kt, batching_mode mode = batching_mode::continuous) {
   const auto& mc = fx().mc;
   serving_config cfg;
+  cfg.mode = mode;
+  cfg.static_batch = 16;
+  cfg.static_wait = std::chrono::milliseconds(5);
   cfg.num_blocks = 256;
   cfg.block_size = 4;
   cfg.sched.max_seqs = 16;
@@ -64,7 +67,7 @@ void check_resumption(compute_dtype dt, lf::kernels::kv_type kt) {
   lf::kernels::kv_cache kv({mc.n_layer, mc.n_head, mc.head_dim(), static_cast<int>(cfg.block_size),
                             cfg.num_blocks, kt});
   cpu_runner runner(model, kv, mgr->lookup());
-  serving_loop loop(runner, fx().tok, cfg, {}, mgr.get());
+  serving_loop loop(runner, fx().tok, cfg, mgr.get());
   const auto reqs = requests();
 
   // Undisturbed, all at once.
@@ -128,22 +131,8 @@ TEST_CASE("a resumed request continues exactly: f32 weights and K/V", "[serving_
   check_resumption(compute_dtype::f32, lf::kernels::kv_type::f32);
 }
 
-TEST_CASE("the static modes refuse to resume rather than repeat tokens", "[serving_loop][model][resume]") {
-  serving_config cfg;
-  cfg.mode = batching_mode::static_batch;
-  cfg.num_blocks = 16;
-  cfg.eos_id = fx().tok.eos_id();
-  lf::test::fake_engine engine;
-  serving_loop loop(engine, fx().tok, cfg,
-                    [](const std::vector<generation_request>&, const generate_options&) {
-                      return generation_batch_result{};
-                    });
-  lf::test::collector col;
-  lf::request_draft d;
-  d.prompt = fx().tok.encode("Hi");
-  d.params.max_tokens = 8;
-  loop.submit(lf::test::validated(d), std::nullopt, col.make(0), {1, 2, 3});
-  REQUIRE(col.wait_for(1));
-  CHECK(col.result(0).error == lf::serve_errc::worker_lost);
-  CHECK(col.tokens(0) == 0);
+TEST_CASE("the static modes resume exactly too (a resumed request joins a batch like a new one)",
+          "[serving_loop][model][resume]") {
+  SECTION("static batching") { check_resumption(compute_dtype::f32, lf::kernels::kv_type::f32, batching_mode::static_batch); }
+  SECTION("no KV cache") { check_resumption(compute_dtype::f32, lf::kernels::kv_type::f32, batching_mode::static_no_cache); }
 }

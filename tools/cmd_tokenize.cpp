@@ -1,4 +1,4 @@
-// `lorafleet tokenize` and `make-model`: the tokenizer and random checkpoints on the command line.
+// `lorafleet tokenize`: the tokenizer on the command line.
 #include <filesystem>
 #include <iostream>
 #include <iterator>
@@ -10,15 +10,11 @@
 #include "text/tokenizer.hpp"
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
-#include "worker/engine/reference/model_writer.hpp"
 
 namespace lf::tools {
 
 namespace fs = std::filesystem;
-using namespace lf::engine;
 using lf::text::tokenizer;
-
-const char* default_tokenizer_dir() { return LF_DEFAULT_TOKENIZER_DIR; }
 
 namespace {
 
@@ -61,34 +57,6 @@ int cmd_tokenize(int argc, char** argv) {
   } else {
     std::cout << nlohmann::json(tok.encode(in)).dump() << "\n";
   }
-  return 0;
-}
-
-int cmd_make_model(int argc, char** argv) {
-  args a(argc, argv, 2, {"prefix", "untied"});
-  random_model_options o;
-  auto out = a.required("out");
-  o.config.n_layer = static_cast<int>(a.integer("layers", 2));
-  o.config.n_head = static_cast<int>(a.integer("heads", 4));
-  o.config.n_embd = static_cast<int>(a.integer("embd", 128));
-  o.config.n_positions = static_cast<int>(a.integer("context", 1024));
-  o.config.n_inner = 4 * o.config.n_embd;
-  o.seed = static_cast<std::uint64_t>(a.integer("seed", 0));
-  o.init_std = a.real("init-std", 0.02);
-  auto dt = a.str("dtype", "f32");
-  o.storage = dt == "f32" ? dtype::f32 : dt == "f16" ? dtype::f16 : dt == "bf16" ? dtype::bf16
-            : throw std::invalid_argument("--dtype must be f32, f16 or bf16");
-  o.transformer_prefix = a.has("prefix");
-  o.tied_lm_head = !a.has("untied");
-  o.tokenizer_dir = a.str("tokenizer", default_tokenizer_dir());
-  a.finish();
-  if (o.config.n_layer < 1 || o.config.n_head < 1 || o.config.n_embd < 1 || o.config.n_positions < 1
-      || o.config.n_embd % o.config.n_head != 0)
-    throw std::invalid_argument("need layers, heads, embd, context >= 1 and embd divisible by heads");
-  write_random_model(out, o);
-  std::cout << "wrote " << out << ": " << o.config.n_layer << " layers, " << o.config.n_head
-            << " heads, " << o.config.n_embd << " embd, context " << o.config.n_positions << ", "
-            << dt << "\n";
   return 0;
 }
 
