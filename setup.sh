@@ -7,7 +7,8 @@
 #   ./setup.sh cross   install the aarch64 cross compiler and qemu-user, build the kernels and their
 #                      tests for aarch64 and run them on three emulated CPUs (part of `test` too)
 #
-# Idempotent: packages already installed and an up-to-date build cost a few seconds.
+# Idempotent: packages already installed and an up-to-date build cost a few seconds. The demo
+# installs and builds only what serving needs (no libtorch); test and build add the rest.
 # LORAFLEET_PRESET=debug|asan|release (default release), JOBS=N parallel compile jobs.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -16,14 +17,22 @@ preset=${LORAFLEET_PRESET:-release}
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  libtorch-dev libopenblas0-pthread     # without openblas-pthread libtorch uses the reference BLAS
   libcaf-dev libssl-dev                 # actors, remote actors, TLS between nodes
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev
   libevent-dev                          # the HTTP gateway (evhttp) and the load tester's HTTP client
-  nlohmann-json3-dev libtomlplusplus-dev catch2
-  libdnnl-dev                           # headers only: bench_kernels compares the kernels with oneDNN
+  nlohmann-json3-dev libtomlplusplus-dev
   python3 python3-zmq python3-msgpack
 )
+# Serving needs none of libtorch: the demo builds and runs `lorafleet` without it (and cross builds
+# only the kernels). Everything else (training, make-model, the tests' ATen reference, the
+# benchmarks) needs it.
+if [ "$action" = test ] || [ "$action" = build ]; then
+  packages+=(
+    libtorch-dev libopenblas0-pthread   # without openblas-pthread libtorch uses the reference BLAS
+    libdnnl-dev                         # headers only: bench_kernels compares the kernels with oneDNN
+    catch2
+  )
+fi
 
 # The tests also drive the HTTP gateway with curl, the official `openai` npm package (Node.js) and
 # headless Chromium (the dashboard).
@@ -58,11 +67,17 @@ if [ "$action" = cross ]; then
   exec tests/cross/run_aarch64.sh "build/$preset/cross-aarch64"
 fi
 
-if [ ! -f "build/$preset/build.ninja" ]; then
+# Configure once; again when libtorch arrived since (a demo's build dir used for tests).
+cache="build/$preset/CMakeCache.txt"
+if [ ! -f "build/$preset/build.ninja" ] \
+   || { [ "$action" != demo ] && grep -q '^Torch_DIR:PATH=.*NOTFOUND' "$cache"; }; then
   cmake --preset "$preset"
 fi
 # Each libtorch translation unit needs ~0.5-1 GB of compiler memory: one job per core is fine here.
-cmake --build --preset "$preset" -j "${JOBS:-$(nproc)}"
+# The demo builds only the program it runs.
+targets=()
+[ "$action" = demo ] && targets=(--target lorafleet)
+cmake --build --preset "$preset" -j "${JOBS:-$(nproc)}" "${targets[@]}"
 
 bin="build/$preset/tools"
 case "$action" in
@@ -75,10 +90,8 @@ case "$action" in
     # adapters, then concurrent streaming requests through the Python client library.
     model=models/default adapters=models/adapters
     if [ ! -f "$model/model.safetensors" ]; then
-      echo "setup: models/default is missing; serving a random model instead (its text is gibberish)"
-      model=build/demo-model adapters=""
-      [ -f "$model/model.safetensors" ] ||
-        "$bin/lorafleet" make-model --out "$model" --layers 4 --heads 4 --embd 256 --seed 1 > /dev/null
+      echo "setup: models/default/model.safetensors is missing (a partial clone?); fetch the repository again" >&2
+      exit 1
     fi
     names=""
     if [ -n "$adapters" ]; then
