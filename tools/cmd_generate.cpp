@@ -29,13 +29,6 @@ using lf::text::tokenizer;
 
 namespace {
 
-/// The model directory's own vocab.json/merges.txt, else the repository's.
-tokenizer tokenizer_for(const std::string& model_dir) {
-  if (!model_dir.empty() && fs::exists(fs::path(model_dir) / "vocab.json"))
-    return tokenizer::from_dir(model_dir);
-  return tokenizer::from_dir(default_tokenizer_dir());
-}
-
 /// `--adapter` values, one for every prompt or one per prompt; "-" or "none" is the base model.
 /// A value is a directory, or with --adapters ROOT a name under ROOT. Returns each prompt's
 /// adapter directory ("" = base).

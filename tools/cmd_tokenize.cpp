@@ -1,5 +1,4 @@
 // `lorafleet tokenize`: the tokenizer on the command line.
-#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <sstream>
@@ -13,26 +12,14 @@
 
 namespace lf::tools {
 
-namespace fs = std::filesystem;
 using lf::text::tokenizer;
-
-namespace {
-
-/// The model directory's own vocab.json/merges.txt, else the repository's.
-tokenizer tokenizer_of(const std::string& model_dir) {
-  if (!model_dir.empty() && fs::exists(fs::path(model_dir) / "vocab.json"))
-    return tokenizer::from_dir(model_dir);
-  return tokenizer::from_dir(default_tokenizer_dir());
-}
-
-} // namespace
 
 int cmd_tokenize(int argc, char** argv) {
   args a(argc, argv, 2, {"decode"});
   auto dir = a.str("model");
   bool decode = a.has("decode");
   a.finish();
-  auto tok = tokenizer_of(dir);
+  auto tok = tokenizer_for(dir);
   std::string in((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   if (decode) {
     nlohmann::json j;

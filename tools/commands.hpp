@@ -4,10 +4,17 @@
 /// Subcommands of the `lorafleet` program. Each takes argc/argv positioned after the subcommand
 /// name and returns the process exit code.
 
+namespace lf::text {
+class tokenizer;
+}
+
 namespace lf::tools {
 
 /// Default tokenizer directory (vocab.json + merges.txt shipped in the repository's models/).
 const char* default_tokenizer_dir();
+
+/// The model directory's own tokenizer (vocab.json, merges.txt), else the repository's.
+text::tokenizer tokenizer_for(const std::string& model_dir);
 
 /// The repository's default model and adapter directories (models/default, models/adapters);
 /// empty strings when absent.
