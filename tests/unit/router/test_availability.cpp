@@ -41,7 +41,7 @@ TEST_CASE("availability: the last worker drained refuses new requests at once an
   CHECK(a.expired(t0 + 35s));
 }
 
-TEST_CASE("availability: a worker back ends the outage; the next outage has its own clock",
+TEST_CASE("availability: a worker back ends the outage, the next outage has its own clock",
           "[availability][health]") {
   availability a(1s, t0);
   a.update(1, t0);

@@ -42,7 +42,7 @@ worker_state state_of(const router_stats& s, std::uint64_t wid) {
 
 } // namespace
 
-TEST_CASE("drain then undrain under load: every request ends once, done; the worker serves again",
+TEST_CASE("drain then undrain under load: every request ends once, done, and the worker serves again",
           "[cluster][health]") {
   router_config rc;
   rc.placement.policy = placement_policy::round_robin;
