@@ -87,7 +87,7 @@ TEST_CASE("placement book: views skip draining workers, choose places by load", 
   CHECK_FALSE(book.choose("", 10, 0));  // w1 is at its capacity of 2, w2 drains
 }
 
-TEST_CASE("placement book: a worker's state through drain and undrain; only serving ones accept",
+TEST_CASE("placement book: a worker's state through drain and undrain, only serving ones accept",
           "[placement_book][health]") {
   placement_book book({}, 4);
   book.add(w1, 0, {});
