@@ -49,11 +49,14 @@ using router_actor = caf::typed_actor<
   // Its own deadline timers.
   caf::reacts_to<expire_atom, route_id>,
   caf::reacts_to<stranded_atom, route_id, std::uint32_t>,
+  caf::reacts_to<outage_atom, std::uint64_t>,
   // Status: now, or once at least n workers are registered (readiness).
   caf::replies_to<caf::get_atom>::with<router_stats>,
   caf::replies_to<caf::wait_for_atom, std::uint32_t>::with<router_stats>,
   // Operators and leaving worker nodes: drain a node (its name, or the name of one worker).
   caf::replies_to<drain_atom, std::string>::with<std::uint32_t, std::uint32_t>,
+  // Operators: undo a drain (same names as drain); replies with the workers put back.
+  caf::replies_to<undrain_atom, std::string>::with<std::uint32_t>,
   // Operators: the adapter registry (list, add, update, remove).
   caf::replies_to<adapter_command>::with<adapter_reply>>;
 

@@ -17,6 +17,7 @@
 #include "actors/core_inspect.hpp"
 #include "actors/ids.hpp"
 #include "core/metrics.hpp"
+#include "core/worker_state.hpp"
 
 namespace lf::actors {
 
@@ -64,11 +65,12 @@ struct worker_metrics {
   std::string name;
   bool live = true;
   serve_metrics m;
+  worker_state state = worker_state::serving;  ///< serving, draining, drained or lost (!live)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_metrics& x) {
-  return f(caf::meta::type_name("lf.worker_metrics"), x.wid, x.name, x.live, x.m);
+  return f(caf::meta::type_name("lf.worker_metrics"), x.wid, x.name, x.live, x.m, x.state);
 }
 
 /// What the router has seen, for `status`, tests and readiness checks.
@@ -82,6 +84,9 @@ struct router_stats {
   std::uint64_t worker_lost = 0;  ///< ended with worker_lost
   std::uint64_t resumed = 0;      ///< resumptions: mid-stream moves to another worker (lost or drained)
   std::uint32_t draining = 0;     ///< live workers that take no new requests (drained)
+  /// Live workers that take new requests (not drained): 0 means new requests get no_workers
+  /// (once a worker has registered) and /ready says false.
+  std::uint32_t accepting = 0;
   std::uint64_t kv_shipped = 0;   ///< drain moves that brought their K/V along (not recomputed)
   std::uint64_t kv_shipped_tokens = 0;  ///< the tokens' K/V those moves carried
   std::uint64_t adapter_prefetches = 0; ///< background adapter loads asked of workers (adds, updates, demand)
@@ -93,7 +98,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, router_stats& x) {
   return f(caf::meta::type_name("lf.router_stats"), x.workers, x.queued, x.inflight, x.accepted,
            x.overloaded, x.rejected, x.completed, x.failed, x.cancelled, x.timed_out, x.replaced,
-           x.worker_lost, x.resumed, x.draining, x.kv_shipped, x.kv_shipped_tokens, x.loads, x.metrics,
+           x.worker_lost, x.resumed, x.draining, x.accepting, x.kv_shipped, x.kv_shipped_tokens, x.loads, x.metrics,
            x.adapter_prefetches);
 }
 

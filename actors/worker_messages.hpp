@@ -32,6 +32,11 @@ using expire_atom = caf::atom_constant<caf::atom("lf_expire")>;
 /// Router: (drain_atom, node) moves the node's requests to other workers (exact resumption) and
 /// places nothing there again; replies (workers drained, requests moved).
 using drain_atom = caf::atom_constant<caf::atom("lf_drain")>;
+/// Router: (undrain_atom, node) puts the node's drained workers (or worker "node/N") back into
+/// placement; replies with how many took placements again.
+using undrain_atom = caf::atom_constant<caf::atom("lf_undrain")>;
+/// Router: (outage_atom, n) outage n (no worker takes requests) has lasted max_queue_wait.
+using outage_atom = caf::atom_constant<caf::atom("lf_outage")>;
 /// Router: (stranded_atom, route_id, moves) a moved request's wait for a new worker is over.
 using stranded_atom = caf::atom_constant<caf::atom("lf_strand")>;
 

@@ -57,6 +57,7 @@ struct client::impl {
   std::vector<std::promise<bool>> pongs;
   std::vector<std::promise<std::map<std::string, double>>> stats_waiters;
   std::vector<std::promise<proto::drained_msg>> drain_waiters;
+  std::vector<std::promise<proto::undrained_msg>> undrain_waiters;
   std::vector<std::promise<proto::adapters_result>> adapter_waiters;
   std::mutex adapters_call;  ///< one adapters() call at a time: their answers may overtake each other
   std::size_t stale_adapter_answers = 0;  ///< answers of calls that timed out, still to come
@@ -148,6 +149,12 @@ struct client::impl {
           if (!drain_waiters.empty()) {  // answers come in the order asked
             drain_waiters.front().set_value(msg);
             drain_waiters.erase(drain_waiters.begin());
+          }
+        } else if constexpr (std::is_same_v<T, proto::undrained_msg>) {
+          std::lock_guard<std::mutex> g(m);
+          if (!undrain_waiters.empty()) {  // answers come in the order asked
+            undrain_waiters.front().set_value(msg);
+            undrain_waiters.erase(undrain_waiters.begin());
           }
         } else if constexpr (std::is_same_v<T, proto::adapters_result>) {
           std::lock_guard<std::mutex> g(m);
@@ -301,6 +308,8 @@ client::~client() {
     p.set_value({});
   for (auto& p : impl_->drain_waiters)
     p.set_value({});
+  for (auto& p : impl_->undrain_waiters)
+    p.set_value({});
   for (auto& p : impl_->adapter_waiters)
     p.set_value({});
 }
@@ -359,6 +368,10 @@ std::optional<std::map<std::string, double>> client::stats(std::chrono::millisec
 
 std::optional<proto::drained_msg> client::drain(const std::string& node, std::chrono::milliseconds timeout) {
   return impl_->ask(impl_->drain_waiters, proto::encode(proto::drain_msg{node}), timeout);
+}
+
+std::optional<proto::undrained_msg> client::undrain(const std::string& node, std::chrono::milliseconds timeout) {
+  return impl_->ask(impl_->undrain_waiters, proto::encode(proto::undrain_msg{node}), timeout);
 }
 
 std::optional<proto::adapters_result> client::adapters(const proto::adapters_msg& m, std::chrono::milliseconds timeout) {

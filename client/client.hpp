@@ -96,6 +96,10 @@ public:
   /// moves its running requests to other workers, which continue them exactly. nullopt when no
   /// answer came within `timeout`; drained_msg::workers == 0 when no live worker has that name.
   std::optional<proto::drained_msg> drain(const std::string& node, std::chrono::milliseconds timeout);
+  /// Undoes a drain of a node (or one worker, "node/N"): its drained workers take requests again.
+  /// nullopt when no answer came within `timeout`; undrained_msg::workers == 0 when no live
+  /// drained worker has that name.
+  std::optional<proto::undrained_msg> undrain(const std::string& node, std::chrono::milliseconds timeout);
   /// The cluster's adapter registry: list, add, update or remove (proto::adapters_msg); nullopt
   /// when no answer came within `timeout` (an add waits for a worker to check the files). Calls
   /// are serialised.

@@ -84,6 +84,9 @@ struct router_settings {
   std::size_t queue_limit = 256;
   std::uint32_t max_inflight_per_worker = 64;
   std::uint32_t retry_after_ms = 200;
+  /// [router] max_queue_wait_ms: while no worker takes requests, how long queued ones wait
+  /// for one to come back before they end with no_workers.
+  std::uint32_t max_queue_wait_ms = 30000;
   bool ship_kv = true;              ///< drain_kv = "ship" (default) or "recompute"
   request_limits limits;            ///< [limits]; the model's context and vocabulary come at start
   std::size_t max_prompt_bytes = std::size_t{1} << 20;  ///< the gateway's bound on a rendered prompt

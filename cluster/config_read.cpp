@@ -57,6 +57,7 @@ void read_router(toml_reader& r, router_settings& rs, parse_state& st) {
   r.set("queue_limit", rs.queue_limit, 0, 1'000'000);
   r.set("max_inflight_per_worker", rs.max_inflight_per_worker, 1, 1'000'000);
   r.set("retry_after_ms", rs.retry_after_ms, 0, max_ms);
+  r.set("max_queue_wait_ms", rs.max_queue_wait_ms, 0, max_ms);
   r.set("adapter_load_cost_tokens", rs.placement.adapter_load_cost_tokens, 0, u32_max);
   r.set("max_concurrent_loads", rs.placement.max_concurrent_loads, 0, u32_max);
   r.set("placement_aging_ms", rs.placement.aging_ms, 0, max_ms);

@@ -87,6 +87,7 @@ router::router_config router_config_for(const cluster_config& cfg) {
   r.max_queue = cfg.router_cfg.queue_limit;
   r.max_inflight_per_worker = cfg.router_cfg.max_inflight_per_worker;
   r.retry_after_ms = cfg.router_cfg.retry_after_ms;
+  r.max_queue_wait = std::chrono::milliseconds(cfg.router_cfg.max_queue_wait_ms);
   r.ship_kv = cfg.router_cfg.ship_kv;
   r.limits = cfg.router_cfg.limits;
   r.tenants = cfg.router_cfg.tenants;

@@ -23,10 +23,13 @@ enum class serve_errc : std::uint8_t {
   /// refused at admission: the router predicts the request cannot finish (or start) within its
   /// deadline (or its ttft target); the message gives the predicted time
   deadline_unmeetable,
+  /// no worker takes requests (every one drained or lost): refused at once, or ended after
+  /// waiting max_queue_wait_ms in the queue; retry later
+  no_workers,
 };
 
 /// The last code (for loops over every code).
-inline constexpr serve_errc last_serve_errc = serve_errc::deadline_unmeetable;
+inline constexpr serve_errc last_serve_errc = serve_errc::no_workers;
 
 /// Wire spelling: "invalid_request", "prompt_too_long", ...
 constexpr std::string_view to_string(serve_errc e) noexcept {
@@ -42,6 +45,7 @@ constexpr std::string_view to_string(serve_errc e) noexcept {
     case serve_errc::internal: return "internal";
     case serve_errc::shutting_down: return "shutting_down";
     case serve_errc::deadline_unmeetable: return "deadline_unmeetable";
+    case serve_errc::no_workers: return "no_workers";
   }
   return "internal";
 }

@@ -235,6 +235,16 @@ caf::behavior gateway_actor(gw_self self, std::shared_ptr<zmq_gateway::impl> io)
               io->send_out(identity, proto::encode(proto::drained_msg{node, workers, moved}));
             },
             router_silent(io, identity, "drain"));
+      } else if (auto* u = std::get_if<proto::undrain_msg>(&decoded)) {
+        // An admin operation like drain (the same door): its undo.
+        auto io = st.io;
+        log::info("gateway", "undrain asked for", {{"node", u->node}});
+        self->request(io->router, std::chrono::seconds(10), actors::undrain_atom::value, u->node)
+          .then(
+            [io, identity, node = u->node](std::uint32_t workers) {
+              io->send_out(identity, proto::encode(proto::undrained_msg{node, workers}));
+            },
+            router_silent(io, identity, "undrain"));
       } else if (auto* a = std::get_if<proto::adapters_msg>(&decoded)) {
         auto io = st.io;
         if (a->op != "list")

@@ -25,6 +25,7 @@ proto::stats_reply flatten_stats(const actors::router_stats& rs, std::size_t gat
   v["router.worker_lost"] = static_cast<double>(rs.worker_lost);
   v["router.resumed"] = static_cast<double>(rs.resumed);
   v["router.draining"] = rs.draining;
+  v["router.accepting"] = rs.accepting;
   v["router.kv_shipped"] = static_cast<double>(rs.kv_shipped);
   v["router.kv_shipped_tokens"] = static_cast<double>(rs.kv_shipped_tokens);
   v["router.adapter_prefetches"] = static_cast<double>(rs.adapter_prefetches);
@@ -43,6 +44,11 @@ proto::stats_reply flatten_stats(const actors::router_stats& rs, std::size_t gat
     v[p + "adapters"] = static_cast<double>(l.adapters.size());
     v[p + "adapter_slots_free"] = l.adapter_slots_free;
   }
+  // Each worker's state by number (core/worker_state.hpp: 0 serving, 1 draining, 2 drained,
+  // 3 lost); lost workers keep a row with their state only.
+  for (const auto& m : rs.metrics)
+    if (m.wid.value() != 0)
+      v["worker." + std::to_string(m.wid.value()) + ".state"] = static_cast<double>(m.state);
   // Adapter residency: "adapter.NAME.resident" (workers holding it now), ".loads" (loads over
   // every worker, reloads after evictions included) and ".last_load_ms" (the slowest worker's
   // last load). Names whose keys would pass the protocol's name limit, and adapters past the

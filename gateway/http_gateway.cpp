@@ -2,6 +2,7 @@
 // openai_reply -> outbox. Stats endpoints from the router's snapshot. See http_gateway.hpp.
 #include "gateway/http_gateway.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <optional>
@@ -67,7 +68,7 @@ void reply(http_self self, std::uint64_t id, int status, std::string body, const
 
 void reply_error(http_self self, std::uint64_t id, const api_error& e, std::uint32_t retry_after_ms = 0) {
   std::vector<std::pair<std::string, std::string>> headers;
-  if (e.status == 429)
+  if (e.status == 429 || e.code == to_string(serve_errc::no_workers))
     headers.emplace_back("Retry-After", std::to_string(std::max<std::uint32_t>(1, (retry_after_ms + 999) / 1000)));
   reply(self, id, e.status, error_body(e), "application/json", std::move(headers));
 }
@@ -165,12 +166,33 @@ void on_completion(http_self self, std::uint64_t hid, api_kind kind, const std::
     self->send(st.io->router, std::move(g));
 }
 
-void on_stats_request(http_self self, std::uint64_t hid, http_endpoint ep) {
+/// The OpenAI model object of the served model, or of an adapter (`parent` the model).
+nlohmann::json model_object(const std::string& id, const std::string& parent, std::int64_t created) {
+  nlohmann::json m{{"id", id}, {"object", "model"}, {"created", created}, {"owned_by", "lorafleet"}};
+  if (!parent.empty())
+    m["parent"] = parent;
+  return m;
+}
+
+/// GET /v1/models/{id}: the model object of `id` if /v1/models lists it, else a 404 error object.
+void reply_model(http_self self, std::uint64_t hid, const actors::router_stats& rs, const std::string& id) {
+  const auto& served = self->state.io->opts.model_name;
+  const auto created = static_cast<std::int64_t>(std::time(nullptr));
+  if (id == served)
+    return reply(self, hid, 200, model_object(id, "", created).dump());
+  const auto adapters = servable_adapters(rs);
+  if (std::find(adapters.begin(), adapters.end(), id) != adapters.end())
+    return reply(self, hid, 200, model_object(id, served, created).dump());
+  reply_error(self, hid, {404, "The model '" + id + "' does not exist (GET /v1/models lists the served model and its adapters)",
+                          "invalid_request_error", "model", "model_not_found"});
+}
+
+void on_stats_request(http_self self, std::uint64_t hid, http_endpoint ep, const std::string& body) {
   auto io = self->state.io;
   const auto started = self->state.started;
   self->request(io->router, std::chrono::seconds(5), caf::get_atom::value)
     .then(
-      [self, io, hid, ep, started](const actors::router_stats& rs) {
+      [self, io, hid, ep, started, body](const actors::router_stats& rs) {
         http_side side;
         side.model = io->opts.model_name;
         side.uptime_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -183,17 +205,18 @@ void on_stats_request(http_self self, std::uint64_t hid, http_endpoint ep) {
             return reply(self, hid, 200, render_prometheus(rs, side), "text/plain; version=0.0.4; charset=utf-8");
           case http_endpoint::stats: return reply(self, hid, 200, render_stats_json(rs, side));
           case http_endpoint::ready: {
-            const bool ok = rs.workers > 0 && self->state.accepting;
-            nlohmann::json j{{"ready", ok}, {"workers", rs.workers}};
+            // Ready only while a worker takes placements: drained or lost ones do not count.
+            const bool ok = rs.accepting > 0 && self->state.accepting;
+            nlohmann::json j{{"ready", ok}, {"workers", rs.workers}, {"accepting", rs.accepting}};
             return reply(self, hid, ok ? 200 : 503, j.dump());
           }
+          case http_endpoint::model: return reply_model(self, hid, rs, body);
           default: {
             const auto created = static_cast<std::int64_t>(std::time(nullptr));
             nlohmann::json data = nlohmann::json::array();
-            data.push_back({{"id", io->opts.model_name}, {"object", "model"}, {"created", created}, {"owned_by", "lorafleet"}});
+            data.push_back(model_object(io->opts.model_name, "", created));
             for (const auto& a : servable_adapters(rs))
-              data.push_back({{"id", a}, {"object", "model"}, {"created", created}, {"owned_by", "lorafleet"},
-                              {"parent", io->opts.model_name}});
+              data.push_back(model_object(a, io->opts.model_name, created));
             return reply(self, hid, 200, nlohmann::json{{"object", "list"}, {"data", data}}.dump());
           }
         }
@@ -317,7 +340,7 @@ caf::behavior http_actor(http_self self, std::shared_ptr<http_gateway::impl> io)
       else if (endpoint == http_endpoint::adapters)
         on_adapters_request(self, hid, body);
       else
-        on_stats_request(self, hid, endpoint);
+        on_stats_request(self, hid, endpoint, body);
     },
     [self](const actors::token_event& ev) { on_token(self, ev); },
     [self](const actors::done_event& ev) { on_done(self, ev); },

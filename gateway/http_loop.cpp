@@ -1,6 +1,7 @@
 // The HTTP gateway's event loop: evhttp routing, size limits, replies from the outbox, closed
 // connections. Every evhttp call happens on the loop thread. See http_gateway.hpp.
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -166,6 +167,14 @@ void http_gateway::impl::on_request(evhttp_request* req) {
          : path == "/ready"   ? http_endpoint::ready
          : path == "/metrics" ? http_endpoint::metrics
                               : http_endpoint::stats;
+  } else if (path.rfind("/v1/models/", 0) == 0 && path.size() > 11) {
+    // One model object (the SDK's models.retrieve): the served model or an adapter.
+    if (!need(EVHTTP_REQ_GET))
+      return;
+    ep = http_endpoint::model;
+    char* id = evhttp_uridecode(path.c_str() + 11, 0, nullptr);
+    prefix = id != nullptr ? id : path.substr(11);
+    std::free(id);
   } else if (path == "/v1/adapters" || path.rfind("/v1/adapters/", 0) == 0) {
     // The adapter registry: GET list, POST add {name, path}; on /v1/adapters/NAME PUT update
     // {path}, DELETE remove. The actor gets "op\nname\nbody".

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <set>
+
+#include "core/worker_state.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -106,6 +109,7 @@ std::string render_prometheus(const actors::router_stats& rs, const http_side& h
     w.sample(p + name, "", v);
   };
   gauge("workers", "Workers registered with the router.", rs.workers);
+  gauge("workers_accepting", "Workers that take new requests (0: new requests get no_workers).", rs.accepting);
   gauge("num_requests_inflight", "Requests placed on a worker and not ended.", rs.inflight);
   gauge("num_requests_queued", "Requests waiting at the router for a worker.", rs.queued);
   gauge("http_requests_live", "HTTP requests in flight at this gateway.", static_cast<double>(http.live));
@@ -144,6 +148,18 @@ std::string render_prometheus(const actors::router_stats& rs, const http_side& h
        [](const serve_metrics& m) -> const histogram& { return m.tpot_seconds; });
   hist("e2e_request_latency_seconds", "Time from acceptance to the terminal reply.",
        [](const serve_metrics& m) -> const histogram& { return m.e2e_seconds; });
+
+  // Per worker ever registered: 1 on the series of its state, 0 on the others.
+  w.head(p + "worker_state", "gauge", "1 for the worker's state (serving, draining, drained, lost), 0 for the others.");
+  for (const auto& m : rs.metrics) {
+    if (m.wid.value() == 0)
+      continue;
+    for (int s = 0; s <= static_cast<int>(last_worker_state); ++s) {
+      const auto st = static_cast<worker_state>(s);
+      w.sample(p + "worker_state", worker_labels(m) + ",state=\"" + std::string(to_string(st)) + "\"",
+               m.state == st ? 1 : 0);
+    }
+  }
 
   // Per live worker, from its last load report.
   auto load_metric = [&](const char* name, const char* type, const char* help, auto field) {
@@ -191,9 +207,13 @@ std::string render_stats_json(const actors::router_stats& rs, const http_side& h
               {"cancelled", rs.cancelled},   {"timed_out", rs.timed_out},     {"overloaded", rs.overloaded},
               {"rejected", rs.rejected},     {"replaced", rs.replaced},       {"worker_lost", rs.worker_lost},
               {"resumed", rs.resumed},       {"draining", rs.draining},
+              {"accepting", rs.accepting},
               {"kv_shipped", rs.kv_shipped}, {"kv_shipped_tokens", rs.kv_shipped_tokens},
               {"prompt_tokens", all.prompt_tokens}, {"generation_tokens", all.generation_tokens},
               {"cached_tokens", all.cached_tokens}};
+  std::map<std::uint64_t, worker_state> states;
+  for (const auto& m : rs.metrics)
+    states[m.wid.value()] = m.state;
   json workers = json::array();
   for (const auto& l : rs.loads) {
     const auto used = blocks_used(l);
@@ -205,6 +225,8 @@ std::string render_stats_json(const actors::router_stats& rs, const http_side& h
                        {"name", l.name},
                        {"node", slash == std::string::npos ? std::string("local") : l.name.substr(0, slash)},
                        {"state", state},
+                       {"placement", std::string(to_string(states.count(l.wid.value()) ? states[l.wid.value()]
+                                                                                        : worker_state::serving))},
                        {"running", l.running},
                        {"waiting", l.waiting},
                        {"kv_used", used},
@@ -216,6 +238,15 @@ std::string render_stats_json(const actors::router_stats& rs, const http_side& h
                        {"failed", l.failed},
                        {"cancelled", l.cancelled}});
   }
+  // Workers gone: their last state only, so the page can show them as lost.
+  for (const auto& m : rs.metrics)
+    if (m.wid.value() != 0 && !m.live)
+      workers.push_back({{"id", m.wid.value()},
+                         {"name", m.name},
+                         {"node", m.name.find('/') == std::string::npos ? std::string("local")
+                                                                       : m.name.substr(0, m.name.find('/'))},
+                         {"state", "lost"},
+                         {"placement", "lost"}});
   json out{{"time_ms", http.time_ms},
            {"uptime_s", http.uptime_s},
            {"model", http.model},

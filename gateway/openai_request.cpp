@@ -247,6 +247,8 @@ api_error to_api_error(serve_errc code, std::string message) {
     case serve_errc::shutting_down: e.status = 503; e.type = "service_unavailable_error"; break;
     // Not the client's rate (429) but the server's load against the request's own deadline.
     case serve_errc::deadline_unmeetable: e.status = 503; e.type = "service_unavailable_error"; break;
+    // No worker takes requests (drained or lost): the server's state, sent with Retry-After.
+    case serve_errc::no_workers: e.status = 503; e.type = "service_unavailable_error"; break;
     case serve_errc::cancelled: e.status = 499; e.type = "cancelled"; break;
     default: e.status = 500; e.type = "server_error"; break;
   }

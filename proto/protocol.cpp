@@ -115,7 +115,8 @@ std::optional<client_request_id> request_of(const server_message& m) noexcept {
     [](const auto& x) -> std::optional<client_request_id> {
       using T = std::decay_t<decltype(x)>;
       if constexpr (std::is_same_v<T, stats_reply> || std::is_same_v<T, pong_msg>
-                    || std::is_same_v<T, drained_msg> || std::is_same_v<T, adapters_result>)
+                    || std::is_same_v<T, drained_msg> || std::is_same_v<T, adapters_result>
+                    || std::is_same_v<T, undrained_msg>)
         return std::nullopt;
       else
         return x.id;
@@ -198,6 +199,10 @@ bool operator==(const adapters_result& a, const adapters_result& b) {
 bool operator!=(const adapters_msg& a, const adapters_msg& b) { return !(a == b); }
 bool operator!=(const adapters_result& a, const adapters_result& b) { return !(a == b); }
 bool operator!=(const drain_msg& a, const drain_msg& b) { return !(a == b); }
+bool operator==(const undrain_msg& a, const undrain_msg& b) { return a.node == b.node; }
+bool operator==(const undrained_msg& a, const undrained_msg& b) { return a.node == b.node && a.workers == b.workers; }
+bool operator!=(const undrain_msg& a, const undrain_msg& b) { return !(a == b); }
+bool operator!=(const undrained_msg& a, const undrained_msg& b) { return !(a == b); }
 bool operator!=(const drained_msg& a, const drained_msg& b) { return !(a == b); }
 bool operator!=(const decode_error& a, const decode_error& b) { return !(a == b); }
 

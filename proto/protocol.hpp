@@ -122,6 +122,12 @@ struct drain_msg {
   std::string node;  ///< non-empty, at most max_name_bytes
 };
 
+/// Operator: undo a drain of a worker node (or one worker, "node/N"): its drained workers take
+/// new requests again. Answered by undrained_msg. An admin operation, like drain.
+struct undrain_msg {
+  std::string node;  ///< non-empty, at most max_name_bytes
+};
+
 /// Longest adapter path in an adapters message, in bytes.
 inline constexpr std::size_t max_path_bytes = 4096;
 /// Most adapters in one adapters_result.
@@ -207,6 +213,12 @@ struct drained_msg {
   std::uint32_t moved = 0;    ///< running or queued-on-worker requests moved off them
 };
 
+/// Answer to undrain_msg.
+struct undrained_msg {
+  std::string node;
+  std::uint32_t workers = 0;  ///< workers put back (0: no live drained worker has that name)
+};
+
 /// One registry entry in an adapters_result.
 struct adapter_row {
   std::string name;
@@ -232,10 +244,10 @@ struct adapters_result {
 
 /// Anything a client sends.
 using client_message =
-  std::variant<submit_msg, cancel_msg, stats_msg, ping_msg, drain_msg, credit_msg, adapters_msg>;
+  std::variant<submit_msg, cancel_msg, stats_msg, ping_msg, drain_msg, credit_msg, adapters_msg, undrain_msg>;
 /// Anything the server sends.
 using server_message = std::variant<accepted_msg, token_msg, done_msg, error_msg, cancelled_msg,
-                                    stats_reply, pong_msg, drained_msg, adapters_result>;
+                                    stats_reply, pong_msg, drained_msg, adapters_result, undrained_msg>;
 
 /// Why a frame was rejected.
 struct decode_error {
@@ -246,11 +258,12 @@ struct decode_error {
 
 /// decode_client's result: a client message or a decode_error.
 using client_decode_result =
-  std::variant<submit_msg, cancel_msg, stats_msg, ping_msg, drain_msg, credit_msg, adapters_msg, decode_error>;
+  std::variant<submit_msg, cancel_msg, stats_msg, ping_msg, drain_msg, credit_msg, adapters_msg, undrain_msg,
+               decode_error>;
 /// decode_server's result: a server message or a decode_error.
 using server_decode_result = std::variant<accepted_msg, token_msg, done_msg, error_msg,
                                           cancelled_msg, stats_reply, pong_msg, drained_msg,
-                                          adapters_result, decode_error>;
+                                          adapters_result, undrained_msg, decode_error>;
 
 // --- codec ---
 
@@ -270,6 +283,8 @@ std::string encode(const stats_reply& m);
 std::string encode(const pong_msg& m);
 std::string encode(const drain_msg& m);
 std::string encode(const drained_msg& m);
+std::string encode(const undrain_msg& m);
+std::string encode(const undrained_msg& m);
 std::string encode(const adapters_msg& m);
 std::string encode(const adapters_result& m);
 /// Encodes whichever message `m` holds.
@@ -323,6 +338,8 @@ bool operator==(const stats_reply& a, const stats_reply& b);
 bool operator==(const pong_msg& a, const pong_msg& b);
 bool operator==(const drain_msg& a, const drain_msg& b);
 bool operator==(const drained_msg& a, const drained_msg& b);
+bool operator==(const undrain_msg& a, const undrain_msg& b);
+bool operator==(const undrained_msg& a, const undrained_msg& b);
 bool operator==(const adapters_msg& a, const adapters_msg& b);
 bool operator==(const adapters_result& a, const adapters_result& b);
 bool operator==(const decode_error& a, const decode_error& b);
@@ -344,6 +361,8 @@ bool operator!=(const stats_reply& a, const stats_reply& b);
 bool operator!=(const pong_msg& a, const pong_msg& b);
 bool operator!=(const drain_msg& a, const drain_msg& b);
 bool operator!=(const drained_msg& a, const drained_msg& b);
+bool operator!=(const undrain_msg& a, const undrain_msg& b);
+bool operator!=(const undrained_msg& a, const undrained_msg& b);
 bool operator!=(const adapters_msg& a, const adapters_msg& b);
 bool operator!=(const adapters_result& a, const adapters_result& b);
 bool operator!=(const decode_error& a, const decode_error& b);

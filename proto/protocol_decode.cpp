@@ -258,6 +258,17 @@ void read_drained(field_reader& r, drained_msg& m) {
   m.moved = static_cast<std::uint32_t>(r.get_uint("moved", presence::required, u32_max).value_or(0));
 }
 
+void read_undrain(field_reader& r, undrain_msg& m) {
+  m.node = r.get_str("node", presence::required, max_name_bytes).value_or("");
+  if (r.ok() && m.node.empty())
+    r.fail("node must not be empty");
+}
+
+void read_undrained(field_reader& r, undrained_msg& m) {
+  m.node = r.get_str("node", presence::required, max_name_bytes).value_or("");
+  m.workers = static_cast<std::uint32_t>(r.get_uint("workers", presence::required, u32_max).value_or(0));
+}
+
 void read_stats(field_reader& r, stats_reply& m) {
   const auto* values = r.get_map("values", presence::required);
   if (values == nullptr)
@@ -349,12 +360,14 @@ client_decode_result decode_client(std::string_view bytes) {
       return finish_message<ping_msg, result>(f, read_nothing<ping_msg>);
     if (f.type == "drain")
       return finish_message<drain_msg, result>(f, read_drain);
+    if (f.type == "undrain")
+      return finish_message<undrain_msg, result>(f, read_undrain);
     if (f.type == "credit")
       return finish_message<credit_msg, result>(f, read_credit);
     if (f.type == "adapters")
       return finish_message<adapters_msg, result>(f, detail::read_adapters);
     return error("unknown message type " + detail::quote(f.type)
-                   + " (a client sends submit, cancel, credit, stats, ping, drain or adapters)",
+                   + " (a client sends submit, cancel, credit, stats, ping, drain, undrain or adapters)",
                  f.id);
   });
 }
@@ -383,9 +396,11 @@ server_decode_result decode_server(std::string_view bytes) {
       return finish_message<drained_msg, result>(f, read_drained);
     if (f.type == "adapters_result")
       return finish_message<adapters_result, result>(f, detail::read_adapters_result);
+    if (f.type == "undrained")
+      return finish_message<undrained_msg, result>(f, read_undrained);
     return error("unknown message type " + detail::quote(f.type)
-                   + " (a server sends accepted, token, done, error, cancelled, stats, pong, drained or"
-                     " adapters_result)",
+                   + " (a server sends accepted, token, done, error, cancelled, stats, pong, drained,"
+                     " undrained or adapters_result)",
                  f.id);
   });
 }

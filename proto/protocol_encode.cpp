@@ -210,6 +210,19 @@ std::string encode(const drained_msg& m) {
   return w.take();
 }
 
+std::string encode(const undrain_msg& m) {
+  frame_writer w("undrain", 1);
+  w.field("node", m.node);
+  return w.take();
+}
+
+std::string encode(const undrained_msg& m) {
+  frame_writer w("undrained", 2);
+  w.field("node", m.node);
+  w.field_u64("workers", m.workers);
+  return w.take();
+}
+
 std::string encode(const adapters_msg& m) {
   frame_writer w("adapters", 1 + (m.name.empty() ? 0 : 1) + (m.path.empty() ? 0 : 1));
   w.field("op", m.op);

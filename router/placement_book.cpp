@@ -54,9 +54,34 @@ bool placement_book::drain(actors::worker_id w) {
   return true;
 }
 
+bool placement_book::undrain(actors::worker_id w) {
+  auto it = books_.find(w);
+  if (it == books_.end() || !it->second.draining)
+    return false;
+  it->second.draining = false;
+  return true;
+}
+
 bool placement_book::draining(actors::worker_id w) const {
   const auto* b = find(w);
   return b != nullptr && b->draining;
+}
+
+worker_state placement_book::state(actors::worker_id w) const {
+  const auto* b = find(w);
+  if (b == nullptr)
+    return worker_state::lost;
+  if (!b->draining)
+    return worker_state::serving;
+  // A drain's requests stay on the books until they move off (worker_moved) or end there.
+  return b->inflight > 0 ? worker_state::draining : worker_state::drained;
+}
+
+std::uint32_t placement_book::accepting() const {
+  std::uint32_t n = 0;
+  for (const auto& [id, b] : books_)
+    n += b.draining ? 0 : 1;
+  return n;
 }
 
 std::vector<worker_view> placement_book::views(const std::string& adapter) const {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "actors/ids.hpp"
+#include "core/worker_state.hpp"
 #include "router/placement.hpp"
 #include "router/placement_cost.hpp"
 
@@ -84,7 +85,15 @@ public:
               const std::vector<load_observation>& loads);
   /// Nothing is placed on `w` again; false if it was draining already or is unknown.
   bool drain(actors::worker_id w);
+  /// `w` takes placements again (a drain undone); false if it was not drained or is unknown.
+  bool undrain(actors::worker_id w);
+  /// `w` was drained (and not undrained since): it takes no placements.
   bool draining(actors::worker_id w) const;
+  /// serving; draining while requests are still placed on a drained worker, then drained;
+  /// lost for a worker this book does not know (removed, or never added).
+  worker_state state(actors::worker_id w) const;
+  /// Workers that take placements (registered, not drained).
+  std::uint32_t accepting() const;
 
   /// A worker for a request for `adapter` that prefills `prompt_tokens` (its prompt and the
   /// tokens it streamed before a move), after waiting `waited_ms` since its admission.

@@ -33,6 +33,11 @@ void router_state::init(self_ptr self, router_config cfg, std::shared_ptr<adapte
   for (const auto& [name, l] : cfg_.tenants.tenants)
     queue_.counters().set_weight(name, l.weight);
   tenancy_ = tenant_ledger(cfg_.tenants, {cfg_.deadline_admission, cfg_.deadline_margin}, cfg_.meter);
+  avail_ = availability(cfg_.max_queue_wait, router_clock::now());
+  // Outage 1 (no worker yet): what queues before the first worker registers waits at most
+  // max_queue_wait too.
+  self_->delayed_send(caf::actor_cast<actors::router_actor>(self_), cfg_.max_queue_wait, actors::outage_atom::value,
+                      avail_.outage());
   std::random_device rd;
   seeds_.seed((static_cast<std::uint64_t>(rd()) << 32) ^ rd());
 }
@@ -84,6 +89,7 @@ caf::result<actors::worker_id> router_state::add_worker(actors::worker_actor han
   for (auto w2 = it; w2 != waiters_.end(); ++w2)
     w2->second.deliver(stats());
   waiters_.erase(it, waiters_.end());
+  note_availability();
   dispatch();
   return id;
 }
@@ -223,6 +229,7 @@ void router_state::worker_lost(worker_entry& dead, const caf::error& reason) {
   const auto name = dead.info.name;
   workers_.erase(wid);  // first, so nothing below is placed on it again
   placement_.remove(wid);
+  note_availability();  // before the moves: with no worker left they wait at most max_queue_wait
   const auto mine = placed_on([wid](actors::worker_id w) { return w == wid; });
   for (auto rid : mine) {
     auto& e = routes_.at(rid);
@@ -252,15 +259,22 @@ std::vector<actors::route_id> router_state::placed_on(const std::function<bool(a
   return out;
 }
 
+std::vector<actors::worker_id> router_state::named(const std::string& node) const {
+  std::vector<actors::worker_id> out;
+  for (const auto& [id, w] : workers_) {
+    const auto& n = w.info.name;
+    if (n == node || (n.size() > node.size() && n.compare(0, node.size(), node) == 0 && n[node.size()] == '/'))
+      out.push_back(id);
+  }
+  return out;
+}
+
 std::pair<std::uint32_t, std::uint32_t> router_state::drain(const std::string& node) {
   std::uint32_t drained = 0;
-  for (auto& [id, w] : workers_) {
-    const auto& n = w.info.name;
-    const bool match = n == node || (n.size() > node.size() && n.compare(0, node.size(), node) == 0
-                                     && n[node.size()] == '/');
-    if (match && placement_.drain(id))
+  for (auto id : named(node))
+    if (placement_.drain(id))
       ++drained;
-  }
+  note_availability();
   const auto moving = placed_on([this](actors::worker_id w) { return placement_.draining(w); });
   std::uint32_t moved = 0;
   for (auto rid : moving) {
@@ -287,6 +301,53 @@ std::pair<std::uint32_t, std::uint32_t> router_state::drain(const std::string& n
   return {drained, moved};
 }
 
+std::uint32_t router_state::undrain(const std::string& node) {
+  std::uint32_t back = 0;
+  for (auto id : named(node))
+    if (placement_.undrain(id))
+      ++back;
+  if (back > 0)
+    log::info("router", "undrained", {{"node", node}, {"workers", back}, {"accepting", placement_.accepting()}});
+  note_availability();
+  dispatch();  // what queued meanwhile goes there now
+  return back;
+}
+
+void router_state::note_availability() {
+  const bool was_out = avail_.out();
+  if (avail_.update(placement_.accepting(), router_clock::now())) {
+    log::warn("router", "no worker takes requests: new ones are refused (no_workers), queued ones wait",
+              {{"workers", workers_.size()}, {"queued", queue_.size()},
+               {"max_queue_wait_ms", avail_.max_wait().count()}});
+    self_->delayed_send(caf::actor_cast<actors::router_actor>(self_), avail_.max_wait(), actors::outage_atom::value,
+                        avail_.outage());
+  } else if (was_out && !avail_.out()) {
+    log::info("router", "workers take requests again", {{"accepting", placement_.accepting()}});
+  }
+}
+
+void router_state::outage_over(std::uint64_t n) {
+  if (n != avail_.outage() || !avail_.expired(router_clock::now()))
+    return;  // that outage ended (a worker came back); a later one has its own check
+  std::vector<actors::route_id> waiting;
+  for (const auto& [rid, e] : routes_)
+    if (e.state == route_state::queued)
+      waiting.push_back(rid);
+  std::sort(waiting.begin(), waiting.end());
+  for (auto rid : waiting)
+    if (auto it = routes_.find(rid); it != routes_.end())
+      end(it->second,
+          actors::error_event{{}, serve_errc::no_workers,
+                              "no worker takes requests (all drained or lost) and none came back within "
+                                + std::to_string(avail_.max_wait().count()) + " ms",
+                              no_workers_retry_ms()},
+          false);
+  if (!waiting.empty())
+    log::warn("router", "queued requests ended: no worker came back", {{"ended", waiting.size()}});
+  // Still out: check again, for what joins the queue later (a drained worker's late move).
+  self_->delayed_send(caf::actor_cast<actors::router_actor>(self_), avail_.max_wait(), actors::outage_atom::value, n);
+}
+
 actors::router_stats router_state::stats() const {
   auto s = counters_;
   s.workers = static_cast<std::uint32_t>(workers_.size());
@@ -298,15 +359,18 @@ actors::router_stats router_state::stats() const {
     s.loads.back().name = w.info.name;
     s.draining += placement_.draining(id) ? 1 : 0;
   }
+  s.accepting = placement_.accepting();
   s.metrics.clear();
-  auto row = [](actors::worker_id id, const worker_measures& m, bool live) {
-    return actors::worker_metrics{id, m.name, live, m.m};
+  auto row = [this](actors::worker_id id, const worker_measures& m, bool live) {
+    return actors::worker_metrics{id, m.name, live, m.m, placement_.state(id)};
   };
   for (const auto& [id, m] : metrics_.all())
     if (id.value() != 0)
       s.metrics.push_back(row(id, m, workers_.count(id) > 0));
-  if (auto it = metrics_.all().find(actors::worker_id{0}); it != metrics_.all().end())
+  if (auto it = metrics_.all().find(actors::worker_id{0}); it != metrics_.all().end()) {
     s.metrics.push_back(row(it->first, it->second, true));
+    s.metrics.back().state = worker_state::serving;  // not a worker: the requests that reached none
+  }
   return s;
 }
 
@@ -336,6 +400,8 @@ actors::router_actor::behavior_type router_impl(router_state::self_ptr self, rou
       auto [workers, moved] = self->state.drain(node);
       return {workers, moved};
     },
+    [self](actors::undrain_atom, const std::string& node) -> std::uint32_t { return self->state.undrain(node); },
+    [self](actors::outage_atom, std::uint64_t n) { self->state.outage_over(n); },
     [self](caf::wait_for_atom, std::uint32_t n) -> caf::result<actors::router_stats> {
       auto rp = self->make_response_promise<actors::router_stats>();
       self->state.await_workers(n, rp);

@@ -22,6 +22,9 @@
 ///   deadline (any state) ──> error_event{timeout};  cancel_request ──> error_event{cancelled}
 ///   sink (client) dies ──> cancelled silently
 ///   router stops ──> error_event{shutting_down} for everything still live
+///   no worker takes requests (all drained or lost): new requests error_event{no_workers} at
+///       once; queued ones error_event{no_workers} after max_queue_wait unless one comes back
+///       (router/availability.hpp)
 ///
 /// A request without a seed gets one at admission (reported in done_event::seed), so a resumed
 /// request draws what the undisturbed one would have drawn.
@@ -66,6 +69,10 @@ struct router_config {
   /// may end it sooner); then it ends with worker_lost rather than wait for a worker that may
   /// never come.
   std::chrono::milliseconds move_wait{30000};
+  /// While no worker takes requests (every one drained or lost), new requests are refused at
+  /// once with no_workers and queued ones wait at most this long for one to come back (or be
+  /// undrained), then end with no_workers: long enough for a worker to restart.
+  std::chrono::milliseconds max_queue_wait{30000};
   /// Drains move a request with its computed K/V (the drained worker exports its whole blocks,
   /// the next one imports them) instead of recomputing them there: measured ~10x shorter pauses
   /// (docs/benchmarks.md, "Resumption"). A lost worker's requests are always recomputed.

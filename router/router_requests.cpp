@@ -54,6 +54,17 @@ void router_state::submit(actors::generate_request& req) {
       return reject(sink, req.id, serve_errc::invalid_request,
                     "request id " + std::to_string(req.id.value()) + " is already in use");
     }
+    if (avail_.refuses() || avail_.expired(router_clock::now())) {
+      // Nothing would serve it: say so now rather than let it wait for its client's timeout.
+      ++counters_.overloaded;
+      return reject(sink, req.id, serve_errc::no_workers,
+                    workers_.empty()
+                      ? std::string("no worker takes requests: none is registered (every one was lost, "
+                                    "or none came yet); retry when one is")
+                      : "no worker takes requests: the " + std::to_string(workers_.size())
+                          + " live worker(s) are drained (`lorafleet undrain NODE` puts them back)",
+                    no_workers_retry_ms());
+    }
     if (!req.draft.params.seed)
       req.draft.params.seed = seeds_();  // resumption needs a seed; `done` reports it
     req.draft.tenant_weight = cfg_.tenants.limits_of(req.draft.tenant).weight;

@@ -26,6 +26,7 @@
 #include "router/adapter_demand.hpp"
 #include "router/adapter_log.hpp"
 #include "router/admission_queue.hpp"
+#include "router/availability.hpp"
 #include "router/placement_book.hpp"
 #include "router/request_metrics.hpp"
 #include "router/router_actor.hpp"
@@ -79,7 +80,7 @@ public:
 
   using self_ptr = actors::router_actor::stateful_pointer<router_state>;
 
-  router_state() : queue_(0) {}
+  router_state() : queue_(0), avail_(std::chrono::milliseconds(0), router_clock::now()) {}
 
   /// The router is stopping: every live request ends with shutting_down (its sink still gets its
   /// one terminal event) and is cancelled on its worker.
@@ -112,6 +113,12 @@ public:
   /// nothing is placed there again and their requests move to other workers (resumed exactly).
   /// Returns (workers drained, requests moved).
   std::pair<std::uint32_t, std::uint32_t> drain(const std::string& node);
+  /// Undoes drain for the same names: the drained workers of `node` take placements again.
+  /// Returns the workers put back (0: none of that name was drained).
+  std::uint32_t undrain(const std::string& node);
+  /// Outage `n` has lasted max_queue_wait: if it still goes on, every queued request ends
+  /// with no_workers.
+  void outage_over(std::uint64_t n);
   void await_workers(std::uint32_t n, caf::typed_response_promise<actors::router_stats> rp);
 
   // -- the adapter registry (router_adapters.cpp) --
@@ -181,6 +188,14 @@ private:
   bool saturated() const;
   /// Tells the meter whether the cluster is saturated now.
   void note_load();
+  /// The workers that take placements changed (register, loss, drain, undrain): starts an
+  /// outage's clock when none is left, ends it when one is back.
+  void note_availability();
+  /// The Retry-After hint of a no_workers refusal: a drained or restarting worker takes a
+  /// while, so at least a second.
+  std::uint32_t no_workers_retry_ms() const { return std::max<std::uint32_t>(cfg_.retry_after_ms, 1000); }
+  /// The live workers named `node` or "node/N".
+  std::vector<actors::worker_id> named(const std::string& node) const;
 
   self_ptr self_ = nullptr;
   router_config cfg_;
@@ -204,6 +219,7 @@ private:
   request_metrics metrics_;   ///< what clients saw, per worker
   std::shared_ptr<adapter_store> adapters_;
   adapter_demand demand_;
+  availability avail_;        ///< whether any worker takes requests, since when none does
 };
 
 } // namespace lf::router

@@ -12,6 +12,7 @@
 #include <pthread.h>
 
 #include "client/client.hpp"
+#include "core/worker_state.hpp"
 #include "cluster/local_cluster.hpp"
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
@@ -153,8 +154,14 @@ int cmd_status(int argc, char** argv) {
   }
   for (const auto& [g, kv] : groups) {
     std::cout << "  " << std::left << std::setw(12) << g << std::right;
-    for (const auto& [k, v] : kv)
-      std::cout << " " << k << "=" << v;
+    for (const auto& [k, v] : kv) {
+      // A worker's state travels as its number (stats are numbers); print its name.
+      const auto state = static_cast<int>(v);
+      if (k == "state" && state >= 0 && state <= static_cast<int>(last_worker_state) && state == v)
+        std::cout << " state=" << to_string(static_cast<worker_state>(state));
+      else
+        std::cout << " " << k << "=" << v;
+    }
     std::cout << "\n";
   }
   return 0;
@@ -184,6 +191,32 @@ int cmd_drain(int argc, char** argv) {
   }
   std::cout << "drained " << r->workers << " worker(s) of " << r->node << "; moved " << r->moved
             << " request(s) to other workers\n";
+  return 0;
+}
+
+int cmd_undrain(int argc, char** argv) {
+  args a(argc, argv, 2);
+  client::client_options co;
+  co.endpoint = a.str("endpoint", "tcp://127.0.0.1:5555");
+  apply_curve_flags(a, co);
+  const auto pos = a.positional();
+  a.finish();
+  if (pos.size() != 1 || pos[0].empty()) {
+    std::cerr << "lorafleet undrain: name one node (or one worker, NODE/N)\n";
+    return 2;
+  }
+  client::client c(co);
+  auto r = c.undrain(pos[0], std::chrono::seconds(15));
+  if (!r) {
+    std::cerr << "lorafleet undrain: no answer from " << co.endpoint << " within 15 s\n";
+    return 1;
+  }
+  if (r->workers == 0) {
+    std::cerr << "lorafleet undrain: no drained live worker is named " << pos[0] << " or " << pos[0]
+              << "/N; `lorafleet status` lists the workers and their states\n";
+    return 1;
+  }
+  std::cout << "undrained " << r->workers << " worker(s) of " << r->node << "; they take requests again\n";
   return 0;
 }
 

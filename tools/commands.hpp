@@ -29,6 +29,8 @@ int cmd_serve(int argc, char** argv);
 int cmd_client(int argc, char** argv);
 int cmd_status(int argc, char** argv);
 int cmd_drain(int argc, char** argv);
+/// `lorafleet undrain NODE`: the drained workers of NODE (or NODE/N) take requests again.
+int cmd_undrain(int argc, char** argv);
 /// `lorafleet adapters`: list, add, update or remove registry entries.
 int cmd_adapters(int argc, char** argv);
 int cmd_node(int argc, char** argv);

@@ -22,7 +22,7 @@ commands:
               [--device cpu|cuda|cuda:N (GPU: f32)]
               [--dtype int8|bf16|f32] [--kv-dtype bf16|int8|f32] [--kv-cache-mb MB] [--max-seqs N]
               [--max-batched-tokens N] [--adapter-cache-mb MB] [--max-adapters N (per worker)]
-              [--max-inflight-per-worker N]
+              [--max-inflight-per-worker N] [--max-queue-wait-ms MS (30000)]
               [--curve-secret-key Z85 --curve-public-key Z85]   (CURVE on the gateway)
               [--mode continuous|static|static_no_cache] [--no-prefix-cache] [--block-size N]
               [--policy round_robin|least_loaded|adapter_affinity|priced] [--queue-limit N]
@@ -54,6 +54,8 @@ commands:
               place nothing more on NODE's workers (or on worker NODE/N) and move their running
               requests to other workers, which continue them exactly (with their K/V, unless
               the router's drain_kv is "recompute"); the node may then leave
+  undrain     NODE [--endpoint EP] [--server-key KEY|FILE] [--client-key DIR/NAME]
+              undo a drain: NODE's drained workers (or worker NODE/N) take requests again
   node        CONFIG --name NODE [--drain-timeout S] [--ready-file PATH] [--log-level L]
               [--log-format text|json]
               run one node of a cluster config (docs/cluster.md): the router node (router +
@@ -193,6 +195,8 @@ int main(int argc, char** argv) {
     return run(lf::tools::cmd_adapters);
   if (cmd == "drain")
     return run(lf::tools::cmd_drain);
+  if (cmd == "undrain")
+    return run(lf::tools::cmd_undrain);
   if (cmd == "node")
     return run(lf::tools::cmd_node);
   if (cmd == "launch")

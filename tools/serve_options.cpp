@@ -77,6 +77,8 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
   s.router.max_queue = static_cast<std::size_t>(a.integer_in("queue-limit", 256, 0, 1'000'000));
   s.router.max_inflight_per_worker = static_cast<std::uint32_t>(
     a.integer_in("max-inflight-per-worker", 2 * w.max_seqs, 1, 1'000'000));
+  s.router.max_queue_wait =
+    std::chrono::milliseconds(a.integer_in("max-queue-wait-ms", s.router.max_queue_wait.count(), 0, 86'400'000));
   const auto drain_kv = a.str("drain-kv", "ship");
   if (drain_kv != "ship" && drain_kv != "recompute")
     throw std::invalid_argument("--drain-kv must be ship or recompute (got '" + drain_kv + "')");

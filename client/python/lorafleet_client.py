@@ -156,7 +156,8 @@ class Client:
         self._ids = itertools.count(1)
         self._live: Dict[int, Request] = {}
         self._adapters_lock: Optional[asyncio.Lock] = None
-        self._waiters: Dict[str, List[asyncio.Future]] = {"pong": [], "stats": [], "drained": [], "adapters_result": []}
+        self._waiters: Dict[str, List[asyncio.Future]] = {"pong": [], "stats": [], "drained": [], "undrained": [],
+                                                     "adapters_result": []}
         self._reader: Optional[asyncio.Task] = None
         self._closed = False
 
@@ -190,7 +191,7 @@ class Client:
             if not isinstance(t, str):
                 continue
             if t in self._waiters:
-                if t in ("drained", "adapters_result"):  # one answer per call, in the order asked
+                if t in ("drained", "undrained", "adapters_result"):  # one answer per call, in the order asked
                     waiters, self._waiters[t] = self._waiters[t][:1], self._waiters[t][1:]
                 else:
                     waiters, self._waiters[t] = self._waiters[t], []
@@ -273,7 +274,7 @@ class Client:
     async def _ask(self, kind: str, timeout: float, **fields) -> dict:
         self._ensure_reader()
         fut = asyncio.get_running_loop().create_future()
-        self._waiters[{"ping": "pong", "drain": "drained", "adapters": "adapters_result"}.get(kind, kind)].append(fut)
+        self._waiters[{"ping": "pong", "drain": "drained", "undrain": "undrained", "adapters": "adapters_result"}.get(kind, kind)].append(fut)
         await self._send({"type": kind, **fields})
         return await asyncio.wait_for(fut, timeout)
 
@@ -293,6 +294,12 @@ class Client:
         {"workers": drained, "moved": requests moved}; workers == 0 when no live worker matched."""
         reply = await self._ask("drain", timeout, node=node)
         return {"workers": reply.get("workers", 0), "moved": reply.get("moved", 0)}
+
+    async def undrain(self, node: str, timeout: float = 15.0) -> Dict[str, int]:
+        """Undoes a drain of a worker node (or one worker, "node/N"): its drained workers take
+        requests again. Returns {"workers": put back}; 0 when no live drained worker matched."""
+        reply = await self._ask("undrain", timeout, node=node)
+        return {"workers": reply.get("workers", 0)}
 
     async def adapters(self, op: str = "list", name: Optional[str] = None, path: Optional[str] = None,
                        timeout: float = 90.0) -> dict:

@@ -345,6 +345,19 @@ await check('models.list(): holds the base model and the adapter', async () => {
   assert.ok(ids.includes(ADAPTER), `${ADAPTER} in ${JSON.stringify(ids)}`);
 });
 
+await check('models.retrieve(): the base model, the adapter (parent), NotFoundError for an unknown id', async () => {
+  const m = await client.models.retrieve(MODEL);
+  assert.equal(m.id, MODEL);
+  assert.equal(m.object, 'model');
+  const a = await client.models.retrieve(ADAPTER);
+  assert.equal(a.id, ADAPTER);
+  assert.equal(a.parent, MODEL);
+  const e = await rejects(() => client.models.retrieve('no-such-model'));
+  assert.ok(e instanceof OpenAI.NotFoundError, `NotFoundError, got ${e}`);
+  assert.equal(e.status, 404);
+  assert.equal(e.code, 'model_not_found');
+});
+
 // The `lorafleet client --no-stream` output: the text and one newline.
 function readClientText(file) {
   const t = readFileSync(file, 'utf8');

@@ -63,6 +63,8 @@ async def main(endpoint, adapter_path=None):
             assert (await b.generate(prompt="Hi", max_tokens=3)).usage["completion_tokens"] >= 1
         # Draining a name no worker has drains nothing.
         assert await c.drain("no-such-node") == {"workers": 0, "moved": 0}
+        # Undrain: nothing is drained, so nothing is put back (the round trip of the message).
+        assert await c.undrain("no-such-node") == {"workers": 0}
         if adapter_path:
             await registry(c, adapter_path)
         await credits(c)

@@ -1,6 +1,7 @@
 // Leaving on purpose, as real processes (`lorafleet launch` of three-nodes.toml): SIGTERM on a busy
 // worker node and `lorafleet drain NODE` both move the node's running requests to the other
-// node's workers, which continue them exactly; no client sees an error or a second terminal.
+// node's workers, which continue them exactly; `lorafleet undrain NODE` puts the node back under
+// the same load; no client sees an error or a second terminal.
 #include "tests/integration/cluster_processes.hpp"
 
 #include <csignal>
@@ -31,7 +32,7 @@ int check_all_done(const std::vector<std::unique_ptr<load_client>>& clients) {
 } // namespace
 
 TEST_CASE("three nodes as processes: SIGTERM on a busy worker node and `lorafleet drain` move its requests "
-          "without a client noticing",
+          "without a client noticing; `lorafleet undrain` puts the node back",
           "[cluster][processes]") {
   launched_cluster c(three_nodes);
   const auto pids = c.pids();
@@ -54,6 +55,14 @@ TEST_CASE("three nodes as processes: SIGTERM on a busy worker node and `loraflee
   REQUIRE(c.wait_stats([](const auto& s) { return s.at("router.draining") == 2; }, 10s));
   const auto at_drain = c.stats().at("router.completed");
   REQUIRE(c.wait_stats([&](const auto& s) { return s.at("router.completed") >= at_drain + 8; }, 60s));
+
+  // Undrained under the same load: w1's workers take requests again; nothing is lost either way.
+  CHECK(run_to_end({bin, "undrain", "w1", "--endpoint", c.endpoint()}, 30s));
+  CHECK_FALSE(run_to_end({bin, "undrain", "w1", "--endpoint", c.endpoint()}, 30s));  // nothing drained now
+  REQUIRE(c.wait_stats([](const auto& s) { return s.at("router.draining") == 0 && s.at("router.accepting") == 4; },
+                       10s));
+  const auto at_undrain = c.stats().at("router.completed");
+  REQUIRE(c.wait_stats([&](const auto& s) { return s.at("router.completed") >= at_undrain + 8; }, 60s));
 
   for (auto& cl : clients)
     cl->stop_submitting();

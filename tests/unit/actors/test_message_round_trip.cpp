@@ -69,10 +69,10 @@ LF_FIELDS(adapter_load_cost, name, loads, last_load_ms, bytes);
 LF_FIELDS(worker_load, wid, waiting, running, waiting_tokens, running_tokens, free_blocks, total_blocks, finished,
           failed, cancelled, adapters, preemptions, adapter_loads, servable, name, paused, loads_by_adapter,
           adapter_slots_free);
-LF_FIELDS(worker_metrics, wid, name, live, m);
+LF_FIELDS(worker_metrics, wid, name, live, m, state);
 LF_FIELDS(router_stats, workers, queued, inflight, accepted, overloaded, rejected, completed, failed, cancelled,
-          timed_out, replaced, worker_lost, resumed, draining, kv_shipped, kv_shipped_tokens, adapter_prefetches,
-          loads, metrics);
+          timed_out, replaced, worker_lost, resumed, draining, accepting, kv_shipped, kv_shipped_tokens,
+          adapter_prefetches, loads, metrics);
 // adapter_messages.hpp
 LF_FIELDS(adapter_command, op, name, path);
 LF_FIELDS(adapter_reply, error, message, adapters, resident, seq);
@@ -144,6 +144,7 @@ worker_metrics metrics() {
   w.wid = worker_id{3};
   w.name = "node/0";
   w.live = false;
+  w.state = worker_state::lost;
   w.m.finished = {{"eos", 2}, {"length", 1}};
   w.m.errors = {{"timeout", 4}};
   w.m.prompt_tokens = 10;
@@ -195,6 +196,7 @@ router_stats stats() {
   s.worker_lost = 12;
   s.resumed = 13;
   s.draining = 14;
+  s.accepting = 18;
   s.kv_shipped = 15;
   s.kv_shipped_tokens = 16;
   s.adapter_prefetches = 17;

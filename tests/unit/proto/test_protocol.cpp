@@ -116,6 +116,9 @@ TEST_CASE("a drain names its node, done's seed and usage.resumed may be absent (
   auto bad = decode_client(encode(drain_msg{""}));
   REQUIRE(std::holds_alternative<decode_error>(bad));
   CHECK_THAT(std::get<decode_error>(bad).message, Catch::Contains("node must not be empty"));
+  auto bad_undrain = decode_client(encode(undrain_msg{""}));
+  REQUIRE(std::holds_alternative<decode_error>(bad_undrain));
+  CHECK_THAT(std::get<decode_error>(bad_undrain).message, Catch::Contains("node must not be empty"));
   // A done frame of the previous protocol revision (no seed, usage without resumed) still reads.
   msgpack::sbuffer buf;
   msgpack::packer<msgpack::sbuffer> pk(buf);

@@ -19,6 +19,7 @@ LF_FIELDS(submit_msg, id, prompt, messages, adapter, temperature, top_k, top_p, 
 LF_FIELDS(cancel_msg, id);
 LF_FIELDS(credit_msg, id, tokens);
 LF_FIELDS(drain_msg, node);
+LF_FIELDS(undrain_msg, node);
 LF_FIELDS(adapters_msg, op, name, path);
 LF_FIELDS(accepted_msg, id);
 LF_FIELDS(token_msg, id, text, token, index);
@@ -29,6 +30,7 @@ LF_FIELDS(error_msg, id, code, message, retry_after_ms);
 LF_FIELDS(cancelled_msg, id);
 LF_FIELDS(stats_reply, values);
 LF_FIELDS(drained_msg, node, workers, moved);
+LF_FIELDS(undrained_msg, node, workers);
 LF_FIELDS(adapter_row, name, version, removed, path, hash, rank, targets, bytes, updated_ms, resident);
 LF_FIELDS(adapters_result, error, message, seq, adapters);
 
@@ -83,6 +85,7 @@ TEST_CASE("every client message round-trips with every field set", "[protocol][r
   client_trip(cancel_msg{client_request_id{3}});
   client_trip(credit_msg{client_request_id{3}, 12});
   client_trip(drain_msg{"node-a/1"});
+  client_trip(undrain_msg{"node-a/1"});
   client_trip(adapters_msg{"add", "styles/kjv", "/adapters/kjv"});
   // No fields: the type alone must survive.
   lf::test::expect_message<stats_msg>(decode_client(encode(stats_msg{})));
@@ -97,6 +100,8 @@ TEST_CASE("every server message round-trips with every field set", "[protocol][r
   server_trip(cancelled_msg{client_request_id{3}});
   server_trip(stats_reply{{{"router.accepted", 12}, {"router.queued", 0.5}}});
   server_trip(drained_msg{"node-a", 2, 7});
+  server_trip(undrained_msg{"node-a", 2});
+  server_trip(error_msg{client_request_id{4}, serve_errc::no_workers, "no worker takes requests", 1000});
   adapter_row row{"styles/kjv", 2, true, "/adapters/kjv", "0123456789abcdef", 8, "attn.c_attn,mlp.c_fc",
                   65536, 1700000000000, 3};
   server_trip(adapters_result{serve_errc::unknown_adapter, "gone", 9, {row}});

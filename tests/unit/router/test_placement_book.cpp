@@ -87,6 +87,42 @@ TEST_CASE("placement book: views skip draining workers, choose places by load", 
   CHECK_FALSE(book.choose("", 10, 0));  // w1 is at its capacity of 2, w2 drains
 }
 
+TEST_CASE("placement book: a worker's state through drain and undrain, only serving ones accept",
+          "[placement_book][health]") {
+  placement_book book({}, 4);
+  book.add(w1, 0, {});
+  book.add(w2, 0, {});
+  CHECK(book.accepting() == 2);
+  CHECK(book.state(w1) == lf::worker_state::serving);
+  CHECK(book.state(w3) == lf::worker_state::lost);  // never registered (or removed)
+  CHECK_FALSE(book.undrain(w1));  // not drained: nothing to undo
+
+  auto a = ticket("", 10);
+  book.place(w1, a, 5, 5, 0, t0);
+  CHECK(book.drain(w1));
+  CHECK(book.state(w1) == lf::worker_state::draining);  // a request still on it
+  CHECK(book.accepting() == 1);
+  book.unplace(w1, a, t0);
+  CHECK(book.state(w1) == lf::worker_state::drained);
+  CHECK(book.choose("", 5, 0) == w2);
+
+  CHECK(book.drain(w2));
+  CHECK(book.accepting() == 0);
+  CHECK_FALSE(book.choose("", 5, 0));  // nothing takes placements
+  CHECK(book.least_loaded() == std::nullopt);
+
+  CHECK(book.undrain(w1));
+  CHECK_FALSE(book.undrain(w1));  // already back
+  CHECK(book.state(w1) == lf::worker_state::serving);
+  CHECK(book.accepting() == 1);
+  CHECK(book.choose("", 5, 0) == w1);
+  CHECK(book.views("").size() == 1);
+
+  book.remove(w2);
+  CHECK(book.state(w2) == lf::worker_state::lost);
+  CHECK_FALSE(book.undrain(w2));  // gone: nothing to put back
+}
+
 TEST_CASE("placement book: saturated when every live batch is full", "[placement_book]") {
   placement_book book({}, 3);
   CHECK_FALSE(book.saturated());  // no worker at all
