@@ -32,7 +32,7 @@ int check_all_done(const std::vector<std::unique_ptr<load_client>>& clients) {
 } // namespace
 
 TEST_CASE("three nodes as processes: SIGTERM on a busy worker node and `lorafleet drain` move its requests "
-          "without a client noticing; `lorafleet undrain` puts the node back",
+          "without a client noticing, and `lorafleet undrain` puts the node back",
           "[cluster][processes]") {
   launched_cluster c(three_nodes);
   const auto pids = c.pids();
