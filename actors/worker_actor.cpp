@@ -52,9 +52,12 @@ public:
       }
       ended.rids.push_back(rid);
     }
-    caf::anon_send(router_, std::move(step));
+    // This actor forgets the ended requests first: the router may place a moved one straight
+    // back here (an undrain right after a drain), and its submit must find the old one gone.
+    // Both land in this actor's one mailbox, so the forgetting comes first.
     if (!ended.rids.empty())
       caf::anon_send(me_, std::move(ended));
+    caf::anon_send(router_, std::move(step));
   }
 
 private:
