@@ -23,10 +23,12 @@ enum class serve_errc : std::uint8_t {
   /// refused at admission: the router predicts the request cannot finish (or start) within its
   /// deadline (or its ttft target); the message gives the predicted time
   deadline_unmeetable,
+  unauthenticated,   ///< no key, or a key the server does not know (HTTP 401)
+  forbidden,         ///< the caller's role may not do this (an admin operation; HTTP 403)
 };
 
 /// The last code (for loops over every code).
-inline constexpr serve_errc last_serve_errc = serve_errc::deadline_unmeetable;
+inline constexpr serve_errc last_serve_errc = serve_errc::forbidden;
 
 /// Wire spelling: "invalid_request", "prompt_too_long", ...
 constexpr std::string_view to_string(serve_errc e) noexcept {
@@ -42,6 +44,8 @@ constexpr std::string_view to_string(serve_errc e) noexcept {
     case serve_errc::internal: return "internal";
     case serve_errc::shutting_down: return "shutting_down";
     case serve_errc::deadline_unmeetable: return "deadline_unmeetable";
+    case serve_errc::unauthenticated: return "unauthenticated";
+    case serve_errc::forbidden: return "forbidden";
   }
   return "internal";
 }

@@ -248,6 +248,8 @@ api_error to_api_error(serve_errc code, std::string message) {
     // Not the client's rate (429) but the server's load against the request's own deadline.
     case serve_errc::deadline_unmeetable: e.status = 503; e.type = "service_unavailable_error"; break;
     case serve_errc::cancelled: e.status = 499; e.type = "cancelled"; break;
+    case serve_errc::unauthenticated: e.status = 401; e.type = "authentication_error"; break;
+    case serve_errc::forbidden: e.status = 403; e.type = "permission_error"; break;
     default: e.status = 500; e.type = "server_error"; break;
   }
   return e;
