@@ -128,11 +128,15 @@ key_table parse_key_file(std::string_view text, const std::string& file) {
     pos = end + 1;
     ++line_no;
     const auto where = file + ":" + std::to_string(line_no) + ": ";
-    if (auto hash = line.find('#'); hash != std::string::npos)
-      line.resize(hash);
     for (char& c : line)
       if (c == '\t' || c == '\r')
         c = ' ';
+    // A comment starts with a '#' that begins a word: Z85 keys may hold '#' inside.
+    for (std::size_t i = 0; i < line.size(); ++i)
+      if (line[i] == '#' && (i == 0 || line[i - 1] == ' ')) {
+        line.resize(i);
+        break;
+      }
     std::istringstream in(line);
     std::vector<std::string> words;
     for (std::string w; in >> w;)

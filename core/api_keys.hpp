@@ -72,7 +72,8 @@ private:
   std::vector<api_key> keys_;
 };
 
-/// Parses a key file's text: one key per line, `NAME ROLE KEY [TENANT]`, `#` starts a comment,
+/// Parses a key file's text: one key per line, `NAME ROLE KEY [TENANT]`, a `#` that begins a
+/// word starts a comment (so a key may hold '#' but not begin with it),
 /// blank lines are skipped. Throws std::invalid_argument "FILE:LINE: reason" on the first bad
 /// line (a short key, an unknown role, too many fields, a duplicate name or key); the message
 /// never quotes a key.

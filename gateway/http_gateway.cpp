@@ -3,6 +3,7 @@
 #include "gateway/http_gateway.hpp"
 
 #include <chrono>
+#include <functional>
 #include <ctime>
 #include <optional>
 #include <random>
@@ -215,10 +216,13 @@ void on_adapters_request(http_self self, std::uint64_t hid, const std::string& b
   actors::adapter_command cmd{body.substr(0, nl1), body.substr(nl1 + 1, nl2 - nl1 - 1), ""};
   who.role = auth::role::admin;
   const bool change = cmd.op != "list";
-  auto done = [who, remote, op = "adapters." + cmd.op + " " + cmd.name, change](std::string_view result) {
-    if (change)
-      audit(who, remote, "http", op, result);
+  auto audited = [who, remote, change](std::string op) {
+    return [who, remote, change, op = std::move(op)](std::string_view result) {
+      if (change)
+        audit(who, remote, "http", op, result);
+    };
   };
+  std::function<void(std::string_view)> done = audited("adapters." + cmd.op + " " + cmd.name);
   const auto json_body = body.substr(nl2 + 1);
   if (cmd.op == "add" || cmd.op == "update") {
     const auto j = nlohmann::json::parse(json_body, nullptr, false);
@@ -232,6 +236,7 @@ void on_adapters_request(http_self self, std::uint64_t hid, const std::string& b
     cmd.path = j["path"].get<std::string>();
     if (cmd.op == "add")
       cmd.name = j["name"].get<std::string>();
+    done = audited("adapters." + cmd.op + " " + cmd.name);
   }
   self->request(self->state.io->router, std::chrono::seconds(90), std::move(cmd))
     .then(

@@ -70,6 +70,9 @@ TEST_CASE("key file: each refusal names the file, the line and the reason, never
   CHECK(dup == "keys.txt:2: key b: the same key is given on an earlier line");
   CHECK(refusal("r user curve:tooshort\n").find("Z85 public key") != std::string::npos);
   CHECK(refusal("a user sk-0123456789abcdef " + std::string(65, 't') + "\n").find("tenant") != std::string::npos);
+  // '#' inside a word is no comment (Z85 keys hold it); one that begins a word is.
+  const auto hashed = parse_key_file("z admin curve:ab#defghij0123456789abcdefghij012345678# # note\n", "k");
+  CHECK(hashed.keys()[0].key == "ab#defghij0123456789abcdefghij012345678#");
   CHECK(refusal("").empty());                 // no keys: a valid, empty table
   CHECK(parse_key_file("# only comments\n", "k").empty());
 }
