@@ -5,6 +5,7 @@
 #include <deque>
 #include <mutex>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -203,8 +204,16 @@ struct client::impl {
           r.seed = msg.seed;
           finish(msg.id.value(), std::move(r));
         } else if constexpr (std::is_same_v<T, proto::error_msg>) {
-          if (!msg.id)
-            return;  // about a frame we sent that could not be read: nothing to end
+          if (!msg.id) {
+            // A refused admin message (drain): its waiter learns why instead of timing out.
+            std::lock_guard<std::mutex> g(m);
+            if ((msg.code == serve_errc::unauthenticated || msg.code == serve_errc::forbidden) && !drain_waiters.empty()) {
+              drain_waiters.front().set_exception(std::make_exception_ptr(
+                std::runtime_error(std::string(to_string(msg.code)) + ": " + msg.message)));
+              drain_waiters.erase(drain_waiters.begin());
+            }
+            return;  // else about a frame we sent that could not be read: nothing to end
+          }
           result r;
           r.error = msg.code;
           r.message = msg.message;

@@ -95,6 +95,8 @@ public:
   /// Drains a worker node (or one worker, "node/N"): the router places nothing there again and
   /// moves its running requests to other workers, which continue them exactly. nullopt when no
   /// answer came within `timeout`; drained_msg::workers == 0 when no live worker has that name.
+  /// Throws std::runtime_error ("forbidden: ..." / "unauthenticated: ...") when the gateway
+  /// refuses the caller.
   std::optional<proto::drained_msg> drain(const std::string& node, std::chrono::milliseconds timeout);
   /// Undoes a drain of a node (or one worker, "node/N"): its drained workers take requests again.
   /// nullopt when no answer came within `timeout`; undrained_msg::workers == 0 when no live

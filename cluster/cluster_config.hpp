@@ -148,6 +148,9 @@ struct cluster_config {
   std::size_t max_per_connection = 1024;
   std::string http_listen;      ///< [http] listen: host:port of the HTTP gateway; empty => none
   std::string http_model_name;  ///< [http] model_name: the base model's name in the API
+  /// [auth] key_file: API keys and roles (core/api_keys.hpp), absolute; empty => none.
+  std::string api_key_file;
+  bool metrics_need_key = false;  ///< [auth] metrics_need_key: /metrics and the dashboard need a key
   router_settings router_cfg;
   std::chrono::milliseconds heartbeat_interval{1000};  ///< 0: no heartbeats
   std::chrono::milliseconds heartbeat_timeout{5000};   ///< a silent peer is dropped after this

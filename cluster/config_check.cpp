@@ -5,6 +5,7 @@
 #include <set>
 
 #include "cluster/config_detail.hpp"
+#include "core/api_keys.hpp"
 #include "cluster/endpoints.hpp"
 #include "gateway/host_port.hpp"
 #include "worker/worker_settings.hpp"
@@ -198,6 +199,13 @@ void check_paths(const cluster_config& c, parse_state& st) {
     need_file(st, p + ".tls_certificate", c.nodes[i].tls_certificate, "certificate");
     need_file(st, p + ".tls_key", c.nodes[i].tls_key, "key file");
   }
+  if (!c.api_key_file.empty()) {
+    try {  // its mode, every line, duplicates: the same checks as at start
+      auth::load_key_file(c.api_key_file);
+    } catch (const std::invalid_argument& e) {
+      st.add("auth.key_file", e.what());
+    }
+  }
 }
 
 } // namespace
@@ -219,6 +227,8 @@ void check_config(cluster_config& c, parse_state& st) {
                                      + "), or a live peer is dropped between two heartbeats");
   if (c.reconnect_max < c.reconnect_initial)
     st.add("reconnect.max_ms", "must be at least initial_ms");
+  if (c.metrics_need_key && c.api_key_file.empty())
+    st.add("auth.metrics_need_key", "needs auth.key_file (no key could open /metrics)");
   check_nodes(c, st);
   check_security(c, st);
   check_tenants(c, st);

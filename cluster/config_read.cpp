@@ -220,6 +220,12 @@ bool read_config(const std::string& text, cluster_config& c, parse_state& st) {
     h.set("model_name", c.http_model_name);
     h.finish();
   }
+  if (const auto* t = r.table("auth")) {
+    toml_reader a(*t, "auth", st);
+    a.set_path("key_file", c.api_key_file);
+    a.set("metrics_need_key", c.metrics_need_key);
+    a.finish();
+  }
   if (const auto* t = r.table("router")) {
     toml_reader rr(*t, "router", st);
     read_router(rr, c.router_cfg, st);

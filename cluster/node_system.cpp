@@ -116,6 +116,8 @@ gateway::gateway_options gateway_options_for(const cluster_config& cfg) {
   g.curve_secret_key = cfg.clients.secret_key;
   g.allowed_client_keys = cfg.clients.allowed_keys;
   g.client_key_names = cfg.clients.key_names;
+  if (!cfg.api_key_file.empty())
+    g.keys = std::make_shared<const auth::key_table>(auth::load_key_file(cfg.api_key_file));
   return g;
 }
 

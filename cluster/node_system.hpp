@@ -56,7 +56,8 @@ worker::worker_settings worker_settings_for(const cluster_config& cfg, const wor
 /// The router's settings from [router] and [limits].
 router::router_config router_config_for(const cluster_config& cfg);
 
-/// The gateway's settings from [gateway] and [security.clients].
+/// The gateway's settings from [gateway], [security.clients] and [auth] (the key file, loaded: throws
+/// std::invalid_argument naming it when it is refused).
 gateway::gateway_options gateway_options_for(const cluster_config& cfg);
 
 /// Loads `count` worker runtimes of `group` (the model, once per worker); throws like

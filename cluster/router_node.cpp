@@ -90,6 +90,8 @@ router_node::router_node(const cluster_config& cfg, const node_config& self, log
       const auto g = gateway_options_for(cfg);
       h.tokenizer = g.tokenizer;
       h.max_prompt_bytes = g.max_prompt_bytes;
+      h.keys = g.keys;
+      h.metrics_need_key = cfg.metrics_need_key;
       h.model_name = cfg.http_model_name.empty() ? default_model_name(cfg.model_dir) : cfg.http_model_name;
       h.context_window = router_config_for(cfg).limits.context_window;
       st.http = std::make_unique<gateway::http_gateway>(st.sys, st.router, std::move(h));

@@ -26,10 +26,12 @@ enum class serve_errc : std::uint8_t {
   /// no worker takes requests (every one drained or lost): refused at once, or ended after
   /// waiting max_queue_wait_ms in the queue; retry later
   no_workers,
+  unauthenticated,   ///< no key, or a key the server does not know (HTTP 401)
+  forbidden,         ///< the caller's role may not do this (an admin operation; HTTP 403)
 };
 
 /// The last code (for loops over every code).
-inline constexpr serve_errc last_serve_errc = serve_errc::no_workers;
+inline constexpr serve_errc last_serve_errc = serve_errc::forbidden;
 
 /// Wire spelling: "invalid_request", "prompt_too_long", ...
 constexpr std::string_view to_string(serve_errc e) noexcept {
@@ -46,6 +48,8 @@ constexpr std::string_view to_string(serve_errc e) noexcept {
     case serve_errc::shutting_down: return "shutting_down";
     case serve_errc::deadline_unmeetable: return "deadline_unmeetable";
     case serve_errc::no_workers: return "no_workers";
+    case serve_errc::unauthenticated: return "unauthenticated";
+    case serve_errc::forbidden: return "forbidden";
   }
   return "internal";
 }

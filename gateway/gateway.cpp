@@ -17,6 +17,7 @@
 #include <zmq.hpp>
 
 #include "core/log.hpp"
+#include "gateway/door.hpp"
 #include "gateway/edge.hpp"
 #include "gateway/gateway_book.hpp"
 #include "gateway/gateway_stats.hpp"
@@ -60,7 +61,7 @@ void refuse_frame(gw_self self, const std::string& identity, proto::client_reque
   self->state.io->send_out(identity, proto::encode(e));
 }
 
-void on_submit(gw_self self, const std::string& identity, proto::submit_msg m, const std::string& key_name) {
+void on_submit(gw_self self, const std::string& identity, proto::submit_msg m, const auth::caller& who) {
   auto& st = self->state;
   auto reply_error = [&](serve_errc code, std::string why, std::uint32_t retry = 0) {
     proto::error_msg e;
@@ -86,8 +87,8 @@ void on_submit(gw_self self, const std::string& identity, proto::submit_msg m, c
     return;
   }
   const auto gid = std::get<gateway_id>(added);
-  if (!key_name.empty())
-    m.tenant = key_name;  // an authenticated client's key name takes precedence
+  if (who.keyed())
+    m.tenant = who.tenant;  // an authenticated client's tenant (its key's) takes precedence
   // The edge: the chat rendered and the prompt tokenized once; the router validates the draft.
   auto draft = draft_of(m, *st.io->opts.tokenizer, st.io->opts.max_prompt_bytes);
   if (auto* bad = std::get_if<check_failure>(&draft)) {
@@ -127,6 +128,43 @@ auto router_silent(std::shared_ptr<zmq_gateway::impl> io, std::string identity, 
     e.code = serve_errc::internal;
     e.message = std::string(what) + ": the router did not answer: " + io->sys.render(err);
     io->send_out(identity, proto::encode(e));
+  };
+}
+
+/// The one gate for every client message (zmq_in_atom): a message the caller's role may not send
+/// gets an id-less `error` (unauthenticated / forbidden) and an audit line; an admin operation
+/// let through gets its audit line when it ends (audited()).
+bool admitted(gw_self self, const std::string& identity, const proto::client_decode_result& msg,
+              const auth::caller& who, const std::string& peer) {
+  const auto op = op_class_of(msg);
+  const auto a = auth::check_zmq(who, self->state.io->curve_keys, op);
+  if (a.verdict == auth::verdict::allowed)
+    return true;
+  audit(who, peer, "zmq", op_name_of(msg), auth::to_string(a.verdict), a.why);
+  const auto code = a.verdict == auth::verdict::unauthenticated ? serve_errc::unauthenticated : serve_errc::forbidden;
+  if (std::holds_alternative<proto::adapters_msg>(msg)) {  // the registry's own reply carries errors
+    proto::adapters_result r;
+    r.error = code;
+    r.message = a.why;
+    self->state.io->send_out(identity, proto::encode(r));
+    return false;
+  }
+  proto::error_msg e;
+  e.code = code;
+  e.message = a.why;
+  if (const auto* s = std::get_if<proto::submit_msg>(&msg))
+    e.id = s->id;  // a refused submit ends that request
+  self->state.io->send_out(identity, proto::encode(e));
+  return false;
+}
+
+/// The error handler of an admin question to the router: router_silent's reply and the audit line.
+auto audited_silent(std::shared_ptr<zmq_gateway::impl> io, std::string identity, const char* what,
+                    auth::caller who, std::string peer, std::string op) {
+  return [silent = router_silent(io, identity, what), who = std::move(who), peer = std::move(peer),
+          op = std::move(op)](const caf::error& err) {
+    audit(who, peer, "zmq", op, "no_answer");
+    silent(err);
   };
 }
 
@@ -202,11 +240,15 @@ caf::behavior gateway_actor(gw_self self, std::shared_ptr<zmq_gateway::impl> io)
   self->state.io = std::move(io);
   self->state.book = gateway_book(self->state.io->opts.max_per_connection);
   return {
-    [self](zmq_in_atom, const std::string& identity, const std::string& payload, const std::string& key_name) {
+    [self](zmq_in_atom, const std::string& identity, const std::string& payload, const std::string& key_name,
+           const std::string& peer) {
       auto& st = self->state;
       auto decoded = proto::decode_client(payload);
+      const auto who = zmq_caller(st.io->opts.keys.get(), key_name, st.io->local);
+      if (!admitted(self, identity, decoded, who, peer))
+        return;
       if (auto* s = std::get_if<proto::submit_msg>(&decoded)) {
-        on_submit(self, identity, std::move(*s), key_name);
+        on_submit(self, identity, std::move(*s), who);
       } else if (auto* c = std::get_if<proto::cancel_msg>(&decoded)) {
         // A cancel for an id that is not live (finished a moment ago, never sent, or not sent
         // yet) is ignored: nothing may follow a request's terminal reply (docs/protocol.md).
@@ -229,32 +271,39 @@ caf::behavior gateway_actor(gw_self self, std::shared_ptr<zmq_gateway::impl> io)
       } else if (auto* d = std::get_if<proto::drain_msg>(&decoded)) {
         auto io = st.io;
         log::info("gateway", "drain asked for", {{"node", d->node}});
+        const auto op = op_name_of(decoded);
         self->request(io->router, std::chrono::seconds(10), actors::drain_atom::value, d->node)
           .then(
-            [io, identity, node = d->node](std::uint32_t workers, std::uint32_t moved) {
+            [io, identity, node = d->node, who, peer, op](std::uint32_t workers, std::uint32_t moved) {
+              audit(who, peer, "zmq", op, "ok");
               io->send_out(identity, proto::encode(proto::drained_msg{node, workers, moved}));
             },
-            router_silent(io, identity, "drain"));
+            audited_silent(io, identity, "drain", who, peer, op));
       } else if (auto* u = std::get_if<proto::undrain_msg>(&decoded)) {
         // An admin operation like drain (the same door): its undo.
         auto io = st.io;
         log::info("gateway", "undrain asked for", {{"node", u->node}});
+        const auto op = op_name_of(decoded);
         self->request(io->router, std::chrono::seconds(10), actors::undrain_atom::value, u->node)
           .then(
-            [io, identity, node = u->node](std::uint32_t workers) {
+            [io, identity, node = u->node, who, peer, op](std::uint32_t workers) {
+              audit(who, peer, "zmq", op, "ok");
               io->send_out(identity, proto::encode(proto::undrained_msg{node, workers}));
             },
-            router_silent(io, identity, "undrain"));
+            audited_silent(io, identity, "undrain", who, peer, op));
       } else if (auto* a = std::get_if<proto::adapters_msg>(&decoded)) {
         auto io = st.io;
         if (a->op != "list")
           log::info("gateway", "adapter registry operation", {{"op", a->op}, {"adapter", a->name}, {"path", a->path}});
+        const auto op = a->op == "list" ? std::string() : op_name_of(decoded) + " " + a->name;
         self->request(io->router, std::chrono::seconds(90), actors::adapter_command{a->op, a->name, a->path})
           .then(
-            [io, identity](const actors::adapter_reply& r) {
+            [io, identity, who, peer, op](const actors::adapter_reply& r) {
+              if (!op.empty())
+                audit(who, peer, "zmq", op, r.error == serve_errc::none ? std::string_view("ok") : to_string(r.error));
               io->send_out(identity, proto::encode(adapters_result_of(r)));
             },
-            router_silent(io, identity, "adapters"));
+            audited_silent(io, identity, "adapters", who, peer, op.empty() ? "adapters.list" : op));
       }
     },
     [self](refused_atom, const std::string& identity, std::uint64_t id, std::string why) {
@@ -301,6 +350,22 @@ zmq_gateway::zmq_gateway(caf::actor_system& sys, actors::router_actor router, ga
   io.sock.set(zmq::sockopt::sndhwm, io.opts.send_hwm);
   io.sock.set(zmq::sockopt::rcvhwm, io.opts.recv_hwm);
   io.sock.set(zmq::sockopt::linger, 0);
+  // The key file's CURVE clients join the allow-list under their names (their roles: door.hpp).
+  if (io.opts.keys)
+    for (const auto& k : io.opts.keys->keys())
+      if (k.curve) {
+        io.curve_keys = true;
+        io.opts.allowed_client_keys.push_back(k.key);
+        io.opts.client_key_names[k.key] = k.name;
+      }
+  if (io.curve_keys && io.opts.curve_secret_key.empty())
+    throw std::invalid_argument("gateway: the API key file names CURVE client keys but the gateway has no CURVE "
+                                "secret key (--curve-secret-key, [security.clients] secret_key)");
+  io.local = auth::local_endpoint(io.opts.endpoint);
+  if (!io.curve_keys && !io.local)
+    log::warn("gateway", "listening beyond loopback without CURVE client keys in an API key file: admin messages "
+                         "(drain, adapter changes) are refused",
+              {{"endpoint", io.opts.endpoint}});
   if (!io.opts.curve_secret_key.empty()) {
     if (!io.opts.allowed_client_keys.empty() || !io.opts.client_key_names.empty()) {
       io.zap = std::make_unique<zmq::socket_t>(io.ctx, zmq::socket_type::rep);

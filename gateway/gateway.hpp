@@ -18,6 +18,10 @@
 /// CURVE: with a server secret key the socket is a CURVE server; with an allow-list, a ZAP
 /// handler refuses every other client key and gives each named key its name as the ZAP user id,
 /// which then names the tenant of every request on that connection.
+/// Roles (core/access.hpp): `curve:` lines of the API key file join the allow-list with their
+/// names; drain, adapter changes and any other admin message pass one check (admin role, or,
+/// with no CURVE keys in the key file, an ipc / loopback endpoint), else an `error` reply
+/// `unauthenticated` / `forbidden`, and an audit line either way.
 
 #include <cstdint>
 #include <map>
@@ -28,6 +32,7 @@
 #include <caf/fwd.hpp>
 
 #include "actors/interfaces.hpp"
+#include "core/api_keys.hpp"
 
 namespace lf::text {
 class tokenizer;
@@ -54,6 +59,9 @@ struct gateway_options {
   /// Names of allowed client keys (Z85 key -> name). A request from a named key is that name's
   /// tenant, whatever its `tenant` field says: an authenticated name takes precedence.
   std::map<std::string, std::string> client_key_names;
+  /// The API key file's keys (nullptr: none). Its `curve:` keys are added to the allow-list and
+  /// the names above, and give their clients a role and a tenant.
+  std::shared_ptr<const auth::key_table> keys;
 };
 
 /// See the file comment.

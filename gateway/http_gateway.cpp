@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <ctime>
 #include <optional>
 #include <random>
@@ -15,7 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/log.hpp"
+#include "gateway/door.hpp"
 #include "gateway/edge.hpp"
+#include "gateway/host_port.hpp"
 #include "gateway/http_impl.hpp"
 #include "gateway/metrics_export.hpp"
 #include "gateway/openai_response.hpp"
@@ -102,7 +105,7 @@ void send_stream(http_self self, std::uint64_t hid, http_entry& e, std::string b
   post(self, std::move(o));
 }
 
-void on_completion(http_self self, std::uint64_t hid, api_kind kind, const std::string& body) {
+void on_completion(http_self self, std::uint64_t hid, api_kind kind, const std::string& body, const std::string& tenant) {
   auto& st = self->state;
   auto& opts = st.io->opts;
   if (!st.accepting)
@@ -113,6 +116,8 @@ void on_completion(http_self self, std::uint64_t hid, api_kind kind, const std::
   if (auto* err = std::get_if<api_error>(&parsed))
     return reply_error(self, hid, *err);
   auto& req = std::get<openai_request>(parsed);
+  if (!tenant.empty())
+    req.base.tenant = tenant;  // a keyed request is its key's tenant, whatever `user` says
   const std::string adapter = req.model == opts.model_name ? std::string() : req.model;
   // Choices: prompt-major, n per prompt (OpenAI's index order).
   std::vector<actors::generate_request> gens;
@@ -226,24 +231,40 @@ void on_stats_request(http_self self, std::uint64_t hid, http_endpoint ep, const
       });
 }
 
-/// The adapter registry over HTTP: `body` is "op\nname\nrequest body" (http_loop.cpp).
-void on_adapters_request(http_self self, std::uint64_t hid, const std::string& body) {
+/// The adapter registry over HTTP: `body` is "op\nname\nrequest body" (http_loop.cpp). A change
+/// (the door let only admins through) leaves an audit line with its result.
+void on_adapters_request(http_self self, std::uint64_t hid, const std::string& body, auth::caller who,
+                         std::string remote) {
   const auto nl1 = body.find('\n'), nl2 = body.find('\n', nl1 + 1);
   actors::adapter_command cmd{body.substr(0, nl1), body.substr(nl1 + 1, nl2 - nl1 - 1), ""};
+  who.role = auth::role::admin;
+  const bool change = cmd.op != "list";
+  auto audited = [who, remote, change](std::string op) {
+    return [who, remote, change, op = std::move(op)](std::string_view result) {
+      if (change)
+        audit(who, remote, "http", op, result);
+    };
+  };
+  std::function<void(std::string_view)> done = audited("adapters." + cmd.op + " " + cmd.name);
   const auto json_body = body.substr(nl2 + 1);
   if (cmd.op == "add" || cmd.op == "update") {
     const auto j = nlohmann::json::parse(json_body, nullptr, false);
     if (!j.is_object() || !j.contains("path") || !j["path"].is_string()
         || (cmd.op == "add" && !(j.contains("name") && j["name"].is_string())))
+    {
+      done("invalid_request");
       return reply_error(self, hid, {400, cmd.op == "add" ? "the body must be {\"name\": ..., \"path\": ...}"
                                                           : "the body must be {\"path\": ...}", "invalid_request_error", "", ""});
+    }
     cmd.path = j["path"].get<std::string>();
     if (cmd.op == "add")
       cmd.name = j["name"].get<std::string>();
+    done = audited("adapters." + cmd.op + " " + cmd.name);
   }
   self->request(self->state.io->router, std::chrono::seconds(90), std::move(cmd))
     .then(
-      [self, hid](const actors::adapter_reply& r) {
+      [self, hid, done](const actors::adapter_reply& r) {
+        done(r.error == serve_errc::none ? std::string_view("ok") : to_string(r.error));
         if (r.error != serve_errc::none)
           return reply_error(self, hid, to_api_error(r.error, r.message));
         nlohmann::json data = nlohmann::json::array();
@@ -256,7 +277,8 @@ void on_adapters_request(http_self self, std::uint64_t hid, const std::string& b
         }
         reply(self, hid, 200, nlohmann::json{{"object", "list"}, {"seq", r.seq}, {"data", data}}.dump());
       },
-      [self, hid](const caf::error& err) {
+      [self, hid, done](const caf::error& err) {
+        done("no_answer");
         reply_error(self, hid, {503, "the router did not answer: " + self->system().render(err), "service_unavailable_error", "", ""});
       });
 }
@@ -333,12 +355,13 @@ void on_error(http_self self, const actors::error_event& ev) {
 caf::behavior http_actor(http_self self, std::shared_ptr<http_gateway::impl> io) {
   self->state.io = std::move(io);
   return {
-    [self](http_in_atom, std::uint64_t hid, std::uint8_t ep, const std::string& body) {
+    [self](http_in_atom, std::uint64_t hid, std::uint8_t ep, const std::string& body, const std::string& key_name,
+           const std::string& tenant, const std::string& remote) {
       const auto endpoint = static_cast<http_endpoint>(ep);
       if (endpoint == http_endpoint::completions || endpoint == http_endpoint::chat)
-        on_completion(self, hid, endpoint == http_endpoint::chat ? api_kind::chat : api_kind::completion, body);
+        on_completion(self, hid, endpoint == http_endpoint::chat ? api_kind::chat : api_kind::completion, body, tenant);
       else if (endpoint == http_endpoint::adapters)
-        on_adapters_request(self, hid, body);
+        on_adapters_request(self, hid, body, auth::caller{key_name, auth::role::user, tenant, false}, remote);
       else
         on_stats_request(self, hid, endpoint, body);
     },
@@ -392,7 +415,12 @@ http_gateway::http_gateway(caf::actor_system& sys, actors::router_actor router, 
     caf::anon_send_exit(impl_->actor, caf::exit_reason::user_shutdown);
     throw;
   }
-  log::info("http", "listening", {{"address", impl_->bound}, {"model", impl_->opts.model_name}});
+  const bool keyed = impl_->opts.keys && impl_->opts.keys->has_secrets();
+  log::info("http", "listening", {{"address", impl_->bound}, {"model", impl_->opts.model_name}, {"api_keys", keyed}});
+  if (const auto at = parse_host_port(impl_->bound); !keyed && at && !auth::loopback_host(at->host))
+    log::warn("http", "serving beyond loopback without API keys: anyone who reaches this address may use the API "
+                      "(admin operations only from loopback); see --api-key-file",
+              {{"address", impl_->bound}});
 }
 
 http_gateway::~http_gateway() { stop(); }

@@ -15,6 +15,12 @@
 /// on the read side, so a stream that is waiting for its next token is cancelled too, within one
 /// engine step). A client that stops reading while its reply buffer exceeds `max_buffered_bytes`
 /// is treated as gone.
+///
+/// Keys (core/access.hpp): with an API key file, every request but /health and /ready (and
+/// /metrics and the dashboard unless `metrics_need_key`) needs `Authorization: Bearer KEY` or
+/// `x-api-key: KEY` (else 401); admin operations (adapter add / update / remove) need an admin
+/// key (else 403). Without keys, admin operations are taken from loopback peers only. The key's
+/// tenant replaces the body's `user`. Admin operations and refusals leave an audit log line.
 
 #include <cstdint>
 #include <memory>
@@ -23,6 +29,7 @@
 #include <caf/fwd.hpp>
 
 #include "actors/interfaces.hpp"
+#include "core/api_keys.hpp"
 
 namespace lf::text {
 class tokenizer;
@@ -41,6 +48,8 @@ struct http_options {
   std::size_t max_live = 4096;            ///< HTTP requests in flight at most; more: 429
   std::size_t max_buffered_bytes = std::size_t{8} << 20;  ///< per connection, unsent reply bytes
   int max_n = 16;                         ///< choices per prompt
+  std::shared_ptr<const auth::key_table> keys;  ///< API keys; nullptr or no secrets: none
+  bool metrics_need_key = false;          ///< /metrics, /api/stats and the dashboard need a key
 };
 
 /// See the file comment.

@@ -26,7 +26,8 @@ struct evhttp_connection;
 
 namespace lf::gateway {
 
-// Loop -> actor: (http_in_atom, id, endpoint, body); (gone_atom, ids) when connections close.
+// Loop -> actor: (http_in_atom, id, endpoint, body, key name, tenant, remote) a request the door let
+// through (key name and tenant empty when anonymous); (gone_atom, ids) when connections close.
 using http_in_atom = caf::atom_constant<caf::atom("lf_httpin")>;
 using http_gone_atom = caf::atom_constant<caf::atom("lf_httpgon")>;
 using http_poll_atom = caf::atom_constant<caf::atom("lf_httppol")>;

@@ -19,6 +19,7 @@
 #include <event2/thread.h>
 
 #include "core/log.hpp"
+#include "gateway/door.hpp"
 #include "gateway/host_port.hpp"
 #include "gateway/http_impl.hpp"
 #include "gateway/openai_response.hpp"
@@ -31,6 +32,8 @@ const char* reason_phrase(int status) {
   switch (status) {
     case 200: return "OK";
     case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 413: return "Payload Too Large";
@@ -65,6 +68,28 @@ void send_chunk(evhttp_request* req, const std::string& body) {
   evbuffer_add(buf, body.data(), body.size());
   evhttp_send_reply_chunk(req, buf);
   evbuffer_free(buf);
+}
+
+std::string method_name(evhttp_cmd_type m) {
+  switch (m) {
+    case EVHTTP_REQ_GET: return "GET";
+    case EVHTTP_REQ_POST: return "POST";
+    case EVHTTP_REQ_PUT: return "PUT";
+    case EVHTTP_REQ_DELETE: return "DELETE";
+    case EVHTTP_REQ_HEAD: return "HEAD";
+    default: return "OTHER";
+  }
+}
+
+/// The peer's address ("-" when unknown) and whether it is on loopback.
+std::pair<std::string, bool> peer_of(evhttp_request* req) {
+  char* host = nullptr;
+  ev_uint16_t port = 0;
+  if (auto* conn = evhttp_request_get_connection(req))
+    evhttp_connection_get_peer(conn, &host, &port);
+  if (host == nullptr)
+    return {"-", false};
+  return {std::string(host) + ":" + std::to_string(port), auth::loopback_host(host)};
 }
 
 } // namespace
@@ -149,6 +174,28 @@ void http_gateway::impl::on_request(evhttp_request* req) {
       reply_now(req, 200, "application/json", "{\"status\":\"ok\"}");
     return;
   }
+  // The door: who is asking, and may they (core/access.hpp)? Refusals end here, audited.
+  const auto [remote, loopback] = peer_of(req);
+  const bool is_admin = path.rfind("/v1/adapters", 0) == 0 && method != EVHTTP_REQ_GET;
+  const auto op = path == "/ready"                                                          ? auth::op_class::open
+                  : path == "/" || path == "/dashboard" || path == "/metrics" || path == "/api/stats" ? auth::op_class::metrics
+                  : is_admin                                                                ? auth::op_class::admin
+                                                                                            : auth::op_class::user;
+  auto* in_headers = evhttp_request_get_input_headers(req);
+  const auto access = auth::check_http({opts.keys.get(), opts.metrics_need_key},
+                                       auth::presented_key(evhttp_find_header(in_headers, "Authorization"),
+                                                           evhttp_find_header(in_headers, "x-api-key")),
+                                       op, loopback);
+  if (access.verdict != auth::verdict::allowed) {
+    const bool no_key = access.verdict == auth::verdict::unauthenticated;
+    audit(access.caller, remote, "http", method_name(method) + " " + path,
+          auth::to_string(access.verdict), access.why);
+    if (no_key)
+      evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
+    const auto e = to_api_error(no_key ? serve_errc::unauthenticated : serve_errc::forbidden, access.why);
+    reply_now(req, e.status, "application/json", error_body(e));
+    return;
+  }
   if (path == "/" || path == "/dashboard") {
     if (need(EVHTTP_REQ_GET))
       reply_now(req, 200, "text/html; charset=utf-8", dashboard_html);
@@ -211,7 +258,8 @@ void http_gateway::impl::on_request(evhttp_request* req) {
     return;
   }
   const auto id = track(req);
-  caf::anon_send(actor, http_in_atom::value, id, static_cast<std::uint8_t>(ep), std::move(body));
+  caf::anon_send(actor, http_in_atom::value, id, static_cast<std::uint8_t>(ep), std::move(body),
+                 access.caller.name, access.caller.tenant, remote);
 }
 
 void http_gateway::impl::drain_outbox() {

@@ -250,6 +250,8 @@ api_error to_api_error(serve_errc code, std::string message) {
     // No worker takes requests (drained or lost): the server's state, sent with Retry-After.
     case serve_errc::no_workers: e.status = 503; e.type = "service_unavailable_error"; break;
     case serve_errc::cancelled: e.status = 499; e.type = "cancelled"; break;
+    case serve_errc::unauthenticated: e.status = 401; e.type = "authentication_error"; break;
+    case serve_errc::forbidden: e.status = 403; e.type = "permission_error"; break;
     default: e.status = 500; e.type = "server_error"; break;
   }
   return e;

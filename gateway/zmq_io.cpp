@@ -103,8 +103,9 @@ void zmq_gateway::impl::on_client_frames(std::vector<zmq::message_t>& parts, std
   }
   // The ZAP user id: the name of the client's CURVE key (no such property without ZAP).
   const char* key_name = zmq_msg_gets(parts[1].handle(), "User-Id");
+  const char* peer = zmq_msg_gets(parts[1].handle(), "Peer-Address");
   caf::anon_send(actor, zmq_in_atom::value, identity, std::string(payload),
-                 std::string(key_name != nullptr ? key_name : ""));
+                 std::string(key_name != nullptr ? key_name : ""), std::string(peer != nullptr ? peer : ""));
 }
 
 void zmq_gateway::impl::run() {

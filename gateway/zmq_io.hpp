@@ -20,8 +20,9 @@
 
 namespace lf::gateway {
 
-/// Gateway actor: (zmq_in_atom, identity, frame, key name) a decoded-ok client frame to handle;
-/// key name: the ZAP user id of the client's CURVE key (empty when unnamed).
+/// Gateway actor: (zmq_in_atom, identity, frame, key name, peer) a decoded-ok client frame to
+/// handle; key name: the ZAP user id of the client's CURVE key (empty when unnamed); peer: the
+/// client's address (tcp), for audit lines.
 using zmq_in_atom = caf::atom_constant<caf::atom("lf_zmq_in")>;
 /// Gateway actor: (gone_atom, identity) a client vanished (a send to it failed).
 using gone_atom = caf::atom_constant<caf::atom("lf_gone")>;
@@ -44,6 +45,8 @@ struct zmq_gateway::impl {
   caf::actor actor;
   std::thread thread;
   std::string bound;
+  bool local = false;            ///< the configured endpoint is ipc / inproc / loopback
+  bool curve_keys = false;       ///< the key file names CURVE clients: roles are in force
 
   impl(caf::actor_system& s, actors::router_actor r, gateway_options o)
     : sys(s), router(std::move(r)), opts(std::move(o)) {}

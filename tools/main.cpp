@@ -33,6 +33,7 @@ commands:
               [--adapter-roots DIR,DIR (default: --adapters) --adapter-log FILE --max-adapter-rank R
                --prefetch-copies N] [--drain-kv ship|recompute] [--drain-timeout S] [--ready-file PATH] [--log-level debug|info|warn|error|off]
               [--log-format text|json] [--http HOST:PORT [--model-name NAME]]
+              [--api-key-file FILE (NAME ROLE KEY [TENANT] per line, mode 600) [--metrics-need-key]]
               router + workers + ZeroMQ gateway in one process (default model: models/default);
               --http adds the OpenAI-compatible API, /metrics, /health, /ready and the dashboard;
               logs one line per finished request at info level (stderr)

@@ -4,6 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/api_keys.hpp"
 #include "gateway/host_port.hpp"
 #include "tools/kv_dtype_flag.hpp"
 #include "worker/worker_settings.hpp"
@@ -112,6 +113,18 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
   if (std::string why; a.has("http") && !gateway::parse_host_port(s.http.listen, &why))
     throw std::invalid_argument("--http: " + why);
   s.http.model_name = a.str("model-name");
+  if (const auto file = a.str("api-key-file"); !file.empty()) {
+    try {
+      auto keys = std::make_shared<const auth::key_table>(auth::load_key_file(file));
+      s.gateway.keys = keys;
+      s.http.keys = keys;
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("--api-key-file: ") + e.what());
+    }
+  }
+  s.http.metrics_need_key = a.has("metrics-need-key");
+  if (s.http.metrics_need_key && !(s.http.keys && s.http.keys->has_secrets()))
+    throw std::invalid_argument("--metrics-need-key needs --api-key-file with at least one HTTP key");
   if (auto err = worker::check_settings(s.worker); !err.empty())
     throw std::invalid_argument(err);
   return s;

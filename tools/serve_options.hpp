@@ -20,6 +20,7 @@ namespace lf::tools {
 ///   --adapter-cache-mb MB --max-adapters N (resident + loading, per worker)
 ///   --curve-secret-key K --curve-public-key K
 ///   --http HOST:PORT (the OpenAI-compatible HTTP gateway) --model-name NAME (its base model)
+///   --api-key-file FILE (API keys and roles, core/api_keys.hpp) --metrics-need-key (a switch)
 /// `adapter_dir_flag` names the adapter-directory flag: "adapters" for serve, "adapter-dir" for
 /// `loadtest --self-host`, whose --adapters is the request mix.
 cluster::cluster_settings cluster_settings_from(args& a, const std::string& adapter_dir_flag = "adapters");

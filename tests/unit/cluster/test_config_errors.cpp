@@ -259,3 +259,21 @@ port = 0
   CHECK(all[0].key == "cluster.colour");
   CHECK(all[1].key == "nodes[1].port");
 }
+
+TEST_CASE("[auth]: the key file is checked like at start, metrics_need_key needs it", "[cluster][config][errors]") {
+  config_dir d;
+  const auto keys = d.write("alice user sk-alice-0123456789abcdef\nops admin sk-ops-0123456789abcdef0\n", "keys.txt");
+  std::filesystem::permissions(keys, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  const auto c = d.load(with("\n[auth]\nkey_file = \"keys.txt\"\nmetrics_need_key = true\n"));
+  CHECK(c.api_key_file == keys);
+  CHECK(c.metrics_need_key);
+  std::filesystem::permissions(keys, std::filesystem::perms::group_read, std::filesystem::perm_options::add);
+  auto i = d.issue(with("\n[auth]\nkey_file = \"keys.txt\"\n"));
+  CHECK(i.key == "auth.key_file");
+  CHECK_THAT(i.reason, Contains("has mode 0640"));
+  std::filesystem::permissions(keys, std::filesystem::perms::group_read, std::filesystem::perm_options::remove);
+  d.write("alice root sk-alice-0123456789abcdef\n", "keys.txt");
+  CHECK_THAT(d.issue(with("\n[auth]\nkey_file = \"keys.txt\"\n")).reason, Contains("keys.txt:1: unknown role \"root\""));
+  CHECK(d.issue(with("\n[auth]\nmetrics_need_key = true\n")).key == "auth.metrics_need_key");
+  CHECK(d.issue(with("\n[auth]\nkeyfile = \"keys.txt\"\n")).key == "auth.keyfile");
+}

@@ -154,6 +154,11 @@ TEST_CASE("serve errors map to OpenAI statuses") {
   CHECK(to_api_error(serve_errc::shutting_down, "x").status == 503);
   CHECK(to_api_error(serve_errc::deadline_unmeetable, "x").status == 503);
   CHECK(to_api_error(serve_errc::deadline_unmeetable, "x").code == "deadline_unmeetable");
+  // The SDKs map 401 and 403 to AuthenticationError and PermissionDeniedError.
+  CHECK(to_api_error(serve_errc::unauthenticated, "x").status == 401);
+  CHECK(to_api_error(serve_errc::unauthenticated, "x").type == "authentication_error");
+  CHECK(to_api_error(serve_errc::forbidden, "x").status == 403);
+  CHECK(to_api_error(serve_errc::forbidden, "x").code == "forbidden");
   CHECK(to_api_error(serve_errc::timeout, "x").status == 504);
   CHECK(to_api_error(serve_errc::internal, "x").status == 500);
   auto body = json::parse(error_body(to_api_error(serve_errc::unknown_adapter, "no such adapter")));
