@@ -6,7 +6,6 @@
 /// reaches every block of the chain without changing `block_hasher`.
 
 #include <cstdint>
-#include <string_view>
 
 #include "cache/ids.hpp"
 
@@ -33,20 +32,6 @@ constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
 /// hashes are those of a build without salts.
 constexpr std::uint64_t salted_root(cache_salt salt) noexcept {
   return salt == no_salt ? root_block_hash : mix64(root_block_hash ^ mix64(salt.value()));
-}
-
-/// A tenant's salt: FNV-1a of its name, finalised, never no_salt. Deterministic across
-/// processes (a request moved to another worker, and K/V shipped on a drain, find the same
-/// namespace there). Two tenants share a namespace only on a 64-bit collision; the block
-/// manager compares salts exactly, so within one salt reuse stays exact.
-inline cache_salt tenant_salt(std::string_view tenant) noexcept {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (const char c : tenant) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ULL;
-  }
-  h = mix64(h ^ tenant.size());
-  return cache_salt{h == 0 ? 1 : h};
 }
 
 /// Default block hasher. Deterministic across processes and runs (no per-process seed), so

@@ -25,6 +25,7 @@ commands:
               [--max-inflight-per-worker N]
               [--curve-secret-key Z85 --curve-public-key Z85]   (CURVE on the gateway)
               [--mode continuous|static|static_no_cache] [--no-prefix-cache] [--block-size N]
+              [--prefix-cache-isolation tenant|shared (tenant: named tenants never share blocks)]
               [--policy round_robin|least_loaded|adapter_affinity|priced] [--queue-limit N]
               [--max-concurrent-loads N (priced; 2)] [--placement-aging-ms MS (priced; 1000)]
               [--load-price-weight W (priced; 1)] [--decode-share F (priced; 0)]

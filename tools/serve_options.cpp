@@ -53,6 +53,11 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
                                 + ") must not exceed --max-batched-tokens ("
                                 + std::to_string(w.max_batched_tokens) + ")");
   w.prefix_cache = !a.has("no-prefix-cache");
+  const auto isolation = a.str("prefix-cache-isolation", "tenant");
+  auto iso = cache::parse_prefix_isolation(isolation);
+  if (!iso)
+    throw std::invalid_argument("--prefix-cache-isolation must be tenant or shared (got '" + isolation + "')");
+  w.prefix_cache_isolation = *iso;
   const auto mode = a.str("mode", std::string(worker::to_string(defaults.mode)));
   auto m = worker::parse_batching_mode(mode);
   if (!m)

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cache/block_manager.hpp"
+#include "cache/cache_salt.hpp"
 
 using namespace lf::cache;
 
@@ -106,4 +107,14 @@ TEST_CASE("a salted sequence's decoded blocks stay in its namespace", "[cache][s
   bm.check_invariants();
   CHECK(bm.probe(toks, base_model, a).hit_tokens == 8);
   CHECK(bm.probe(toks, base_model, b).hit_tokens == 0);
+}
+
+TEST_CASE("request_salt: tenant isolation salts named tenants only, shared salts nobody", "[cache][salt]") {
+  CHECK(request_salt(prefix_isolation::tenant, "") == no_salt);
+  CHECK(request_salt(prefix_isolation::tenant, "acme") == tenant_salt("acme"));
+  CHECK(request_salt(prefix_isolation::shared, "acme") == no_salt);
+  CHECK(parse_prefix_isolation("tenant") == prefix_isolation::tenant);
+  CHECK(parse_prefix_isolation("shared") == prefix_isolation::shared);
+  CHECK_FALSE(parse_prefix_isolation("Tenant"));
+  CHECK(to_string(prefix_isolation::shared) == "shared");
 }
