@@ -145,6 +145,8 @@ struct cluster_config {
   std::size_t max_per_connection = 1024;
   std::string http_listen;      ///< [http] listen: host:port of the HTTP gateway; empty => none
   std::string http_model_name;  ///< [http] model_name: the base model's name in the API
+  std::string http_tls_cert;    ///< [http] tls_cert: PEM certificate chain; with tls_key => HTTPS
+  std::string http_tls_key;     ///< [http] tls_key: its PEM private key
   router_settings router_cfg;
   std::chrono::milliseconds heartbeat_interval{1000};  ///< 0: no heartbeats
   std::chrono::milliseconds heartbeat_timeout{5000};   ///< a silent peer is dropped after this

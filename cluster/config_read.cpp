@@ -223,6 +223,8 @@ bool read_config(const std::string& text, cluster_config& c, parse_state& st) {
     toml_reader h(*t, "http", st);
     h.set("listen", c.http_listen);
     h.set("model_name", c.http_model_name);
+    h.set_path("tls_cert", c.http_tls_cert);
+    h.set_path("tls_key", c.http_tls_key);
     h.finish();
   }
   if (const auto* t = r.table("router")) {

@@ -15,6 +15,11 @@
 /// on the read side, so a stream that is waiting for its next token is cancelled too, within one
 /// engine step). A client that stops reading while its reply buffer exceeds `max_buffered_bytes`
 /// is treated as gone.
+///
+/// With `tls` set the same loop speaks HTTPS only (libevent's OpenSSL bufferevents: each
+/// accepted connection gets its own SSL object, handshakes in the loop, and evhttp reads and
+/// writes plaintext through it). A client that speaks plain HTTP to that port fails its
+/// handshake and is closed; nobody else notices.
 
 #include <cstdint>
 #include <memory>
@@ -23,6 +28,7 @@
 #include <caf/fwd.hpp>
 
 #include "actors/interfaces.hpp"
+#include "gateway/tls_context.hpp"
 
 namespace lf::text {
 class tokenizer;
@@ -41,6 +47,7 @@ struct http_options {
   std::size_t max_live = 4096;            ///< HTTP requests in flight at most; more: 429
   std::size_t max_buffered_bytes = std::size_t{8} << 20;  ///< per connection, unsent reply bytes
   int max_n = 16;                         ///< choices per prompt
+  tls_files tls;                          ///< both set: HTTPS (checked at start); neither: HTTP
 };
 
 /// See the file comment.
@@ -55,6 +62,8 @@ public:
 
   /// host:port actually bound.
   std::string address() const;
+  /// "https://host:port" with TLS, else "http://host:port".
+  std::string url() const;
   /// From now on new completions get 503; requests in flight continue.
   void stop_accepting();
   /// HTTP requests in flight (completions, and stats requests waiting for the router).

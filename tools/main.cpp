@@ -33,7 +33,8 @@ commands:
               [--deadline-margin F (0.1)]
               [--adapter-roots DIR,DIR (default: --adapters) --adapter-log FILE --max-adapter-rank R
                --prefetch-copies N] [--drain-kv ship|recompute] [--drain-timeout S] [--ready-file PATH] [--log-level debug|info|warn|error|off]
-              [--log-format text|json] [--http HOST:PORT [--model-name NAME]]
+              [--log-format text|json] [--http HOST:PORT [--model-name NAME]
+              [--tls-cert PEM --tls-key PEM (HTTPS)]]
               router + workers + ZeroMQ gateway in one process (default model: models/default);
               --http adds the OpenAI-compatible API, /metrics, /health, /ready and the dashboard;
               logs one line per finished request at info level (stderr)

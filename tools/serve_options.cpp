@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "gateway/host_port.hpp"
+#include "gateway/tls_context.hpp"
 #include "tools/kv_dtype_flag.hpp"
 #include "worker/worker_settings.hpp"
 
@@ -115,6 +116,14 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
   if (std::string why; a.has("http") && !gateway::parse_host_port(s.http.listen, &why))
     throw std::invalid_argument("--http: " + why);
   s.http.model_name = a.str("model-name");
+  s.http.tls = {a.str("tls-cert"), a.str("tls-key")};
+  if (s.http.tls.enabled() && !a.has("http"))
+    throw std::invalid_argument("--tls-cert and --tls-key need --http (they secure the HTTP gateway)");
+  // Checked now, before the model loads: a bad file should not cost a minute's start first.
+  if (auto err = gateway::check_tls_paths(s.http.tls, "--tls-cert", "--tls-key"); !err.empty())
+    throw std::invalid_argument(err);
+  if (auto err = gateway::check_tls_files(s.http.tls); !err.empty())
+    throw std::invalid_argument(err);
   if (auto err = worker::check_settings(s.worker); !err.empty())
     throw std::invalid_argument(err);
   return s;
