@@ -43,6 +43,9 @@ tls_context::tls_context(const tls_files& f) {
   SSL_CTX_set_options(ctx_, SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE);
   // libevent may hand SSL_write a retried write from a moved buffer.
   SSL_CTX_set_mode(ctx_, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  // An encrypted key would make OpenSSL's default callback ask for a passphrase on the terminal
+  // and hang the start: refuse it instead.
+  SSL_CTX_set_default_passwd_cb(ctx_, [](char*, int, int, void*) { return 0; });
   if (SSL_CTX_use_certificate_chain_file(ctx_, f.cert.c_str()) != 1)
     fail("TLS certificate " + f.cert + " is not a PEM certificate");
   if (SSL_CTX_use_PrivateKey_file(ctx_, f.key.c_str(), SSL_FILETYPE_PEM) != 1) {

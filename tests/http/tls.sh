@@ -2,7 +2,8 @@
 # HTTPS on the HTTP gateway (`serve --http ... --tls-cert FILE --tls-key FILE`), over real sockets,
 # with a self-signed certificate this script makes (openssl CLI):
 # - start-up refusals that name the file: one of the pair alone, a missing file, a file that is
-#   not PEM, a key that does not match the certificate, TLS without --http;
+#   not PEM, an encrypted key (never a passphrase prompt), a key that does not match the
+#   certificate, TLS without --http;
 # - curl --cacert: /health, a completion, a stream to `data: [DONE]`; curl without the CA refuses
 #   the server's certificate (the port really serves that certificate);
 # - plain http:// to the TLS port fails at once and the server goes on serving HTTPS;
@@ -33,6 +34,7 @@ ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
 openssl req -x509 "${ec[@]}" -keyout "$tmp/key.pem" -out "$tmp/cert.pem" -days 2 -subj "/CN=localhost" \
   -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" 2> /dev/null
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out "$tmp/other_key.pem" 2> /dev/null
+openssl pkey -in "$tmp/key.pem" -aes256 -passout pass:secret -out "$tmp/encrypted_key.pem" 2> /dev/null
 echo "not a certificate" > "$tmp/junk.pem"
 chmod 600 "$tmp"/*.pem
 
@@ -56,6 +58,7 @@ refused "$tmp/nope.pem: No such file or directory" --http "127.0.0.1:$hp" --tls-
 refused "not a regular file" --http "127.0.0.1:$hp" --tls-cert "$tmp/cert.pem" --tls-key "$tmp"
 refused "$tmp/junk.pem is not a PEM certificate" --http "127.0.0.1:$hp" --tls-cert "$tmp/junk.pem" --tls-key "$tmp/key.pem"
 refused "$tmp/junk.pem is not an unencrypted PEM private key" --http "127.0.0.1:$hp" --tls-cert "$tmp/cert.pem" --tls-key "$tmp/junk.pem"
+refused "$tmp/encrypted_key.pem is not an unencrypted PEM private key" --http "127.0.0.1:$hp" --tls-cert "$tmp/cert.pem" --tls-key "$tmp/encrypted_key.pem" < /dev/null
 refused "does not match the certificate" --http "127.0.0.1:$hp" --tls-cert "$tmp/cert.pem" --tls-key "$tmp/other_key.pem"
 refused "need --http" --tls-cert "$tmp/cert.pem" --tls-key "$tmp/key.pem"
 
