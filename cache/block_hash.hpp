@@ -2,6 +2,8 @@
 /// Hash of a full KV block's prefix-cache key: (parent block's hash, adapter, the block's tokens).
 /// Chaining the parent's hash makes the value depend on the whole prefix, so equal hashes mean
 /// "probably the same prefix". The index never trusts the hash alone: see block_manager.
+/// A salt (cache_salt) enters through the first block's parent hash (`salted_root`), so it
+/// reaches every block of the chain without changing `block_hasher`.
 
 #include <cstdint>
 
@@ -24,6 +26,12 @@ constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
   x *= 0x94d049bb133111ebULL;
   x ^= x >> 31;
   return x;
+}
+
+/// The parent hash of a first block under `salt`: root_block_hash for no_salt, so unsalted
+/// hashes are those of a build without salts.
+constexpr std::uint64_t salted_root(cache_salt salt) noexcept {
+  return salt == no_salt ? root_block_hash : mix64(root_block_hash ^ mix64(salt.value()));
 }
 
 /// Default block hasher. Deterministic across processes and runs (no per-process seed), so

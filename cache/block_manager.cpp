@@ -97,14 +97,15 @@ block_manager::stats block_manager::get_stats() const {
 // -- prefix lookup ------------------------------------------------------------------------------
 
 std::uint32_t block_manager::find_exact(std::uint64_t hash, std::uint64_t parent_cid,
-                                        adapter_id adapter, const std::int32_t* tokens) const {
+                                        adapter_id adapter, cache_salt salt,
+                                        const std::int32_t* tokens) const {
   auto found = npos;
   auto [first, last] = index_.equal_range(hash);
   for (auto it = first; it != last; ++it) {
     const auto b = it->second;
     const auto& m = blocks_[b];
     // The hash only picks the bucket; the key itself decides.
-    if (m.parent_cid != parent_cid || m.adapter != adapter
+    if (m.parent_cid != parent_cid || m.adapter != adapter || m.salt != salt
         || !std::equal(tokens, tokens + cfg_.block_size, tokens_of(b)))
       continue;
     if (m.ref > 0)
@@ -116,7 +117,7 @@ std::uint32_t block_manager::find_exact(std::uint64_t hash, std::uint64_t parent
 }
 
 prefix_probe block_manager::probe_impl(const std::vector<std::int32_t>& tokens,
-                                       adapter_id adapter,
+                                       adapter_id adapter, cache_salt salt,
                                        std::vector<std::uint32_t>* hits) const {
   const auto bs = cfg_.block_size;
   prefix_probe p;
@@ -125,11 +126,11 @@ prefix_probe block_manager::probe_impl(const std::vector<std::int32_t>& tokens,
     // Last-token rule: keep at least one prompt token to compute.
     const auto max_hits = static_cast<std::uint32_t>((tokens.size() - 1) / bs);
     std::uint64_t parent_cid = 0;
-    std::uint64_t parent_hash = root_block_hash;
+    std::uint64_t parent_hash = salted_root(salt);
     for (std::uint32_t i = 0; i < max_hits; ++i) {
       const auto* chunk = tokens.data() + std::size_t{i} * bs;
       const auto h = hash_(parent_hash, adapter, chunk, bs);
-      const auto b = find_exact(h, parent_cid, adapter, chunk);
+      const auto b = find_exact(h, parent_cid, adapter, salt, chunk);
       if (b == npos)
         break;
       if (blocks_[b].ref == 0)
@@ -149,13 +150,13 @@ prefix_probe block_manager::probe_impl(const std::vector<std::int32_t>& tokens,
 }
 
 prefix_probe block_manager::probe(const std::vector<std::int32_t>& tokens,
-                                  adapter_id adapter) const {
-  return probe_impl(tokens, adapter, nullptr);
+                                  adapter_id adapter, cache_salt salt) const {
+  return probe_impl(tokens, adapter, salt, nullptr);
 }
 
 std::uint32_t block_manager::blocks_needed(const std::vector<std::int32_t>& tokens,
-                                           adapter_id adapter) const {
-  return probe_impl(tokens, adapter, nullptr).blocks_needed;
+                                           adapter_id adapter, cache_salt salt) const {
+  return probe_impl(tokens, adapter, salt, nullptr).blocks_needed;
 }
 
 // -- pool ---------------------------------------------------------------------------------------
@@ -204,7 +205,7 @@ void block_manager::index_block(const seq_state& st, std::uint32_t pos,
   const auto b = st.table[pos].value();
   auto& m = blocks_[b];
   m.parent_cid = 0;
-  m.parent_hash = root_block_hash;
+  m.parent_hash = salted_root(st.salt);
   if (pos > 0) {
     // Blocks are indexed in table order, so the parent is indexed already.
     const auto& parent = blocks_[st.table[pos - 1].value()];
@@ -213,11 +214,12 @@ void block_manager::index_block(const seq_state& st, std::uint32_t pos,
   }
   std::copy(tokens, tokens + cfg_.block_size, tokens_.data() + std::size_t{b} * cfg_.block_size);
   m.adapter = st.adapter;
+  m.salt = st.salt;
   m.hash = hash_(m.parent_hash, m.adapter, tokens, cfg_.block_size);
   // Identical content already indexed (e.g. recomputed under the last-token rule, or two
   // sequences prefilled the same prefix concurrently): share its content id, so children of
   // either copy match through both.
-  const auto twin = find_exact(m.hash, m.parent_cid, m.adapter, tokens);
+  const auto twin = find_exact(m.hash, m.parent_cid, m.adapter, m.salt, tokens);
   m.cid = twin != npos ? blocks_[twin].cid : next_cid_++;
   m.indexed = true;
   index_.emplace(m.hash, b);
@@ -240,7 +242,7 @@ void block_manager::unindex(std::uint32_t block) {
 
 std::optional<std::uint32_t> block_manager::allocate(seq_id seq,
                                                      const std::vector<std::int32_t>& prompt,
-                                                     adapter_id adapter) {
+                                                     adapter_id adapter, cache_salt salt) {
   if (prompt.empty())
     throw std::invalid_argument("block_manager::allocate: empty prompt for " + seq_name(seq));
   if (prompt.size() > UINT32_MAX)
@@ -248,11 +250,12 @@ std::optional<std::uint32_t> block_manager::allocate(seq_id seq,
   if (contains(seq))
     throw std::logic_error("block_manager::allocate: " + seq_name(seq) + " already allocated");
   std::vector<std::uint32_t> hits;
-  const auto p = probe_impl(prompt, adapter, &hits);
+  const auto p = probe_impl(prompt, adapter, salt, &hits);
   if (p.blocks_needed > num_free_blocks())
     return std::nullopt;
   auto& st = seqs_[seq];
   st.adapter = adapter;
+  st.salt = salt;
   const auto total = static_cast<std::uint32_t>(blocks_for(prompt.size(), cfg_.block_size));
   st.table.reserve(total);
   // Hits first: once referenced they are out of the LRU, so take_block cannot evict them.

@@ -4,7 +4,7 @@
 /// serialises calls), no I/O.
 ///
 /// Lifecycle of a sequence, as the engine drives it:
-///   1. `allocate(seq, prompt, adapter)` on admission: reuses the cached leading full blocks of the
+///   1. `allocate(seq, prompt, adapter, salt)` on admission: reuses the cached leading full blocks of the
 ///      prompt and reserves slots for the whole prompt. Returns how many prompt tokens are already
 ///      computed (a multiple of block_size), or nullopt when the pool is short (nothing changed).
 ///   2. Before each forward over positions [computed, computed + n): `ensure_slots(seq, computed
@@ -21,11 +21,13 @@
 /// is never evicted. Only full, committed blocks are ever shared; the partial last block of a
 /// sequence is private to it.
 ///
-/// Prefix key of a full block: (parent block's key, the block's tokens, adapter). The index is
-/// bucketed by a hash of that key chain (`block_hasher`), but a match is exact: each indexed block
-/// stores its tokens, its adapter and the exact identity of its parent's content (a "content id",
-/// from a counter that is never reused), and all three are compared. A hash collision therefore
-/// costs a comparison, never a wrong reuse.
+/// Prefix key of a full block: (parent block's key, the block's tokens, adapter, salt). The index
+/// is bucketed by a hash of that key chain (`block_hasher`, from `salted_root(salt)`), but a match
+/// is exact: each indexed block stores its tokens, its adapter, its salt and the exact identity of
+/// its parent's content (a "content id", from a counter that is never reused), and all four are
+/// compared. A hash collision therefore costs a comparison, never a wrong reuse, and a sequence
+/// never reuses a block published under another salt (tenant isolation: a tenant cannot time
+/// another's prompts through the cache).
 ///
 /// Last-token rule: a request must produce logits for its last prompt token, so that token is
 /// always computed. A prompt of L tokens reuses at most floor((L - 1) / block_size) blocks: a
@@ -101,21 +103,24 @@ public:
   std::uint32_t num_blocks() const noexcept { return cfg_.num_blocks; }
   bool prefix_cache_enabled() const noexcept { return cfg_.enable_prefix_cache; }
 
-  /// Prefix hits and block cost of allocate(…, tokens, adapter) in the current state.
-  prefix_probe probe(const std::vector<std::int32_t>& tokens, adapter_id adapter) const;
+  /// Prefix hits and block cost of allocate(…, tokens, adapter, salt) in the current state.
+  prefix_probe probe(const std::vector<std::int32_t>& tokens, adapter_id adapter,
+                     cache_salt salt = no_salt) const;
 
-  /// probe(tokens, adapter).blocks_needed: compare with num_free_blocks() to admit. (A prompt of
-  /// more than num_blocks() * block_size() tokens can never fit.)
-  std::uint32_t blocks_needed(const std::vector<std::int32_t>& tokens, adapter_id adapter) const;
+  /// probe(tokens, adapter, salt).blocks_needed: compare with num_free_blocks() to admit. (A
+  /// prompt of more than num_blocks() * block_size() tokens can never fit.)
+  std::uint32_t blocks_needed(const std::vector<std::int32_t>& tokens, adapter_id adapter,
+                              cache_salt salt = no_salt) const;
 
-  /// Creates `seq`'s block table covering all of `prompt`: leading cached blocks are shared
+  /// Creates `seq`'s block table covering all of `prompt`: leading cached blocks of the same
+  /// adapter and salt are shared
   /// (refcount + 1, within the last-token rule), the rest are fresh private blocks. Returns the
   /// number of prompt tokens already computed (hit blocks * block_size, always < prompt.size()),
   /// or std::nullopt when the pool is short, in which case nothing changed (stats included).
   /// Afterwards num_slots(seq) == prompt.size() and num_computed(seq) == the returned value.
   /// Throws std::invalid_argument for an empty prompt, std::logic_error if `seq` already exists.
   std::optional<std::uint32_t> allocate(seq_id seq, const std::vector<std::int32_t>& prompt,
-                                        adapter_id adapter);
+                                        adapter_id adapter, cache_salt salt = no_salt);
 
   /// Blocks ensure_slots(seq, total_tokens) would take from num_free_blocks() (0 if none).
   std::uint32_t blocks_to_grow(seq_id seq, std::uint32_t total_tokens) const;
@@ -191,14 +196,16 @@ private:
     std::uint32_t ref = 0;
     bool indexed = false;
     adapter_id adapter;
+    cache_salt salt;
     std::uint64_t hash = 0;        // block_hasher(parent_hash, adapter, tokens)
-    std::uint64_t parent_hash = 0; // root_block_hash for a first block
+    std::uint64_t parent_hash = 0; // salted_root(salt) for a first block
     std::uint64_t cid = 0;         // content id: equal iff (parent_cid, adapter, tokens) equal
     std::uint64_t parent_cid = 0;  // 0 for a first block
   };
 
   struct seq_state {
     adapter_id adapter;
+    cache_salt salt;
     std::vector<block_id> table;
     std::uint32_t num_slots = 0;
     std::uint32_t num_computed = 0;
@@ -210,12 +217,12 @@ private:
 
   /// Walks the index along `tokens` within the last-token rule; appends hits to `hits` if set.
   prefix_probe probe_impl(const std::vector<std::int32_t>& tokens, adapter_id adapter,
-                          std::vector<std::uint32_t>* hits) const;
+                          cache_salt salt, std::vector<std::uint32_t>* hits) const;
 
-  /// An indexed block whose key is exactly (parent_cid, adapter, tokens), preferring a referenced
-  /// one (reusing it costs no free block); npos if none.
+  /// An indexed block whose key is exactly (parent_cid, adapter, salt, tokens), preferring a
+  /// referenced one (reusing it costs no free block); npos if none.
   std::uint32_t find_exact(std::uint64_t hash, std::uint64_t parent_cid, adapter_id adapter,
-                           const std::int32_t* tokens) const;
+                           cache_salt salt, const std::int32_t* tokens) const;
 
   /// Takes an unreferenced block (free first, else evicts the LRU cached one); refcount becomes 1.
   std::uint32_t take_block();

@@ -61,9 +61,11 @@ void block_manager::check_invariants() const {
         fail(who + " has unindexed " + blk(b) + " among its full, computed blocks");
       if (m.adapter != st.adapter)
         fail(who + " shares " + blk(b) + " of another adapter");
+      if (m.salt != st.salt)
+        fail(who + " shares " + blk(b) + " of another salt");
       const auto* parent = pos > 0 ? &blocks_[st.table[pos - 1].value()] : nullptr;
       if (m.parent_cid != (parent ? parent->cid : 0)
-          || m.parent_hash != (parent ? parent->hash : root_block_hash))
+          || m.parent_hash != (parent ? parent->hash : salted_root(st.salt)))
         fail(who + " holds " + blk(b) + " whose parent is not the previous table entry");
     }
   }
@@ -114,7 +116,7 @@ void block_manager::check_invariants() const {
   }
 
   // 4. Content ids are exact: equal key <=> equal content id.
-  using key = std::tuple<std::uint64_t, std::uint32_t, std::vector<std::int32_t>>;
+  using key = std::tuple<std::uint64_t, std::uint32_t, std::uint64_t, std::vector<std::int32_t>>;
   std::map<key, std::uint64_t> cid_of_key;
   std::map<std::uint64_t, const key*> key_of_cid;
   for (std::uint32_t b = 0; b < n; ++b) {
@@ -123,7 +125,7 @@ void block_manager::check_invariants() const {
       continue;
     if (m.cid == 0 || m.cid >= next_cid_)
       fail(blk(b) + " has an unassigned content id");
-    key k{m.parent_cid, m.adapter.value(), {tokens_of(b), tokens_of(b) + bs}};
+    key k{m.parent_cid, m.adapter.value(), m.salt.value(), {tokens_of(b), tokens_of(b) + bs}};
     auto [kit, new_key] = cid_of_key.emplace(std::move(k), m.cid);
     if (!new_key && kit->second != m.cid)
       fail(blk(b) + " has the same key as another block but a different content id");

@@ -20,4 +20,11 @@ using adapter_id = lf::strong_id<struct adapter_tag, std::uint32_t>;
 /// The base model: requests without a LoRA adapter.
 inline constexpr adapter_id base_model{0};
 
+/// Namespace of a sequence's prefix-cache blocks (vLLM's cache_salt): blocks are reused only
+/// between sequences of equal salt. Value 0 is the shared namespace (no salt).
+using cache_salt = lf::strong_id<struct cache_salt_tag, std::uint64_t>;
+
+/// The shared namespace: every unsalted sequence may reuse every other's blocks.
+inline constexpr cache_salt no_salt{0};
+
 } // namespace lf::cache

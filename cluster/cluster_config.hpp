@@ -151,6 +151,8 @@ struct cluster_config {
   /// [auth] key_file: API keys and roles (core/api_keys.hpp), absolute; empty => none.
   std::string api_key_file;
   bool metrics_need_key = false;  ///< [auth] metrics_need_key: /metrics and the dashboard need a key
+  std::string http_tls_cert;    ///< [http] tls_cert: PEM certificate chain; with tls_key => HTTPS
+  std::string http_tls_key;     ///< [http] tls_key: its PEM private key
   router_settings router_cfg;
   std::chrono::milliseconds heartbeat_interval{1000};  ///< 0: no heartbeats
   std::chrono::milliseconds heartbeat_timeout{5000};   ///< a silent peer is dropped after this

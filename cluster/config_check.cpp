@@ -8,6 +8,7 @@
 #include "core/api_keys.hpp"
 #include "cluster/endpoints.hpp"
 #include "gateway/host_port.hpp"
+#include "gateway/tls_files.hpp"
 #include "worker/worker_settings.hpp"
 
 namespace lf::cluster::detail {
@@ -206,6 +207,13 @@ void check_paths(const cluster_config& c, parse_state& st) {
       st.add("auth.key_file", e.what());
     }
   }
+  // The HTTP gateway's: readable files (their PEM and the key's match are checked when the
+  // router node starts it, naming the file).
+  if (!c.http_tls_cert.empty() && !c.http_tls_key.empty()) {
+    const gateway::tls_files tls{c.http_tls_cert, c.http_tls_key};
+    if (auto err = gateway::check_tls_paths(tls, "certificate", "key file"); !err.empty())
+      st.add(err.rfind("key file", 0) == 0 ? "http.tls_key" : "http.tls_cert", err);
+  }
 }
 
 } // namespace
@@ -220,6 +228,12 @@ void check_config(cluster_config& c, parse_state& st) {
     st.add("gateway.listen", "\"" + c.gateway_listen + "\": " + why);
   if (!c.http_listen.empty() && !gateway::parse_host_port(c.http_listen, &why))
     st.add("http.listen", why);
+  if (c.http_tls_cert.empty() != c.http_tls_key.empty())
+    st.add(c.http_tls_cert.empty() ? "http.tls_key" : "http.tls_cert",
+           "tls_cert and tls_key go together: " + std::string(c.http_tls_cert.empty() ? "tls_cert" : "tls_key")
+             + " is missing");
+  else if (!c.http_tls_cert.empty() && c.http_listen.empty())
+    st.add("http.tls_cert", "TLS secures the HTTP gateway: set [http] listen too");
   if (c.heartbeat_interval.count() > 0 && c.heartbeat_timeout.count() > 0
       && c.heartbeat_timeout < 2 * c.heartbeat_interval)
     st.add("heartbeat.timeout_ms", "must be at least twice interval_ms ("

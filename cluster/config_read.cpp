@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 constexpr std::int64_t max_ms = 24LL * 3600 * 1000;  // a day, as an upper bound for durations
 constexpr std::int64_t u32_max = std::numeric_limits<std::uint32_t>::max();
 
-void read_workers(toml_reader& r, worker_group& w, bool with_count) {
+void read_workers(toml_reader& r, worker_group& w, bool with_count, parse_state& st) {
   if (with_count)
     r.set("count", w.count, 0, 256);
   auto& s = w.settings;
@@ -32,6 +32,12 @@ void read_workers(toml_reader& r, worker_group& w, bool with_count) {
   r.set("max_seqs", s.max_seqs, 1, 4096);
   r.set("max_batched_tokens", s.max_batched_tokens, 1, 1 << 20);
   r.set("prefix_cache", s.prefix_cache);
+  if (auto p = r.str("prefix_cache_isolation")) {
+    if (auto iso = cache::parse_prefix_isolation(*p))
+      s.prefix_cache_isolation = *iso;
+    else
+      st.add(r.key_path("prefix_cache_isolation"), "must be \"tenant\" or \"shared\" (got \"" + *p + "\")");
+  }
   r.set("adapter_cache_mb", s.adapter_cache_mb, 1, 1 << 20);
   r.set("max_adapters", s.max_adapters, 1, 1 << 16);
   r.set_duration("report_interval_ms", w.report_interval, 10, 60'000);
@@ -176,7 +182,7 @@ void read_node(toml_reader& r, node_config& n, const worker_group& defaults, par
   r.set_path("tls_key", n.tls_key);
   if (const auto* w = r.table("workers")) {
     toml_reader wr(*w, r.key_path("workers"), st);
-    read_workers(wr, n.workers, true);
+    read_workers(wr, n.workers, true, st);
     wr.finish();
   }
   r.finish();
@@ -199,7 +205,7 @@ bool read_config(const std::string& text, cluster_config& c, parse_state& st) {
   worker_group defaults;
   if (const auto* t = r.table("workers")) {
     toml_reader wr(*t, "workers", st);
-    read_workers(wr, defaults, true);
+    read_workers(wr, defaults, true, st);
     wr.finish();
   }
   if (const auto* t = r.table("cluster")) {
@@ -218,6 +224,8 @@ bool read_config(const std::string& text, cluster_config& c, parse_state& st) {
     toml_reader h(*t, "http", st);
     h.set("listen", c.http_listen);
     h.set("model_name", c.http_model_name);
+    h.set_path("tls_cert", c.http_tls_cert);
+    h.set_path("tls_key", c.http_tls_key);
     h.finish();
   }
   if (const auto* t = r.table("auth")) {

@@ -94,8 +94,9 @@ router_node::router_node(const cluster_config& cfg, const node_config& self, log
       h.metrics_need_key = cfg.metrics_need_key;
       h.model_name = cfg.http_model_name.empty() ? default_model_name(cfg.model_dir) : cfg.http_model_name;
       h.context_window = router_config_for(cfg).limits.context_window;
+      h.tls = {cfg.http_tls_cert, cfg.http_tls_key};
       st.http = std::make_unique<gateway::http_gateway>(st.sys, st.router, std::move(h));
-      st.log("HTTP (OpenAI API, /metrics, dashboard) on http://" + st.http->address() + "/");
+      st.log("HTTP (OpenAI API, /metrics, dashboard) on " + st.http->url() + "/");
     }
   } catch (...) {
     stop(std::chrono::milliseconds(0));

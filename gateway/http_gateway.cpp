@@ -427,6 +427,8 @@ http_gateway::~http_gateway() { stop(); }
 
 std::string http_gateway::address() const { return impl_->bound; }
 
+std::string http_gateway::url() const { return (impl_->tls ? "https://" : "http://") + impl_->bound; }
+
 void http_gateway::stop_accepting() {
   impl_->accepting = false;
   caf::anon_send(impl_->actor, http_drain_atom::value, false);

@@ -21,6 +21,10 @@
 /// `x-api-key: KEY` (else 401); admin operations (adapter add / update / remove) need an admin
 /// key (else 403). Without keys, admin operations are taken from loopback peers only. The key's
 /// tenant replaces the body's `user`. Admin operations and refusals leave an audit log line.
+/// With `tls` set the same loop speaks HTTPS only (libevent's OpenSSL bufferevents: each
+/// accepted connection gets its own SSL object, handshakes in the loop, and evhttp reads and
+/// writes plaintext through it). A client that speaks plain HTTP to that port fails its
+/// handshake and is closed; nobody else notices.
 
 #include <cstdint>
 #include <memory>
@@ -30,6 +34,7 @@
 
 #include "actors/interfaces.hpp"
 #include "core/api_keys.hpp"
+#include "gateway/tls_context.hpp"
 
 namespace lf::text {
 class tokenizer;
@@ -50,6 +55,7 @@ struct http_options {
   int max_n = 16;                         ///< choices per prompt
   std::shared_ptr<const auth::key_table> keys;  ///< API keys; nullptr or no secrets: none
   bool metrics_need_key = false;          ///< /metrics, /api/stats and the dashboard need a key
+  tls_files tls;                          ///< both set: HTTPS (checked at start); neither: HTTP
 };
 
 /// See the file comment.
@@ -64,6 +70,8 @@ public:
 
   /// host:port actually bound.
   std::string address() const;
+  /// "https://host:port" with TLS, else "http://host:port".
+  std::string url() const;
   /// From now on new completions get 503; requests in flight continue.
   void stop_accepting();
   /// HTTP requests in flight (completions, and stats requests waiting for the router).

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -53,6 +54,7 @@ struct http_gateway::impl {
   http_options opts;
   caf::actor actor;
   std::string bound;
+  std::unique_ptr<tls_context> tls;  ///< set when serving HTTPS
 
   // Event loop (touched on its thread only, except `wake` and `base` for event_active/loopbreak).
   event_base* base = nullptr;

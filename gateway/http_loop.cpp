@@ -7,16 +7,19 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <caf/send.hpp>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/thread.h>
+#include <openssl/ssl.h>
 
 #include "core/log.hpp"
 #include "gateway/door.hpp"
@@ -318,14 +321,16 @@ void http_gateway::impl::drain_outbox() {
 
 void http_gateway::impl::check_closed() {
   // evhttp reads nothing from a connection whose request waits for its reply, so it would not
-  // notice the client leave until the reply is written: peek at each such socket instead.
+  // notice the client leave until the reply is written: ask the kernel whether each such socket
+  // has seen the peer's FIN. (POLLRDHUP rather than a peeked read of 0 bytes: over TLS a leaving
+  // client's close_notify alert is still unread before the FIN, so a peek sees data.)
   std::unordered_set<evhttp_connection*> closed;
   for (auto id : waiting) {
     auto* conn = conn_of.at(id);
     auto* bev = evhttp_connection_get_bufferevent(conn);
     const auto fd = bev ? bufferevent_getfd(bev) : -1;
-    char byte;
-    if (fd >= 0 && recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+    pollfd p{fd, POLLRDHUP, 0};
+    if (fd >= 0 && ::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0)
       closed.insert(conn);
   }
   for (auto* conn : closed) {
@@ -360,6 +365,31 @@ void http_gateway::impl::start() {
                                        | EVHTTP_REQ_DELETE);
   evhttp_set_gencb(
     http, [](evhttp_request* r, void* arg) { static_cast<impl*>(arg)->on_request(r); }, this);
+  if (opts.tls.enabled()) {
+    tls = std::make_unique<tls_context>(opts.tls);  // throws naming the file
+    // Every accepted connection reads and writes through its own SSL object; evhttp sets the
+    // socket on it and sees only plaintext.
+    evhttp_set_bevcb(
+      http,
+      [](event_base* b, void* arg) -> bufferevent* {
+        auto* self = static_cast<impl*>(arg);
+        SSL* ssl = SSL_new(self->tls->get());
+        auto* bev = ssl != nullptr ? bufferevent_openssl_socket_new(b, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                                                    BEV_OPT_CLOSE_ON_FREE)
+                                   : nullptr;
+        // evhttp would fall back to a plaintext connection on nullptr: never serve plain HTTP
+        // on the TLS port. These fail only when memory is exhausted.
+        if (bev == nullptr) {
+          log::error("http", "cannot make a TLS connection: out of memory");
+          std::abort();
+        }
+        // A client that closes without close_notify (killed, or a curl timeout) is an EOF like
+        // any other, so evhttp's close callback cancels its requests.
+        bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+        return bev;
+      },
+      this);
+  }
   std::string why;
   const auto at = parse_host_port(opts.listen, &why);
   if (!at)

@@ -50,7 +50,8 @@ int cmd_serve(int argc, char** argv) {
             << " worker(s), placement " << router::to_string(s.router.placement.policy)
             << "; Ctrl-C drains and stops" << std::endl;
   if (!cluster.http_address().empty())
-    std::cout << "lorafleet serve: OpenAI API, /metrics and dashboard on http://" << cluster.http_address()
+    std::cout << "lorafleet serve: OpenAI API, /metrics and dashboard on "
+              << (s.http.tls.enabled() ? "https://" : "http://") << cluster.http_address()
               << "/" << std::endl;
   if (!ready_file.empty())
     std::ofstream(ready_file) << cluster.endpoint() << "\n";

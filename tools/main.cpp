@@ -25,6 +25,7 @@ commands:
               [--max-inflight-per-worker N] [--max-queue-wait-ms MS (30000)]
               [--curve-secret-key Z85 --curve-public-key Z85]   (CURVE on the gateway)
               [--mode continuous|static|static_no_cache] [--no-prefix-cache] [--block-size N]
+              [--prefix-cache-isolation tenant|shared (tenant: named tenants never share blocks)]
               [--policy round_robin|least_loaded|adapter_affinity|priced] [--queue-limit N]
               [--max-concurrent-loads N (priced; 2)] [--placement-aging-ms MS (priced; 1000)]
               [--load-price-weight W (priced; 1)] [--decode-share F (priced; 0)]
@@ -32,7 +33,8 @@ commands:
               [--deadline-margin F (0.1)]
               [--adapter-roots DIR,DIR (default: --adapters) --adapter-log FILE --max-adapter-rank R
                --prefetch-copies N] [--drain-kv ship|recompute] [--drain-timeout S] [--ready-file PATH] [--log-level debug|info|warn|error|off]
-              [--log-format text|json] [--http HOST:PORT [--model-name NAME]]
+              [--log-format text|json] [--http HOST:PORT [--model-name NAME]
+              [--tls-cert PEM --tls-key PEM (HTTPS)]]
               [--api-key-file FILE (NAME ROLE KEY [TENANT] per line, mode 600) [--metrics-need-key]]
               router + workers + ZeroMQ gateway in one process (default model: models/default);
               --http adds the OpenAI-compatible API, /metrics, /health, /ready and the dashboard;

@@ -6,6 +6,7 @@
 
 #include "core/api_keys.hpp"
 #include "gateway/host_port.hpp"
+#include "gateway/tls_context.hpp"
 #include "tools/kv_dtype_flag.hpp"
 #include "worker/worker_settings.hpp"
 
@@ -54,6 +55,11 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
                                 + ") must not exceed --max-batched-tokens ("
                                 + std::to_string(w.max_batched_tokens) + ")");
   w.prefix_cache = !a.has("no-prefix-cache");
+  const auto isolation = a.str("prefix-cache-isolation", "tenant");
+  auto iso = cache::parse_prefix_isolation(isolation);
+  if (!iso)
+    throw std::invalid_argument("--prefix-cache-isolation must be tenant or shared (got '" + isolation + "')");
+  w.prefix_cache_isolation = *iso;
   const auto mode = a.str("mode", std::string(worker::to_string(defaults.mode)));
   auto m = worker::parse_batching_mode(mode);
   if (!m)
@@ -125,6 +131,14 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
   s.http.metrics_need_key = a.has("metrics-need-key");
   if (s.http.metrics_need_key && !(s.http.keys && s.http.keys->has_secrets()))
     throw std::invalid_argument("--metrics-need-key needs --api-key-file with at least one HTTP key");
+  s.http.tls = {a.str("tls-cert"), a.str("tls-key")};
+  if (s.http.tls.enabled() && !a.has("http"))
+    throw std::invalid_argument("--tls-cert and --tls-key need --http (they secure the HTTP gateway)");
+  // Checked now, before the model loads: a bad file should not cost a minute's start first.
+  if (auto err = gateway::check_tls_paths(s.http.tls, "--tls-cert", "--tls-key"); !err.empty())
+    throw std::invalid_argument(err);
+  if (auto err = gateway::check_tls_files(s.http.tls); !err.empty())
+    throw std::invalid_argument(err);
   if (auto err = worker::check_settings(s.worker); !err.empty())
     throw std::invalid_argument(err);
   return s;

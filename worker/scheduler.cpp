@@ -131,6 +131,7 @@ std::optional<std::string> scheduler::add(seq_spec spec, time_point) {
   st.adapter = spec.adapter;
   st.deadline = spec.deadline;
   st.tenant = std::move(spec.tenant);
+  st.salt = cache::request_salt(cfg_.isolation, st.tenant);
   if (tenant_seqs_[st.tenant]++ == 0 || spec.weight != fair_.weight(st.tenant)) {
     if (spec.weight == 1.0)
       fair_.clear_weight(st.tenant);
@@ -292,7 +293,7 @@ void scheduler::forget_kv(step_plan& plan) {
     }
     blocks_.free(id);
     // It held n - 1 computed positions; n needs at most one block more, which may be short.
-    if (blocks_.allocate(id, st.tokens, st.adapter)) {
+    if (blocks_.allocate(id, st.tokens, st.adapter, st.salt)) {
       st.phase = seq_phase::prefilling;
       ++i;
       continue;
@@ -330,12 +331,12 @@ void scheduler::admit(step_plan& plan, std::uint32_t& budget,
     const auto id = *it;
     auto& st = state_of(id);
     if (!running_.empty() && cfg_.watermark_blocks > 0) {
-      const auto need = blocks_.blocks_needed(st.tokens, st.adapter);
+      const auto need = blocks_.blocks_needed(st.tokens, st.adapter, st.salt);
       if (std::uint64_t{need} + cfg_.watermark_blocks > blocks_.num_free_blocks())
         return;
     }
     // When the one whose turn it is does not fit, nobody after it may take the blocks it waits for.
-    if (!blocks_.allocate(id, st.tokens, st.adapter))
+    if (!blocks_.allocate(id, st.tokens, st.adapter, st.salt))
       return;
     st.phase = seq_phase::prefilling;
     st.head = false;

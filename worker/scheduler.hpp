@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "cache/block_manager.hpp"
+#include "cache/cache_salt.hpp"
 #include "cache/ids.hpp"
 #include "core/vtc.hpp"
 
@@ -71,6 +72,9 @@ struct scheduler_config {
   /// prefilling, and then every running sequence recomputes. Needs a block manager without a
   /// prefix cache.
   bool recompute = false;
+  /// Whose prefix-cache blocks a sequence may reuse (cache/cache_salt.hpp): `tenant` keeps each
+  /// named tenant to its own (the default tenant "" shares), `shared` lets all share.
+  cache::prefix_isolation isolation = cache::prefix_isolation::tenant;
 };
 
 /// What the worker submits.
@@ -260,6 +264,7 @@ private:
     std::uint32_t prompt_size = 0;
     std::uint32_t max_tokens = 0;
     cache::adapter_id adapter;
+    cache::cache_salt salt;  ///< its prefix-cache namespace, from its tenant
     std::optional<time_point> deadline;
     seq_phase phase = seq_phase::waiting;
     std::uint32_t preemptions = 0;

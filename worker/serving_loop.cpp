@@ -166,7 +166,8 @@ void serving_loop::take_inbox(time_point now) {
     if (!it.kv.empty()) {
       auto tokens = r.req.prompt();
       tokens.insert(tokens.end(), r.generated.begin(), r.generated.end());
-      import_kv(it.id, r.adapter, tokens, it.kv);
+      // The scheduler's salt for this tenant, so its admission finds the imported blocks.
+      import_kv(it.id, r.adapter, cache::request_salt(sched_.config().isolation, r.req.tenant()), tokens, it.kv);
     }
     if (cfg_.mode == batching_mode::continuous)
       schedule_request(it.id, r, now);

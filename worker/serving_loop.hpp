@@ -186,10 +186,11 @@ private:
   void pause_if_out_of_credit(request_id id, live_request& lr);
   /// The K/V of `id`'s computed whole blocks (empty if none, or the engine cannot move K/V).
   kv_blob export_kv(request_id id);
-  /// Writes `kv` into the prefix cache as `adapter`'s blocks for `tokens` (see submit); the
-  /// tokens it imported (0 if it could not: a foreign format, other tokens, a short pool).
-  std::uint32_t import_kv(request_id id, cache::adapter_id adapter, const std::vector<std::int32_t>& tokens,
-                          const kv_blob& kv);
+  /// Writes `kv` into the prefix cache as `adapter`'s blocks for `tokens` under `salt` (the
+  /// namespace the scheduler will look in for this request; see submit); the tokens it imported
+  /// (0 if it could not: a foreign format, other tokens, a short pool).
+  std::uint32_t import_kv(request_id id, cache::adapter_id adapter, cache::cache_salt salt,
+                          const std::vector<std::int32_t>& tokens, const kv_blob& kv);
   void publish_load();
   /// Whether a waiting request of adapter `a` may start now (readiness, single-adapter turn).
   bool adapter_usable(cache::adapter_id a) const;

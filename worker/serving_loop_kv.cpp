@@ -35,7 +35,7 @@ kv_blob serving_loop::export_kv(request_id id) {
   return out;
 }
 
-std::uint32_t serving_loop::import_kv(request_id id, cache::adapter_id adapter,
+std::uint32_t serving_loop::import_kv(request_id id, cache::adapter_id adapter, cache::cache_salt salt,
                                       const std::vector<std::int32_t>& tokens, const kv_blob& kv) {
   const auto bs = blocks_.block_size();
   const auto n = kv.tokens.size();
@@ -51,7 +51,7 @@ std::uint32_t serving_loop::import_kv(request_id id, cache::adapter_id adapter,
     why = "its size does not match its tokens";
   std::optional<std::uint32_t> hit;
   const cache::seq_id seq{id.value()};
-  if (!why && !(hit = blocks_.allocate(seq, kv.tokens, adapter)))
+  if (!why && !(hit = blocks_.allocate(seq, kv.tokens, adapter, salt)))
     why = "the K/V pool is full";
   if (!why) {
     // Blocks the prefix cache already held stay as they are; the rest are written, published to

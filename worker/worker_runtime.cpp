@@ -152,6 +152,7 @@ struct worker_runtime::impl {
     c.sched.max_batched_tokens = s.max_batched_tokens;
     c.sched.watermark_blocks = s.watermark_blocks;
     c.sched.policy = s.scheduling;
+    c.sched.isolation = s.prefix_cache_isolation;
     c.num_blocks = blocks;
     c.block_size = s.block_size;
     c.prefix_cache = s.prefix_cache;

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "cache/cache_salt.hpp"
 #include "core/request.hpp"
 #include "core/vtc.hpp"
 
@@ -69,6 +70,9 @@ struct worker_settings {
   /// Admission order across tenants in the waiting queue (scheduler_config::policy).
   scheduling_policy scheduling = scheduling_policy::vtc;
   bool prefix_cache = true;
+  /// Whose prefix-cache blocks a request may reuse (cache/cache_salt.hpp): `tenant` (each named
+  /// tenant, e.g. a keyed one, only its own; the default tenant "" shares, as before) or `shared`.
+  cache::prefix_isolation prefix_cache_isolation = cache::prefix_isolation::tenant;
   batching_mode mode = batching_mode::continuous;
   std::uint32_t static_batch = 8;          ///< static modes: batch size
   std::uint64_t seed = 0;                  ///< fallback seed base for unseeded requests

@@ -137,6 +137,7 @@ count = 3
 dtype = "bf16"
 block_size = 32
 prefix_cache = false
+prefix_cache_isolation = "shared"
 adapter_cache_mb = 64
 max_adapters = 4
 report_interval_ms = 20
@@ -207,6 +208,8 @@ report_interval_ms = 20
   CHECK(g.workers.settings.dtype == "bf16");
   CHECK(g.workers.settings.block_size == 32);
   CHECK_FALSE(g.workers.settings.prefix_cache);
+  CHECK(g.workers.settings.prefix_cache_isolation == cache::prefix_isolation::shared);
+  CHECK(head.workers.settings.prefix_cache_isolation == cache::prefix_isolation::tenant);  // the default
   CHECK(g.workers.settings.adapter_cache_mb == 64);
   CHECK(g.workers.settings.max_adapters == 4);
   CHECK(g.workers.report_interval.count() == 20);

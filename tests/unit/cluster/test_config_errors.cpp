@@ -277,3 +277,33 @@ TEST_CASE("[auth]: the key file is checked like at start, metrics_need_key needs
   CHECK(d.issue(with("\n[auth]\nmetrics_need_key = true\n")).key == "auth.metrics_need_key");
   CHECK(d.issue(with("\n[auth]\nkeyfile = \"keys.txt\"\n")).key == "auth.keyfile");
 }
+
+TEST_CASE("[http] TLS files: both or neither, with a listen address, files that exist", "[cluster][config][errors]") {
+  config_dir d;
+  const auto cert = d.write("cert", "cert.pem"), key = d.write("key", "key.pem");
+  auto c = d.load(with("\n[http]\nlisten = \"127.0.0.1:8443\"\ntls_cert = \"cert.pem\"\ntls_key = \"key.pem\"\n"));
+  CHECK(c.http_tls_cert == cert);  // relative to the config file
+  CHECK(c.http_tls_key == key);
+  auto i = d.issue(with("\n[http]\nlisten = \"127.0.0.1:8443\"\ntls_cert = \"cert.pem\"\n"));
+  CHECK(i.key == "http.tls_cert");
+  CHECK_THAT(i.reason, Contains("go together") && Contains("tls_key is missing"));
+  i = d.issue(with("\n[http]\nlisten = \"127.0.0.1:8443\"\ntls_key = \"key.pem\"\n"));
+  CHECK(i.key == "http.tls_key");
+  CHECK_THAT(i.reason, Contains("tls_cert is missing"));
+  i = d.issue(with("\n[http]\ntls_cert = \"cert.pem\"\ntls_key = \"key.pem\"\n"));
+  CHECK_THAT(i.reason, Contains("set [http] listen"));
+  i = d.issue(with("\n[http]\nlisten = \"127.0.0.1:8443\"\ntls_cert = \"cert.pem\"\ntls_key = \"nope.pem\"\n"));
+  CHECK(i.key == "http.tls_key");
+  CHECK_THAT(i.reason, Contains("nope.pem") && Contains("No such file"));
+  // Without path checks (a config for other hosts) the files need not exist here.
+  cluster::load_options no_paths;
+  no_paths.check_paths = false;
+  CHECK_NOTHROW(d.load(with("\n[http]\nlisten = \"127.0.0.1:8443\"\ntls_cert = \"a.pem\"\ntls_key = \"b.pem\"\n"), no_paths));
+}
+
+TEST_CASE("prefix_cache_isolation is tenant or shared", "[cluster][config][errors]") {
+  config_dir d;
+  auto i = d.issue(replaced("count = 2", "count = 2\nprefix_cache_isolation = \"none\""));
+  CHECK(i.key == "nodes[1].workers.prefix_cache_isolation");
+  CHECK_THAT(i.reason, Contains("\"tenant\" or \"shared\""));
+}

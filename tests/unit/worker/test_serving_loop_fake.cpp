@@ -142,3 +142,36 @@ TEST_CASE("stop without drain cancels in-flight requests, later submits are refu
   REQUIRE(col.wait_for(6, std::chrono::seconds(5)));
   CHECK(col.result(9).error == lf::serve_errc::shutting_down);
 }
+
+namespace {
+
+/// Runs the same 13-token prompt for each tenant in turn on one loop with prefix-cache
+/// isolation `iso`; returns each request's usage.cached_tokens.
+std::vector<std::uint32_t> cached_by_turn(lf::cache::prefix_isolation iso, const std::vector<std::string>& tenants) {
+  fake_engine eng;
+  collector col;
+  auto cfg = small_config();
+  cfg.sched.isolation = iso;
+  serving_loop loop(eng, tok(), cfg);
+  std::vector<std::uint32_t> out;
+  for (std::size_t i = 0; i < tenants.size(); ++i) {
+    auto d = req({11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23}, 2);
+    d.tenant = tenants[i];
+    lf::test::submit(loop, std::move(d), col.make(static_cast<int>(i)));
+    REQUIRE(col.wait_for(i + 1));
+    out.push_back(static_cast<std::uint32_t>(col.result(static_cast<int>(i)).usage.cached_tokens));
+  }
+  loop.stop(true);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("prefix-cache isolation: tenants do not hit each other's prompts, each hits its own",
+          "[serving_loop][isolation]") {
+  const std::vector<std::string> turns = {"acme", "globex", "", "acme", "globex", ""};
+  CHECK(cached_by_turn(lf::cache::prefix_isolation::tenant, turns)
+        == std::vector<std::uint32_t>{0, 0, 0, 12, 12, 12});
+  CHECK(cached_by_turn(lf::cache::prefix_isolation::shared, turns)
+        == std::vector<std::uint32_t>{0, 12, 12, 12, 12, 12});
+}

@@ -60,6 +60,9 @@ std::vector<lf::request_draft> requests() {
     lf::request_draft d;
     d.prompt = fx().tok.encode(texts[i]);
     d.adapter = i % 2 == 1 ? "one" : "";
+    // Named tenants' blocks are salted (prefix-cache isolation): the import must salt them the
+    // same way, or admission would not find them (usage.cached_tokens, below).
+    d.tenant = i == 0 ? "" : i == 3 ? "globex" : "acme";
     d.params.max_tokens = 48;
     d.params.ignore_eos = true;
     if (i >= 2) {
