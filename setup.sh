@@ -41,7 +41,7 @@ if [ "$action" = test ] || [ "$action" = cross ]; then
   packages+=(g++-aarch64-linux-gnu qemu-user)
 fi
 if [ "$action" = test ]; then
-  packages+=(curl chromium)
+  packages+=(curl chromium openssl)     # openssl: the TLS tests make a self-signed certificate
   command -v node > /dev/null || packages+=(nodejs)
   command -v npm > /dev/null || packages+=(npm)
 fi
