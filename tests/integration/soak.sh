@@ -9,7 +9,7 @@ bin=$1
 src=$2
 shift 2
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap '[ -n "${LF_SOAK_KEEP:-}" ] || rm -rf "$tmp"' EXIT
 py=/usr/bin/python3; [ -x "$py" ] || py=python3
 
 "$bin" make-model --out "$tmp/model" --layers 2 --heads 4 --embd 64 --context 256 --seed 1 > /dev/null
