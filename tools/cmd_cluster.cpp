@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include <pthread.h>
@@ -168,7 +169,11 @@ int cmd_status(int argc, char** argv) {
   return 0;
 }
 
-int cmd_drain(int argc, char** argv) {
+namespace {
+
+/// `lorafleet drain|undrain NODE [--endpoint EP] [CURVE flags]`: the client's options and the node,
+/// or nullopt after printing the usage error.
+std::optional<std::pair<client::client_options, std::string>> node_command(int argc, char** argv, const char* cmd) {
   args a(argc, argv, 2);
   client::client_options co;
   co.endpoint = a.str("endpoint", "tcp://127.0.0.1:5555");
@@ -176,17 +181,27 @@ int cmd_drain(int argc, char** argv) {
   const auto pos = a.positional();
   a.finish();
   if (pos.size() != 1 || pos[0].empty()) {
-    std::cerr << "lorafleet drain: name one node (or one worker, NODE/N)\n";
-    return 2;
+    std::cerr << "lorafleet " << cmd << ": name one node (or one worker, NODE/N)\n";
+    return std::nullopt;
   }
+  return std::make_pair(co, pos[0]);
+}
+
+} // namespace
+
+int cmd_drain(int argc, char** argv) {
+  const auto in = node_command(argc, argv, "drain");
+  if (!in)
+    return 2;
+  const auto& [co, node] = *in;
   client::client c(co);
-  auto r = c.drain(pos[0], std::chrono::seconds(15));
+  auto r = c.drain(node, std::chrono::seconds(15));
   if (!r) {
     std::cerr << "lorafleet drain: no answer from " << co.endpoint << " within 15 s\n";
     return 1;
   }
   if (r->workers == 0) {
-    std::cerr << "lorafleet drain: no live worker is named " << pos[0] << " or " << pos[0]
+    std::cerr << "lorafleet drain: no live worker is named " << node << " or " << node
               << "/N (or it is drained already); `lorafleet status` lists them\n";
     return 1;
   }
@@ -196,24 +211,18 @@ int cmd_drain(int argc, char** argv) {
 }
 
 int cmd_undrain(int argc, char** argv) {
-  args a(argc, argv, 2);
-  client::client_options co;
-  co.endpoint = a.str("endpoint", "tcp://127.0.0.1:5555");
-  apply_curve_flags(a, co);
-  const auto pos = a.positional();
-  a.finish();
-  if (pos.size() != 1 || pos[0].empty()) {
-    std::cerr << "lorafleet undrain: name one node (or one worker, NODE/N)\n";
+  const auto in = node_command(argc, argv, "undrain");
+  if (!in)
     return 2;
-  }
+  const auto& [co, node] = *in;
   client::client c(co);
-  auto r = c.undrain(pos[0], std::chrono::seconds(15));
+  auto r = c.undrain(node, std::chrono::seconds(15));
   if (!r) {
     std::cerr << "lorafleet undrain: no answer from " << co.endpoint << " within 15 s\n";
     return 1;
   }
   if (r->workers == 0) {
-    std::cerr << "lorafleet undrain: no drained live worker is named " << pos[0] << " or " << pos[0]
+    std::cerr << "lorafleet undrain: no drained live worker is named " << node << " or " << node
               << "/N; `lorafleet status` lists the workers and their states\n";
     return 1;
   }
