@@ -246,11 +246,15 @@ void read_credit(field_reader& r, credit_msg& m) {
     r.fail("tokens must be in [1, " + std::to_string(max_window) + "] (got 0)");
 }
 
-void read_drain(field_reader& r, drain_msg& m) {
-  m.node = r.get_str("node", presence::required, max_name_bytes).value_or("");
-  if (r.ok() && m.node.empty())
+/// The node a drain or undrain names: required, not empty.
+std::string read_node(field_reader& r) {
+  auto node = r.get_str("node", presence::required, max_name_bytes).value_or("");
+  if (r.ok() && node.empty())
     r.fail("node must not be empty");
+  return node;
 }
+
+void read_drain(field_reader& r, drain_msg& m) { m.node = read_node(r); }
 
 void read_drained(field_reader& r, drained_msg& m) {
   m.node = r.get_str("node", presence::required, max_name_bytes).value_or("");
@@ -258,11 +262,7 @@ void read_drained(field_reader& r, drained_msg& m) {
   m.moved = static_cast<std::uint32_t>(r.get_uint("moved", presence::required, u32_max).value_or(0));
 }
 
-void read_undrain(field_reader& r, undrain_msg& m) {
-  m.node = r.get_str("node", presence::required, max_name_bytes).value_or("");
-  if (r.ok() && m.node.empty())
-    r.fail("node must not be empty");
-}
+void read_undrain(field_reader& r, undrain_msg& m) { m.node = read_node(r); }
 
 void read_undrained(field_reader& r, undrained_msg& m) {
   m.node = r.get_str("node", presence::required, max_name_bytes).value_or("");

@@ -132,6 +132,13 @@ std::string encode_id_only(std::string_view type, const T& m) {
   return w.take();
 }
 
+/// A frame of one field, the node a drain or undrain names.
+std::string encode_node_only(const char* type, const std::string& node) {
+  frame_writer w(type, 1);
+  w.field("node", node);
+  return w.take();
+}
+
 } // namespace
 
 std::string encode(const submit_msg& m) {
@@ -196,11 +203,7 @@ std::string encode(const accepted_msg& m) { return encode_id_only("accepted", m)
 std::string encode(const cancelled_msg& m) { return encode_id_only("cancelled", m); }
 std::string encode(const pong_msg&) { return frame_writer("pong", 0).take(); }
 
-std::string encode(const drain_msg& m) {
-  frame_writer w("drain", 1);
-  w.field("node", m.node);
-  return w.take();
-}
+std::string encode(const drain_msg& m) { return encode_node_only("drain", m.node); }
 
 std::string encode(const drained_msg& m) {
   frame_writer w("drained", 3);
@@ -210,11 +213,7 @@ std::string encode(const drained_msg& m) {
   return w.take();
 }
 
-std::string encode(const undrain_msg& m) {
-  frame_writer w("undrain", 1);
-  w.field("node", m.node);
-  return w.take();
-}
+std::string encode(const undrain_msg& m) { return encode_node_only("undrain", m.node); }
 
 std::string encode(const undrained_msg& m) {
   frame_writer w("undrained", 2);
