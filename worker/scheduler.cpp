@@ -299,18 +299,11 @@ void scheduler::forget_kv(step_plan& plan) {
       continue;
     }
     running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
-    st.phase = seq_phase::waiting;
-    st.head = true;
-    ++st.preemptions;
-    ++preemptions_;
-    plan.preempted.push_back(id);
     evicted.push_back(id);
   }
-  // Oldest first at the head of the queue, as preemptions leave them.
-  for (auto it = evicted.rbegin(); it != evicted.rend(); ++it) {
-    waiting_.push_front(*it);
-    entered_waiting(state_of(*it));
-  }
+  // Newest first, as preempt_newest takes them: the oldest ends up at the head of the queue.
+  for (auto it = evicted.rbegin(); it != evicted.rend(); ++it)
+    requeue_preempted(*it, plan);
 }
 
 void scheduler::continue_prefills(step_plan& plan, std::uint32_t& budget) {
@@ -401,16 +394,20 @@ cache::seq_id scheduler::preempt_newest(step_plan& plan) {
   const auto victim = running_.back();
   running_.pop_back();
   blocks_.free(victim);
-  auto& st = state_of(victim);
+  // Victims come newest first, so pushing each to the front leaves the older one ahead.
+  requeue_preempted(victim, plan);
+  return victim;
+}
+
+void scheduler::requeue_preempted(cache::seq_id id, step_plan& plan) {
+  auto& st = state_of(id);
   st.phase = seq_phase::waiting;
   st.head = true;
   ++st.preemptions;
   ++preemptions_;
-  // Victims come newest first, so pushing each to the front leaves the older one ahead.
-  waiting_.push_front(victim);
+  waiting_.push_front(id);
   entered_waiting(st);
-  plan.preempted.push_back(victim);
-  return victim;
+  plan.preempted.push_back(id);
 }
 
 // -- results ------------------------------------------------------------------------------------

@@ -323,6 +323,10 @@ private:
   /// Frees the newest running sequence's blocks and puts it at the head of the waiting queue.
   cache::seq_id preempt_newest(step_plan& plan);
 
+  /// A sequence just taken off running_ (its blocks freed) goes to the head of the waiting queue
+  /// as preempted: counted, first in line, reported in plan.preempted.
+  void requeue_preempted(cache::seq_id id, step_plan& plan);
+
   scheduler_config cfg_;
   cache::block_manager& blocks_;
   std::unordered_map<cache::seq_id, seq_state> seqs_;
