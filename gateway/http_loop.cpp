@@ -26,6 +26,7 @@
 #include "gateway/host_port.hpp"
 #include "gateway/http_impl.hpp"
 #include "gateway/openai_response.hpp"
+#include "gateway/stream_close.hpp"
 
 namespace lf::gateway {
 
@@ -265,6 +266,22 @@ void http_gateway::impl::on_request(evhttp_request* req) {
                  access.caller.name, access.caller.tenant, remote);
 }
 
+namespace {
+
+std::string_view header_or_empty(evkeyvalq* headers, const char* name) {
+  const char* v = evhttp_find_header(headers, name);
+  return v ? std::string_view(v) : std::string_view();
+}
+
+/// The headers of `req` that decide whether its stream closes its connection at the end.
+stream_client stream_client_of(evhttp_request* req) {
+  auto* in = evhttp_request_get_input_headers(req);
+  return {header_or_empty(in, "Connection"), header_or_empty(in, "User-Agent"),
+          header_or_empty(in, "X-Stainless-Runtime"), header_or_empty(in, "X-Stainless-Runtime-Version")};
+}
+
+} // namespace
+
 void http_gateway::impl::drain_outbox() {
   std::deque<http_out> batch;
   {
@@ -288,6 +305,8 @@ void http_gateway::impl::drain_outbox() {
       case http_out::op::start:
         evhttp_add_header(headers, "Content-Type", "text/event-stream");
         evhttp_add_header(headers, "Cache-Control", "no-cache");
+        if (close_after_stream(stream_client_of(req)))
+          evhttp_add_header(headers, "Connection", "close");  // evhttp closes it after the end
         evhttp_send_reply_start(req, 200, "OK");
         waiting.erase(o.id);  // evhttp sees this socket close from now on
         [[fallthrough]];

@@ -115,6 +115,20 @@ code=$(http POST "$A/v1/completions" '{"model":"tiny","prompt":"Hi","max_tokens"
 [ "$code" = 200 ] && py_text "$tmp/body" '[l for l in t.split("\n") if l.strip()][-1] == "data: [DONE]"' \
   || fail "streamed completion with the adapter ends with data: [DONE]"
 ok "streamed completion (adapter) ends with data: [DONE]"
+[ -z "$(header connection)" ] || fail "a stream keeps its connection for reuse (got Connection: $(header connection))"
+# the openai SDK v4 on Node.js 18 (node-fetch 2 over keep-alive: "Premature close") gets
+# Connection: close at the end of a stream (gateway/stream_close.hpp); on Node.js 20 it does not
+sdk_stream() {  # sdk_stream NODE_VERSION: a streamed completion with the SDK's runtime headers
+  curl -s -o "$tmp/body" -D "$tmp/headers" --max-time 30 -H 'Content-Type: application/json' \
+    -H 'X-Stainless-Runtime: node' -H "X-Stainless-Runtime-Version: $1" \
+    -d '{"model":"tiny","prompt":"Hi","max_tokens":3,"stream":true}' "$A/v1/completions"
+}
+sdk_stream v18.20.4
+[ "$(header connection)" = close ] || fail "a stream to the SDK on Node.js 18 ends with Connection: close (got '$(header connection)')"
+grep -q 'data: \[DONE\]' "$tmp/body" || fail "the stream to the SDK on Node.js 18 ends with data: [DONE]"
+sdk_stream v20.20.2
+[ -z "$(header connection)" ] || fail "a stream to the SDK on Node.js 20 keeps its connection (got Connection: $(header connection))"
+ok "streams close their connection only for node-fetch on Node.js < 20 (its Premature close)"
 
 # ---- the adapter registry ------------------------------------------------------------------
 [ "$(http POST "$A/v1/adapters" "{\"name\":\"reg\",\"path\":\"$tmp/adapters/tiny\"}")" = 200 ] \
