@@ -14,6 +14,9 @@ set -euo pipefail
 cd "$(dirname "$0")"
 action=${1:-build}
 preset=${LORAFLEET_PRESET:-release}
+# Progress: each long phase says how long it took.
+phase_start=$SECONDS
+phase_done() { echo "setup: $1 took $((SECONDS - phase_start)) s"; phase_start=$SECONDS; }
 
 packages=(
   build-essential cmake ninja-build pkg-config
@@ -42,8 +45,9 @@ if [ "$action" = test ] || [ "$action" = cross ]; then
 fi
 if [ "$action" = test ]; then
   packages+=(curl chromium openssl)     # openssl: the TLS tests make a self-signed certificate
+  # Node.js only: Debian's npm would pull in ~700 packages (4 minutes of installing on a fresh
+  # machine); without npm, tests/http/install_packages.py installs the lock file's packages.
   command -v node > /dev/null || packages+=(nodejs)
-  command -v npm > /dev/null || packages+=(npm)
 fi
 
 missing=()
@@ -56,11 +60,21 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  phase_done "installing packages"
 fi
 
-if [ "$action" = test ] && [ ! -f tests/http/node_modules/openai/package.json ]; then
-  echo "setup: installing the openai npm package for the HTTP tests"
-  (cd tests/http && npm ci --no-audit --no-fund --loglevel=error)
+# The HTTP tests' npm packages (the openai SDK, ...), again whenever package-lock.json changes.
+lock_sum=$(sha256sum tests/http/package-lock.json | cut -d' ' -f1)
+stamp=tests/http/node_modules/.lorafleet-lock
+if [ "$action" = test ] && [ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ]; then
+  echo "setup: installing the npm packages of tests/http/package-lock.json"
+  if command -v npm > /dev/null; then
+    (cd tests/http && npm ci --no-audit --no-fund --loglevel=error)
+  else
+    /usr/bin/python3 tests/http/install_packages.py
+  fi
+  echo "$lock_sum" > "$stamp"
+  phase_done "installing npm packages"
 fi
 
 if [ "$action" = cross ]; then
@@ -78,12 +92,14 @@ fi
 targets=()
 [ "$action" = demo ] && targets=(--target lorafleet)
 cmake --build --preset "$preset" -j "${JOBS:-$(nproc)}" "${targets[@]}"
+phase_done "building"
 
 bin="build/$preset/tools"
 case "$action" in
   build) ;;
   test)
     ctest --preset "$preset" -j "${JOBS:-$(nproc)}" --timeout 1500
+    phase_done "testing"
     ;;
   demo)
     # A local cluster (router + 2 workers + gateway) on the embedded default model and its style

@@ -11,7 +11,7 @@ here=$src/tests/http
 command -v node > /dev/null || { echo "openai_sdk: node is not installed: run ./setup.sh test"; exit 1; }
 if [ ! -f "$here/node_modules/openai/package.json" ]; then
   echo "openai_sdk: the openai npm package is missing ($here/node_modules/openai): run ./setup.sh test"
-  echo "(or: cd tests/http && npm ci --no-audit --no-fund)"
+  echo "(or: cd tests/http && npm ci --no-audit --no-fund, or python3 tests/http/install_packages.py)"
   exit 1
 fi
 echo "# node $(node --version), openai $(node -p "require('$here/node_modules/openai/package.json').version")"
