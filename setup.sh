@@ -59,7 +59,10 @@ if ((${#missing[@]})); then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   export DEBIAN_FRONTEND=noninteractive
   $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # --force-unsafe-io: dpkg skips its fsync per unpacked file (as Debian's Docker images do);
+  # measured here on a fresh machine, the test packages installed in 211 s instead of 525 s. An
+  # install cut short by a crash is redone by running this script again.
+  $sudo apt-get install -y -qq --no-install-recommends -o DPkg::Options::=--force-unsafe-io "${missing[@]}"
   phase_done "installing packages"
 fi
 
