@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include <caf/error.hpp>
+#include <caf/sec.hpp>
 #include <caf/meta/load_callback.hpp>
 #include <caf/meta/type_name.hpp>
 
@@ -17,17 +19,30 @@
 
 namespace lf {
 
-/// sampling_params on the wire: the optional seed as (has_seed, seed).
+/// sampling_params on the wire: the optional seed as (has_seed, seed), logit_bias as two
+/// parallel lists (ids, biases), so a request resumed on another worker keeps its bias.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
   bool has_seed = x.seed.has_value();
   std::uint64_t seed = x.seed.value_or(0);
+  std::vector<std::int32_t> bias_ids;
+  std::vector<float> bias_values;
+  for (const auto& [id, b] : x.logit_bias) {
+    bias_ids.push_back(id);
+    bias_values.push_back(b);
+  }
   auto load = caf::meta::load_callback([&]() -> caf::error {
     x.seed = has_seed ? std::optional<std::uint64_t>(seed) : std::nullopt;
+    if (bias_ids.size() != bias_values.size())
+      return caf::sec::invalid_argument;
+    x.logit_bias.clear();
+    for (std::size_t i = 0; i < bias_ids.size(); ++i)
+      x.logit_bias.emplace(bias_ids[i], bias_values[i]);
     return caf::none;
   });
   return f(caf::meta::type_name("lf.sampling"), x.temperature, x.top_k, x.top_p,
-           x.repetition_penalty, has_seed, seed, x.max_tokens, x.stop, x.ignore_eos, x.logprobs, x.top_logprobs, load);
+           x.repetition_penalty, has_seed, seed, x.max_tokens, x.stop, x.ignore_eos, x.logprobs, x.top_logprobs,
+           bias_ids, bias_values, load);
 }
 
 /// A token's log-probability and its alternatives.

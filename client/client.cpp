@@ -180,6 +180,8 @@ struct client::impl {
             e = &it->second;
             e->acc.text += msg.text;
             e->acc.tokens.push_back(msg.token);
+            if (msg.logprobs)
+              e->acc.logprobs.push_back(*msg.logprobs);
           }
           if (e->cb.on_token)
             e->cb.on_token(msg);
@@ -198,6 +200,10 @@ struct client::impl {
           }
           if (msg.text)
             r.text = *msg.text;
+          if (!msg.logprobs.empty()) {  // stream=false: done carries them
+            r.tokens = msg.tokens;
+            r.logprobs = msg.logprobs;
+          }
           r.finish_reason = msg.finish_reason;
           r.usage = msg.usage;
           r.timings = msg.timings;

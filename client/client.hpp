@@ -47,7 +47,9 @@ struct result {
   std::optional<std::uint32_t> retry_after_ms;  ///< with overloaded
   std::string text;
   std::string finish_reason;
-  std::vector<std::int32_t> tokens;           ///< streamed token ids (streaming requests)
+  std::vector<std::int32_t> tokens;           ///< token ids (streaming; or stream=false with logprobs)
+  /// With submit_msg::logprobs: each token's log-probability and alternatives, as `tokens`.
+  std::vector<token_logprobs> logprobs;
   proto::usage_info usage;                    ///< usage.resumed: mid-stream moves between workers
   proto::timing_info timings;
   std::uint64_t seed = 0;                     ///< the seed used (the request's or the router's)

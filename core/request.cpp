@@ -68,6 +68,11 @@ std::variant<validated_request, check_failure> validate_request(request_draft d,
                     + std::to_string(limits.vocab_size) + ")");
   if (auto err = validate(d.params, limits.max_tokens_limit, limits.max_stop, limits.max_stop_len))
     return fail(serve_errc::invalid_request, *err);
+  // validate() has refused negative ids; the largest id is the map's last.
+  if (!d.params.logit_bias.empty() && static_cast<std::size_t>(d.params.logit_bias.rbegin()->first) >= limits.vocab_size)
+    return fail(serve_errc::invalid_request,
+                "logit_bias token id " + std::to_string(d.params.logit_bias.rbegin()->first)
+                  + " is outside the vocabulary [0, " + std::to_string(limits.vocab_size) + ")");
   if (!d.adapter.empty() && !valid_adapter_name(d.adapter))
     return fail(serve_errc::invalid_request,
                 "adapter name is not a valid relative path of [A-Za-z0-9._-] components");

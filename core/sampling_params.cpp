@@ -44,6 +44,15 @@ std::optional<std::string> validate(const sampling_params& p, int max_tokens_lim
   if (p.top_logprobs > 0 && !p.logprobs)
     return std::string("top_logprobs needs logprobs (got top_logprobs ") + std::to_string(p.top_logprobs)
            + " without logprobs)";
+  if (p.logit_bias.size() > max_logit_bias_entries)
+    return "logit_bias must have at most " + std::to_string(max_logit_bias_entries) + " entries (got "
+           + std::to_string(p.logit_bias.size()) + ")";
+  for (const auto& [id, bias] : p.logit_bias) {
+    if (id < 0)
+      return "logit_bias keys must be token ids >= 0 (got " + std::to_string(id) + ")";
+    if (!(bias >= -max_logit_bias && bias <= max_logit_bias))
+      return "logit_bias[" + std::to_string(id) + "] must be in [-100, 100] (got " + show(bias) + ")";
+  }
   if (p.stop.size() > max_stop)
     return "stop must have at most " + std::to_string(max_stop) + " entries (got "
            + std::to_string(p.stop.size()) + ")";

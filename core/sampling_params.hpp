@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,11 +31,22 @@ struct sampling_params {
   /// Keep generating past the end-of-text token.
   bool ignore_eos = false;
   /// Report each sampled token's log-probability under the model (the raw logits' log-softmax,
-  /// before penalty, temperature and filters, as OpenAI's API does) ...
+  /// before logit_bias, penalty, temperature and filters, as OpenAI's API does) ...
   bool logprobs = false;
   /// ... and the `top_logprobs` most likely alternatives at that position; in [0, max_top_logprobs].
   int top_logprobs = 0;
+  /// OpenAI's logit_bias: token id -> a bias in [-max_logit_bias, max_logit_bias] added to that
+  /// token's logit before anything else (penalty, temperature, top-k, top-p, greedy's argmax); -100
+  /// effectively bans a token, +100 effectively forces it. Reported log-probabilities are of the
+  /// logits without it, as OpenAI's API has reported them since 2024.
+  /// At most max_logit_bias_entries; ids are checked against the vocabulary by validate_request.
+  std::map<std::int32_t, float> logit_bias;
 };
+
+/// The largest |bias| of a logit_bias entry (OpenAI's range).
+inline constexpr float max_logit_bias = 100.0f;
+/// The most logit_bias entries a request may carry (OpenAI's limit).
+inline constexpr std::size_t max_logit_bias_entries = 300;
 
 /// The most alternatives a request may ask for per token (OpenAI's limit).
 inline constexpr int max_top_logprobs = 20;

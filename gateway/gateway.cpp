@@ -178,13 +178,20 @@ void on_token(gw_self self, const actors::token_event& ev) {
   if (e == nullptr)
     return;
   send_accepted_once(self, *e);
-  if (!e->stream)
+  if (!e->stream) {
+    if (ev.has_logprobs && e->logprobs.size() < proto::max_done_logprobs) {
+      e->lp_tokens.push_back(ev.token);
+      e->logprobs.push_back(ev.logprobs);
+    }
     return;
+  }
   proto::token_msg t;
   t.id = e->client_id;
   t.text = ev.text;
   t.token = ev.token;
   t.index = ev.index;
+  if (ev.has_logprobs)
+    t.logprobs = ev.logprobs;
   ++e->tokens_sent;
   send_event(self, e->identity, proto::encode(t));
 }
@@ -200,8 +207,11 @@ void on_done(gw_self self, const actors::done_event& ev) {
   d.usage = {ev.usage.prompt_tokens, ev.usage.completion_tokens, ev.usage.cached_tokens, ev.resumed};
   d.seed = ev.seed;
   d.timings = {ev.timings.queue_ms, ev.timings.ttft_ms, ev.timings.total_ms};
-  if (!e->stream)
+  if (!e->stream) {
     d.text = ev.text;
+    d.tokens = std::move(e->lp_tokens);
+    d.logprobs = std::move(e->logprobs);
+  }
   send_event(self, e->identity, proto::encode(d));
   end_request(self, ev.id);
 }

@@ -29,6 +29,10 @@ struct gateway_entry {
   bool stream = true;
   std::uint32_t tokens_sent = 0;
   bool accepted_sent = false;  ///< `accepted` goes out before the first token or done
+  /// stream=false with logprobs: each token's id and log-probabilities until done carries them
+  /// (at most proto::max_done_logprobs).
+  std::vector<std::int32_t> lp_tokens;
+  std::vector<token_logprobs> logprobs;
 };
 
 /// Why add() refused a request.

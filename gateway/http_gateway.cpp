@@ -121,6 +121,8 @@ void on_completion(http_self self, std::uint64_t hid, api_kind kind, const std::
   const std::string adapter = req.model == opts.model_name ? std::string() : req.model;
   // Choices: prompt-major, n per prompt (OpenAI's index order).
   std::vector<actors::generate_request> gens;
+  std::vector<std::pair<std::string, std::uint32_t>> echoes;  ///< echo: per prompt, its text and tokens
+  const bool generate = req.base.max_tokens > 0;  ///< 0 (echo only): the prompt is the whole reply
   const auto prompts = kind == api_kind::chat ? std::size_t{1} : req.prompts.size();
   for (std::size_t p = 0; p < prompts; ++p) {
     auto m = req.base;
@@ -138,6 +140,26 @@ void on_completion(http_self self, std::uint64_t hid, api_kind kind, const std::
     if (auto* bad = std::get_if<check_failure>(&drafted))
       return reply_error(self, hid, to_api_error(bad->code, std::move(bad->message)));
     auto& draft = std::get<request_draft>(drafted);
+    if (req.echo) {
+      const auto& in = req.prompts[p];
+      std::string text = in.text;
+      if (ids) {
+        for (auto t : in.tokens)
+          if (t < 0 || static_cast<std::size_t>(t) >= opts.tokenizer->vocab_size())
+            return reply_error(self, hid, {400, "prompt token id " + std::to_string(t) + " is outside the vocabulary [0, "
+                                                  + std::to_string(opts.tokenizer->vocab_size()) + ")",
+                                           "invalid_request_error", "prompt", "invalid_request"});
+        text = opts.tokenizer->decode(in.tokens);
+      }
+      if (!generate && opts.context_window > 0 && draft.prompt.size() > opts.context_window)
+        return reply_error(self, hid, to_api_error(serve_errc::prompt_too_long,
+                                                   "prompt (" + std::to_string(draft.prompt.size())
+                                                     + " tokens) exceeds the context window of "
+                                                     + std::to_string(opts.context_window) + " tokens"));
+      echoes.emplace_back(std::move(text), static_cast<std::uint32_t>(draft.prompt.size()));
+    }
+    if (!generate)
+      continue;
     auto& params = draft.params;
     params.logprobs = req.logprobs;
     params.top_logprobs = req.top_logprobs;
@@ -157,9 +179,25 @@ void on_completion(http_self self, std::uint64_t hid, api_kind kind, const std::
   auto tok = opts.tokenizer;
   http_entry e;
   e.stream = req.stream;
+  const auto choices = prompts * static_cast<std::size_t>(req.n);
   e.reply = std::make_unique<openai_reply>(req, std::string(kind == api_kind::chat ? "chatcmpl-" : "cmpl-") + rid,
-                                           static_cast<std::int64_t>(std::time(nullptr)), gens.size(),
+                                           static_cast<std::int64_t>(std::time(nullptr)), choices,
                                            [tok](std::int32_t t) { return tok->decode_token(t); });
+  if (req.echo) {
+    // Each choice's text starts with its prompt (streamed: its first chunk).
+    for (std::size_t c = 0; c < choices; ++c)
+      e.reply->echo(c, echoes[c / static_cast<std::size_t>(req.n)].first);
+    if (!generate) {
+      // max_tokens 0: nothing to generate (a common way to score or count a prompt).
+      std::string bytes;
+      for (std::size_t c = 0; c < choices; ++c)
+        bytes += e.reply->on_done(c, "length", {echoes[c / static_cast<std::size_t>(req.n)].second, 0, 0});
+      if (!e.stream)
+        return reply(self, hid, 200, e.reply->body());
+      send_stream(self, hid, e, bytes + e.reply->stream_end(), true);
+      return;
+    }
+  }
   for (std::size_t c = 0; c < gens.size(); ++c) {
     e.choices.push_back(gens[c].id);
     st.by_choice[gens[c].id.value()] = {hid, c};

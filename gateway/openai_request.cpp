@@ -1,6 +1,7 @@
 #include "gateway/openai_request.hpp"
 
 #include <limits>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -159,8 +160,31 @@ void refuse_non_neutral(const json& body) {
   for (const char* k : {"frequency_penalty", "presence_penalty"})
     if (!absent(body, k) && !(body.at(k).is_number() && body.at(k).get<double>() == 0.0))
       unsupported(k, std::string(k) + " other than 0 (use the `repetition_penalty` extension)");
-  if (!absent(body, "logit_bias") && !(body.at("logit_bias").is_object() && body.at("logit_bias").empty()))
-    unsupported("logit_bias", "logit_bias");
+}
+
+/// OpenAI's logit_bias: an object from token ids (as strings: JSON keys) to a bias in
+/// [-100, 100]. Ids beyond the vocabulary are refused by the router, which knows it.
+std::map<std::int32_t, float> read_logit_bias(const json& body) {
+  std::map<std::int32_t, float> out;
+  if (absent(body, "logit_bias"))
+    return out;
+  const auto& b = body.at("logit_bias");
+  if (!b.is_object())
+    fail("logit_bias", "logit_bias must be an object mapping token ids to biases in [-100, 100]");
+  if (b.size() > max_logit_bias_entries)
+    fail("logit_bias", "logit_bias must have at most " + std::to_string(max_logit_bias_entries) + " entries (got "
+                         + std::to_string(b.size()) + ")");
+  for (const auto& [k, v] : b.items()) {
+    const bool digits = !k.empty() && k.size() <= 10 && k.find_first_not_of("0123456789") == std::string::npos;
+    const auto id = digits ? std::stoll(k) : -1;
+    if (id < 0 || id > std::numeric_limits<std::int32_t>::max())
+      fail("logit_bias", "logit_bias keys must be token ids (decimal integers >= 0; got \"" + k.substr(0, 32) + "\")");
+    if (!v.is_number() || !(v.get<double>() >= -max_logit_bias && v.get<double>() <= max_logit_bias))
+      fail("logit_bias", "logit_bias[\"" + k + "\"] must be a number in [-100, 100] (got " + v.dump() + ")");
+    if (!out.emplace(static_cast<std::int32_t>(id), static_cast<float>(v.get<double>())).second)
+      fail("logit_bias", "logit_bias names token " + std::to_string(id) + " twice");
+  }
+  return out;
 }
 
 const std::set<std::string>& known_keys(api_kind kind) {
@@ -190,8 +214,11 @@ void read_kind_specific(api_kind kind, const json& body, openai_request& r) {
       r.top_logprobs = static_cast<int>(get_int(body, "logprobs", 0, max_top_logprobs));
       r.logprobs = true;
     }
-    if (!absent(body, "echo") && get_bool(body, "echo"))
-      unsupported("echo", "echo: true");
+    if (!absent(body, "echo"))
+      r.echo = get_bool(body, "echo");
+    if (r.echo && r.logprobs)
+      unsupported("echo", "echo with logprobs (it needs the prompt tokens' log-probabilities, which the engine "
+                          "does not compute)");
     if (!absent(body, "best_of") && get_int(body, "best_of", 1, 1 << 10) != r.n)
       unsupported("best_of", "best_of other than n");
     if (!absent(body, "suffix") && !(body.at("suffix").is_string() && body.at("suffix").get<std::string>().empty()))
@@ -230,7 +257,8 @@ api_error to_api_error(serve_errc code, std::string message) {
   // The router's messages start with the field they are about ("temperature must be ...").
   if (code == serve_errc::invalid_request) {
     static const std::set<std::string> fields{"temperature", "top_p", "top_k", "repetition_penalty", "max_tokens",
-                                              "stop", "seed", "top_logprobs", "prompt", "adapter"};
+                                              "stop", "seed", "top_logprobs", "prompt", "adapter",
+                                              "logit_bias"};
     const auto end = message.find_first_not_of("abcdefghijklmnopqrstuvwxyz_");
     const auto first = message.substr(0, end);
     if (fields.count(first))
@@ -282,7 +310,7 @@ std::variant<openai_request, api_error> parse_openai_request(api_kind kind, std:
     if (!absent(body, "n"))
       r.n = static_cast<int>(get_int(body, "n", 1, limits.max_n));
     if (!absent(body, "max_tokens")) {
-      m.max_tokens = static_cast<int>(get_int(body, "max_tokens", 1, proto::max_tokens_limit));
+      m.max_tokens = static_cast<int>(get_int(body, "max_tokens", 0, proto::max_tokens_limit));
       r.max_tokens_given = true;
     }
     if (!absent(body, "temperature"))
@@ -311,6 +339,7 @@ std::variant<openai_request, api_error> parse_openai_request(api_kind kind, std:
       m.tenant = r.user;
     }
     read_stop(body, m);
+    m.logit_bias = read_logit_bias(body);
     if (!absent(body, "stream"))
       r.stream = get_bool(body, "stream");
     if (!absent(body, "stream_options")) {
@@ -326,6 +355,9 @@ std::variant<openai_request, api_error> parse_openai_request(api_kind kind, std:
         r.include_usage = get_bool(so, "include_usage");
     }
     read_kind_specific(kind, body, r);
+    if (m.max_tokens == 0 && !r.echo)
+      fail("max_tokens", "max_tokens must be in [1, " + std::to_string(proto::max_tokens_limit)
+                           + "] (got 0; 0 only with echo: true, which returns the prompt alone)");
     m.stream = r.stream;
     const auto prompts = kind == api_kind::chat ? std::size_t{1} : r.prompts.size();
     if (prompts * static_cast<std::size_t>(r.n) > limits.max_choices)

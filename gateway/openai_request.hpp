@@ -5,8 +5,9 @@
 /// C++ (nlohmann-json); the HTTP gateway does the I/O.
 ///
 /// Every field OpenAI defines is either honoured or refused with a 400 naming it: a parameter
-/// lorafleet cannot honour (`echo: true`, `frequency_penalty` != 0, `tools`, ...) is an error,
-/// never silently ignored. lorafleet's extensions: `top_k`, `repetition_penalty`, `ignore_eos`.
+/// lorafleet cannot honour (`frequency_penalty` != 0, `tools`, ...) is an error,
+/// never silently ignored (echo with logprobs, which would need the prompt's log-probabilities, is
+/// one). lorafleet's extensions: `top_k`, `repetition_penalty`, `ignore_eos`.
 
 #include <cstdint>
 #include <optional>
@@ -56,6 +57,9 @@ struct openai_request {
   bool logprobs = false;
   int top_logprobs = 0;
   std::string user;                   ///< the tenant
+  /// Completions' `echo`: each choice's text starts with its prompt. With max_tokens 0 (allowed
+  /// only with echo) nothing is generated: the reply is the prompt alone.
+  bool echo = false;
 };
 
 /// Limits of the parser.

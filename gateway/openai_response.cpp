@@ -38,7 +38,8 @@ openai_reply::openai_reply(const openai_request& req, std::string id, std::int64
                            token_bytes_fn token_bytes)
   : kind_(req.kind), id_(std::move(id)), model_(req.model), created_(created), n_(req.n), stream_(req.stream),
     include_usage_(req.include_usage), logprobs_(req.logprobs), token_bytes_(std::move(token_bytes)),
-    texts_(choices), tokens_(choices), reasons_(choices), started_(choices, false), usage_(choices) {}
+    texts_(choices), tokens_(choices), reasons_(choices), started_(choices, false), echo_(choices),
+    usage_(choices) {}
 
 std::string openai_reply::chunk(std::size_t choice, const std::string& text, const std::string* reason,
                                 const std::string* logprobs_json, bool first) const {
@@ -61,6 +62,22 @@ std::string openai_reply::chunk(std::size_t choice, const std::string& text, con
   return sse(out);
 }
 
+void openai_reply::echo(std::size_t choice, const std::string& prompt) {
+  texts_[choice] += prompt;
+  if (stream_)
+    echo_[choice] = prompt;
+}
+
+std::string openai_reply::take_echo(std::size_t choice) {
+  if (echo_[choice].empty())
+    return {};
+  const bool first = !started_[choice];
+  started_[choice] = true;
+  auto out = chunk(choice, echo_[choice], nullptr, nullptr, first);
+  echo_[choice].clear();
+  return out;
+}
+
 std::string openai_reply::on_token(std::size_t choice, std::int32_t token, const std::string& text,
                                    const token_logprobs* lp) {
   const auto offset = texts_[choice].size();
@@ -73,8 +90,9 @@ std::string openai_reply::on_token(std::size_t choice, std::int32_t token, const
       tokens_[choice].push_back(std::move(*entry));
     return {};
   }
+  auto echoed = take_echo(choice);
   if (text.empty() && !entry)
-    return {};
+    return echoed;
   std::string lp_json;
   if (entry) {
     const auto bytes = token_bytes_(token);
@@ -98,7 +116,7 @@ std::string openai_reply::on_token(std::size_t choice, std::int32_t token, const
   }
   const bool first = !started_[choice];
   started_[choice] = true;
-  return chunk(choice, text, nullptr, entry ? &lp_json : nullptr, first);
+  return echoed + chunk(choice, text, nullptr, entry ? &lp_json : nullptr, first);
 }
 
 std::string openai_reply::on_done(std::size_t choice, const std::string& reason, const choice_usage& usage) {
@@ -109,9 +127,10 @@ std::string openai_reply::on_done(std::size_t choice, const std::string& reason,
   ++done_;
   if (!stream_)
     return {};
+  auto echoed = take_echo(choice);
   const bool first = !started_[choice];
   started_[choice] = true;
-  return chunk(choice, "", &reasons_[choice], nullptr, first);
+  return echoed + chunk(choice, "", &reasons_[choice], nullptr, first);
 }
 
 std::string openai_reply::usage_json() const {

@@ -33,6 +33,11 @@ public:
   openai_reply(const openai_request& req, std::string id, std::int64_t created, std::size_t choices,
                token_bytes_fn token_bytes);
 
+  /// Completions' echo: `choice`'s text starts with `prompt`. Call before its first event;
+  /// streaming, the prompt is the choice's first chunk, sent with its first token or its end (so
+  /// a request the router refuses still gets a plain error reply).
+  void echo(std::size_t choice, const std::string& prompt);
+
   /// A token of `choice`: streaming, the SSE bytes to send now (maybe none); else none.
   std::string on_token(std::size_t choice, std::int32_t token, const std::string& text, const token_logprobs* lp);
 
@@ -55,6 +60,8 @@ private:
   std::string chunk(std::size_t choice, const std::string& text, const std::string* reason,
                     const std::string* logprobs_json, bool first) const;
   std::string usage_json() const;
+  /// Streaming: the chunk of `choice`'s echoed prompt if it is still to be sent, else "".
+  std::string take_echo(std::size_t choice);
 
   struct token_entry {
     std::int32_t token;
@@ -74,6 +81,7 @@ private:
   std::vector<std::vector<token_entry>> tokens_;  // logprobs only
   std::vector<std::string> reasons_;
   std::vector<bool> started_;
+  std::vector<std::string> echo_;  // streaming: prompt text not yet sent
   std::vector<std::optional<choice_usage>> usage_;
   std::size_t done_ = 0;
 };

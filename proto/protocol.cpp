@@ -55,6 +55,9 @@ std::optional<std::string> validate(const submit_msg& m) {
     return too_long("tenant", m.tenant.size(), max_tenant_bytes);
   if (!lf::valid_tenant_name(m.tenant))
     return std::string("tenant must be valid UTF-8 without control characters");
+  if (m.logit_bias.size() > lf::max_logit_bias_entries)
+    return "logit_bias must have at most " + std::to_string(lf::max_logit_bias_entries) + " entries (got "
+           + std::to_string(m.logit_bias.size()) + ")";
   if (m.window && (*m.window < 1 || *m.window > max_window))
     return "window must be in [1, " + std::to_string(max_window) + "] (got " + std::to_string(*m.window) + ")";
   // Sizes only: the sampling rules (ranges of temperature, top_p, max_tokens, the stop strings'
@@ -86,6 +89,9 @@ lf::sampling_params to_sampling_params(const submit_msg& m) {
   p.max_tokens = m.max_tokens;
   p.stop = m.stop;
   p.ignore_eos = m.ignore_eos;
+  p.logit_bias = m.logit_bias;
+  p.logprobs = m.logprobs;
+  p.top_logprobs = m.top_logprobs;
   if (m.is_chat())
     for (const auto& s : chat_stop_sequences())
       if (std::find(p.stop.begin(), p.stop.end(), s) == p.stop.end())
@@ -129,18 +135,29 @@ std::optional<client_request_id> request_of(const server_message& m) noexcept {
 bool operator==(const submit_msg& a, const submit_msg& b) {
   return std::tie(a.id, a.prompt, a.messages, a.adapter, a.temperature, a.top_k, a.top_p,
                   a.repetition_penalty, a.seed, a.max_tokens, a.stop, a.ignore_eos, a.stream,
-                  a.deadline_ms, a.window, a.ttft_ms, a.tenant)
+                  a.deadline_ms, a.window, a.ttft_ms, a.tenant, a.logit_bias, a.logprobs, a.top_logprobs)
          == std::tie(b.id, b.prompt, b.messages, b.adapter, b.temperature, b.top_k, b.top_p,
                      b.repetition_penalty, b.seed, b.max_tokens, b.stop, b.ignore_eos, b.stream,
-                     b.deadline_ms, b.window, b.ttft_ms, b.tenant);
+                     b.deadline_ms, b.window, b.ttft_ms, b.tenant, b.logit_bias, b.logprobs, b.top_logprobs);
 }
 bool operator==(const cancel_msg& a, const cancel_msg& b) { return a.id == b.id; }
 bool operator==(const credit_msg& a, const credit_msg& b) { return a.id == b.id && a.tokens == b.tokens; }
 bool operator==(const stats_msg&, const stats_msg&) { return true; }
 bool operator==(const ping_msg&, const ping_msg&) { return true; }
 bool operator==(const accepted_msg& a, const accepted_msg& b) { return a.id == b.id; }
+namespace {
+bool same(const lf::token_logprobs& a, const lf::token_logprobs& b) {
+  return a.logprob == b.logprob && a.top_tokens == b.top_tokens && a.top_logprobs == b.top_logprobs;
+}
+bool same(const std::vector<lf::token_logprobs>& a, const std::vector<lf::token_logprobs>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const auto& x, const auto& y) { return same(x, y); });
+}
+} // namespace
+
 bool operator==(const token_msg& a, const token_msg& b) {
-  return std::tie(a.id, a.text, a.token, a.index) == std::tie(b.id, b.text, b.token, b.index);
+  return std::tie(a.id, a.text, a.token, a.index) == std::tie(b.id, b.text, b.token, b.index)
+         && a.logprobs.has_value() == b.logprobs.has_value() && (!a.logprobs || same(*a.logprobs, *b.logprobs));
 }
 bool operator==(const usage_info& a, const usage_info& b) {
   return std::tie(a.prompt_tokens, a.completion_tokens, a.cached_tokens, a.resumed)
@@ -150,8 +167,9 @@ bool operator==(const timing_info& a, const timing_info& b) {
   return std::tie(a.queue_ms, a.ttft_ms, a.total_ms) == std::tie(b.queue_ms, b.ttft_ms, b.total_ms);
 }
 bool operator==(const done_msg& a, const done_msg& b) {
-  return std::tie(a.id, a.finish_reason, a.usage, a.timings, a.text, a.seed)
-         == std::tie(b.id, b.finish_reason, b.usage, b.timings, b.text, b.seed);
+  return std::tie(a.id, a.finish_reason, a.usage, a.timings, a.text, a.seed, a.tokens)
+           == std::tie(b.id, b.finish_reason, b.usage, b.timings, b.text, b.seed, b.tokens)
+         && same(a.logprobs, b.logprobs);
 }
 bool operator==(const error_msg& a, const error_msg& b) {
   return std::tie(a.id, a.code, a.message, a.retry_after_ms)

@@ -93,6 +93,14 @@ struct submit_msg {
   /// At most max_tenant_bytes of UTF-8 without control characters. A gateway that knows the
   /// client's CURVE key name uses that instead.
   std::string tenant;
+  /// OpenAI's logit_bias: token id -> bias in [-100, 100], added to the logits before sampling.
+  /// At most lf::max_logit_bias_entries; ids checked against the vocabulary by the router.
+  std::map<std::int32_t, float> logit_bias;
+  /// Report each generated token's log-probability (token frames, or done's `logprobs` when
+  /// stream=false) ...
+  bool logprobs = false;
+  /// ... with this many most likely alternatives, in [0, lf::max_top_logprobs]; needs logprobs.
+  int top_logprobs = 0;
 
   /// True for a chat request.
   bool is_chat() const noexcept { return !messages.empty(); }
@@ -155,6 +163,8 @@ struct token_msg {
   std::string text;          ///< text released by this token; may be empty (partial character)
   std::int32_t token = 0;    ///< GPT-2 token id, >= 0
   std::uint32_t index = 0;   ///< 0 for the first generated token
+  /// Present exactly when the request asked for logprobs (optional on the wire).
+  std::optional<lf::token_logprobs> logprobs;
 };
 
 /// Token counts of a finished request.
@@ -182,7 +192,15 @@ struct done_msg {
   /// The sampling seed used: the request's, or the one the router assigned (optional on the
   /// wire; 0 when absent). Submitting again with it reproduces the text.
   std::uint64_t seed = 0;
+  /// With stream=false and logprobs: each generated token's id and log-probabilities, in order
+  /// (optional on the wire; empty otherwise). At most max_done_logprobs entries.
+  std::vector<std::int32_t> tokens;
+  std::vector<lf::token_logprobs> logprobs;
 };
+
+/// Most per-token entries in a done frame's `logprobs` (the decoder's array limit; a generation
+/// longer than this reports its first ones only; GPT-2's context window is 1024).
+inline constexpr std::size_t max_done_logprobs = 1024;
 
 /// Terminal for the request `id`; without an id, about a frame whose id could not be read.
 struct error_msg {

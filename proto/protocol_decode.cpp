@@ -138,6 +138,83 @@ std::vector<chat_message> read_messages(field_reader& r, const msgpack::object_a
   return out;
 }
 
+/// An array element that must be an integer in [0, i32_max].
+std::optional<std::int32_t> token_id_of(field_reader& r, const msgpack::object& o, const std::string& what) {
+  if (o.type == msgpack::type::POSITIVE_INTEGER && o.via.u64 <= static_cast<std::uint64_t>(i32_max))
+    return static_cast<std::int32_t>(o.via.u64);
+  r.fail(what + " must be a token id (an integer in [0, " + std::to_string(i32_max) + "]), got "
+         + std::string(detail::type_name(o)));
+  return std::nullopt;
+}
+
+/// An array element that must be a number, as a float.
+std::optional<float> float_of(field_reader& r, const msgpack::object& o, const std::string& what) {
+  switch (o.type) {
+    case msgpack::type::FLOAT32:
+    case msgpack::type::FLOAT64: return static_cast<float>(o.via.f64);
+    case msgpack::type::POSITIVE_INTEGER: return static_cast<float>(o.via.u64);
+    case msgpack::type::NEGATIVE_INTEGER: return static_cast<float>(o.via.i64);
+    default: r.fail(what + " must be a number (got " + std::string(detail::type_name(o)) + ")"); return std::nullopt;
+  }
+}
+
+/// submit's logit_bias: a map of token id (an integer, or its decimal digits as a string, as
+/// JSON-minded encoders write map keys) to a number.
+void read_logit_bias(field_reader& r, submit_msg& m) {
+  const auto* o = r.get_map("logit_bias", presence::optional);
+  if (o == nullptr)
+    return;
+  const auto& map = o->via.map;
+  if (map.size > lf::max_logit_bias_entries) {
+    r.fail("logit_bias must have at most " + std::to_string(lf::max_logit_bias_entries) + " entries (got "
+           + std::to_string(map.size) + ")");
+    return;
+  }
+  for (std::uint32_t i = 0; i < map.size && r.ok(); ++i) {
+    const auto& k = map.ptr[i].key;
+    std::optional<std::int32_t> id;
+    if (k.type == msgpack::type::STR && k.via.str.size > 0 && k.via.str.size <= 10) {
+      std::int64_t v = 0;
+      bool digits = true;
+      for (std::uint32_t j = 0; j < k.via.str.size; ++j) {
+        const char c = k.via.str.ptr[j];
+        digits = digits && c >= '0' && c <= '9';
+        v = v * 10 + (c - '0');
+      }
+      if (digits && v <= i32_max)
+        id = static_cast<std::int32_t>(v);
+      else
+        r.fail("logit_bias keys must be token ids (got " + detail::quote({k.via.str.ptr, k.via.str.size}) + ")");
+    } else {
+      id = token_id_of(r, k, "a logit_bias key");
+    }
+    const auto bias = float_of(r, map.ptr[i].val, "logit_bias values");
+    if (id && bias && !m.logit_bias.emplace(*id, *bias).second)
+      r.fail("logit_bias names token " + std::to_string(*id) + " twice");
+  }
+}
+
+/// `key`: an array of token ids, at most `max` of them.
+std::vector<std::int32_t> read_ids(field_reader& r, std::string_view key, presence p, std::size_t max) {
+  std::vector<std::int32_t> out;
+  if (const auto* a = r.get_array(key, p, max))
+    for (std::uint32_t i = 0; i < a->size && r.ok(); ++i)
+      out.push_back(token_id_of(r, a->ptr[i], r.field_name(key) + "[" + std::to_string(i) + "]").value_or(0));
+  return out;
+}
+
+/// An array object of numbers (an element of an array field).
+std::vector<float> read_floats(field_reader& r, const msgpack::object& o, const std::string& what, std::size_t max) {
+  std::vector<float> out;
+  if (o.type != msgpack::type::ARRAY || o.via.array.size > max) {
+    r.fail(what + " must be an array of at most " + std::to_string(max) + " numbers");
+    return out;
+  }
+  for (std::uint32_t i = 0; i < o.via.array.size && r.ok(); ++i)
+    out.push_back(float_of(r, o.via.array.ptr[i], what + "[" + std::to_string(i) + "]").value_or(0));
+  return out;
+}
+
 void read_submit(field_reader& r, submit_msg& m) {
   m.id = read_id(r);
   if (present(r, "prompt") && present(r, "messages"))
@@ -173,6 +250,9 @@ void read_submit(field_reader& r, submit_msg& m) {
   m.ttft_ms = r.get_uint("ttft_ms", presence::optional, max_deadline_ms);
   if (auto tenant = r.get_str("tenant", presence::optional, max_tenant_bytes))
     m.tenant = std::move(*tenant);
+  read_logit_bias(r, m);
+  m.logprobs = r.get_bool("logprobs", presence::optional).value_or(false);
+  m.top_logprobs = static_cast<int>(r.get_int("top_logprobs", presence::optional, 0, lf::max_top_logprobs).value_or(0));
   r.finish();
   if (r.ok())
     if (auto problem = validate(m))
@@ -184,6 +264,16 @@ void read_token(field_reader& r, token_msg& m) {
   m.text = r.get_str("text", presence::required, max_text_bytes).value_or("");
   m.token = static_cast<std::int32_t>(r.get_int("token", presence::required, 0, i32_max).value_or(0));
   m.index = static_cast<std::uint32_t>(r.get_uint("index", presence::required, u32_max).value_or(0));
+  if (present(r, "logprob")) {
+    lf::token_logprobs lp;
+    lp.logprob = r.get_float("logprob", presence::required).value_or(0);
+    lp.top_tokens = read_ids(r, "top_tokens", presence::required, lf::max_top_logprobs);
+    if (const auto* t = r.get("top_logprobs", presence::required))
+      lp.top_logprobs = read_floats(r, *t, "top_logprobs", lf::max_top_logprobs);
+    if (r.ok() && lp.top_tokens.size() != lp.top_logprobs.size())
+      r.fail("top_tokens and top_logprobs must have the same length");
+    m.logprobs = std::move(lp);
+  }
 }
 
 void read_done(field_reader& r, done_msg& m) {
@@ -221,6 +311,36 @@ void read_done(field_reader& r, done_msg& m) {
   }
   m.text = r.get_str("text", presence::optional, max_text_bytes);
   m.seed = r.get_uint("seed", presence::optional, std::numeric_limits<std::uint64_t>::max()).value_or(0);
+  if (present(r, "logprobs")) {
+    // Four parallel arrays, one entry per generated token.
+    m.tokens = read_ids(r, "tokens", presence::required, max_done_logprobs);
+    const auto* lps = r.get_array("logprobs", presence::required, max_done_logprobs);
+    const auto* tts = r.get_array("top_tokens", presence::required, max_done_logprobs);
+    const auto* tls = r.get_array("top_logprobs", presence::required, max_done_logprobs);
+    if (!r.ok())
+      return;
+    const auto n = m.tokens.size();
+    if (lps->size != n || tts->size != n || tls->size != n) {
+      r.fail("tokens, logprobs, top_tokens and top_logprobs must have the same length");
+      return;
+    }
+    m.logprobs.resize(n);
+    for (std::size_t i = 0; i < n && r.ok(); ++i) {
+      const auto at = "[" + std::to_string(i) + "]";
+      auto& lp = m.logprobs[i];
+      lp.logprob = float_of(r, lps->ptr[i], "logprobs" + at).value_or(0);
+      const auto& tt = tts->ptr[i];
+      if (tt.type != msgpack::type::ARRAY || tt.via.array.size > lf::max_top_logprobs) {
+        r.fail("top_tokens" + at + " must be an array of at most " + std::to_string(lf::max_top_logprobs) + " token ids");
+        return;
+      }
+      for (std::uint32_t j = 0; j < tt.via.array.size && r.ok(); ++j)
+        lp.top_tokens.push_back(token_id_of(r, tt.via.array.ptr[j], "top_tokens" + at).value_or(0));
+      lp.top_logprobs = read_floats(r, tls->ptr[i], "top_logprobs" + at, lf::max_top_logprobs);
+      if (r.ok() && lp.top_tokens.size() != lp.top_logprobs.size())
+        r.fail("top_tokens" + at + " and top_logprobs" + at + " must have the same length");
+    }
+  }
 }
 
 void read_error(field_reader& r, error_msg& m) {

@@ -5,6 +5,7 @@
 /// for the decoder, surprising for clients) through a float-to-integer cast that is undefined
 /// behaviour at 2^64.
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -76,6 +77,10 @@ public:
   void field_i64(std::string_view k, std::int64_t v) { key(k).pack_int64(v); }
   void field_f32(std::string_view k, float v) {
     key(k);
+    f32(v);
+  }
+  /// A float32 value (an array element; a field's value after key()).
+  void f32(float v) {
     std::uint32_t bits;
     std::memcpy(&bits, &v, sizeof bits);
     write_big_endian(0xca, bits, 4);
@@ -139,6 +144,19 @@ std::string encode_node_only(const char* type, const std::string& node) {
   return w.take();
 }
 
+/// An array of ints, then an array of float32s.
+void write_ids(frame_writer& w, std::string_view k, const std::vector<std::int32_t>& ids) {
+  auto& pk = w.key(k);
+  pk.pack_array(static_cast<std::uint32_t>(ids.size()));
+  for (auto id : ids)
+    pk.pack_int64(id);
+}
+void write_floats(msgpack::packer<string_sink>& pk, frame_writer& w, const std::vector<float>& xs) {
+  pk.pack_array(static_cast<std::uint32_t>(xs.size()));
+  for (auto x : xs)
+    w.f32(x);
+}
+
 } // namespace
 
 std::string encode(const submit_msg& m) {
@@ -148,7 +166,8 @@ std::string encode(const submit_msg& m) {
   const auto n = 7
                  + count({with_prompt, with_messages, !m.adapter.empty(), m.seed.has_value(),
                           !m.stop.empty(), m.ignore_eos, m.deadline_ms.has_value(), m.window.has_value(),
-                          m.ttft_ms.has_value(), !m.tenant.empty()});
+                          m.ttft_ms.has_value(), !m.tenant.empty(), !m.logit_bias.empty(), m.logprobs,
+                          m.top_logprobs != 0});
   frame_writer w("submit", n);
   w.field("id", m.id);
   if (with_prompt)
@@ -186,6 +205,16 @@ std::string encode(const submit_msg& m) {
     w.field_u64("ttft_ms", *m.ttft_ms);
   if (!m.tenant.empty())
     w.field("tenant", m.tenant);
+  if (!m.logit_bias.empty()) {
+    w.key("logit_bias");
+    w.begin_map(static_cast<std::uint32_t>(m.logit_bias.size()));
+    for (const auto& [id, bias] : m.logit_bias)
+      w.field_f32(std::to_string(id), bias);
+  }
+  if (m.logprobs)
+    w.field_bool("logprobs", true);
+  if (m.top_logprobs != 0)
+    w.field_i64("top_logprobs", m.top_logprobs);
   return w.take();
 }
 
@@ -256,16 +285,21 @@ std::string encode(const adapters_result& m) {
 }
 
 std::string encode(const token_msg& m) {
-  frame_writer w("token", 4);
+  frame_writer w("token", 4 + (m.logprobs ? 3 : 0));
   w.field("id", m.id);
   w.field("text", m.text);
   w.field_i64("token", m.token);
   w.field_u64("index", m.index);
+  if (m.logprobs) {
+    w.field_f32("logprob", m.logprobs->logprob);
+    write_ids(w, "top_tokens", m.logprobs->top_tokens);
+    write_floats(w.key("top_logprobs"), w, m.logprobs->top_logprobs);
+  }
   return w.take();
 }
 
 std::string encode(const done_msg& m) {
-  frame_writer w("done", 5 + count({m.text.has_value()}));
+  frame_writer w("done", 5 + count({m.text.has_value()}) + (m.logprobs.empty() ? 0 : 4));
   w.field("id", m.id);
   w.field("finish_reason", m.finish_reason);
   w.key("usage");
@@ -282,6 +316,24 @@ std::string encode(const done_msg& m) {
   w.field_u64("seed", m.seed);
   if (m.text)
     w.field("text", *m.text);
+  if (!m.logprobs.empty()) {
+    // Four parallel arrays, one entry per generated token (nesting stays within the decoder's
+    // depth of 3).
+    write_ids(w, "tokens", m.tokens);
+    auto& pk = w.key("logprobs");
+    pk.pack_array(static_cast<std::uint32_t>(m.logprobs.size()));
+    for (const auto& lp : m.logprobs)
+      w.f32(lp.logprob);
+    w.key("top_tokens").pack_array(static_cast<std::uint32_t>(m.logprobs.size()));
+    for (const auto& lp : m.logprobs) {
+      pk.pack_array(static_cast<std::uint32_t>(lp.top_tokens.size()));
+      for (auto id : lp.top_tokens)
+        pk.pack_int64(id);
+    }
+    w.key("top_logprobs").pack_array(static_cast<std::uint32_t>(m.logprobs.size()));
+    for (const auto& lp : m.logprobs)
+      write_floats(pk, w, lp.top_logprobs);
+  }
   return w.take();
 }
 

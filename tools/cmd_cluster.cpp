@@ -97,6 +97,7 @@ int cmd_client(int argc, char** argv) {
   m.seed = p.seed;
   m.stop = p.stop;
   m.ignore_eos = p.ignore_eos;
+  m.logit_bias = p.logit_bias;
   m.stream = !a.has("no-stream");
   co.tenant = a.str("tenant");
   if (co.tenant.size() > proto::max_tenant_bytes)

@@ -142,7 +142,8 @@ void serving_loop::run_continuous_step() {
       try {
         auto* row = engine_.logits(job.row);
         if (job.logprobs >= 0) {
-          // sample() rewrites the row: keep the model's logits for the log-probabilities.
+          // sample() rewrites the row: keep the model's logits for the log-probabilities (without
+          // the request's logit_bias, as OpenAI's API reports them).
           thread_local std::vector<float> raw;
           raw.assign(row, row + vocab);
           const auto tok = job.pick->sample(row, vocab, *job.context, job.index);

@@ -51,6 +51,12 @@ class Result:
     timings: Dict[str, float] = field(default_factory=dict)
     tokens: List[int] = field(default_factory=list)
     seed: int = 0  # the seed it was sampled with (its own or the router's); usage["resumed"]: moves
+    # With logprobs=True: per token (as `tokens`), {"logprob": float, "top": [(token id, logprob), ...]}
+    logprobs: List[dict] = field(default_factory=list)
+
+
+def _token_logprobs(logprob, top_tokens, top_logprobs) -> dict:
+    return {"logprob": float(logprob), "top": list(zip(top_tokens or [], top_logprobs or []))}
 
 
 class Request:
@@ -67,6 +73,7 @@ class Request:
         self._done: asyncio.Future = asyncio.get_running_loop().create_future()
         self._text: List[str] = []
         self._tokens: List[int] = []
+        self._logprobs: List[dict] = []
 
     def _on_message(self, msg: dict) -> None:
         t = msg.get("type")
@@ -75,11 +82,19 @@ class Request:
         if t == "token":
             self._text.append(msg.get("text", ""))
             self._tokens.append(msg.get("token", -1))
+            if "logprob" in msg:
+                self._logprobs.append(_token_logprobs(msg["logprob"], msg.get("top_tokens"),
+                                                      msg.get("top_logprobs")))
             self._queue.put_nowait(msg.get("text", ""))
         elif t == "done":
             text = msg.get("text") if msg.get("text") is not None else "".join(self._text)
+            tokens, logprobs = self._tokens, self._logprobs
+            if msg.get("logprobs") is not None:  # stream=False: the done frame carries them
+                tokens = list(msg.get("tokens", []))
+                logprobs = [_token_logprobs(*x) for x in zip(msg["logprobs"], msg.get("top_tokens", []),
+                                                              msg.get("top_logprobs", []))]
             self._done.set_result(Result(text, msg.get("finish_reason", ""), msg.get("usage", {}),
-                                         msg.get("timings", {}), self._tokens, msg.get("seed", 0)))
+                                         msg.get("timings", {}), tokens, msg.get("seed", 0), logprobs))
             self._queue.put_nowait(None)
         elif t == "error":
             self._fail(LorafleetError(msg.get("code", "internal"), msg.get("message", ""),
@@ -213,7 +228,9 @@ class Client:
                      seed: Optional[int] = None, stop: Optional[List[str]] = None,
                      ignore_eos: bool = False, stream: bool = True,
                      deadline_ms: Optional[int] = None, window: Optional[int] = None,
-                     ttft_ms: Optional[int] = None, tenant: Optional[str] = None) -> Request:
+                     ttft_ms: Optional[int] = None, tenant: Optional[str] = None,
+                     logit_bias: Optional[Dict[int, float]] = None, logprobs: bool = False,
+                     top_logprobs: int = 0) -> Request:
         """Sends one request and returns its handle at once (no round trip).
 
         `window` (streaming): the server runs at most this many tokens ahead of what the
@@ -224,7 +241,11 @@ class Client:
         tenant: who the request is for (scheduling share, per-tenant limits; at most 64 bytes),
         else the client's; a gateway that knows this client's CURVE key by name uses that.
         deadline_ms / ttft_ms: a request the server predicts will miss them fails at once with
-        LorafleetError code "deadline_unmeetable"."""
+        LorafleetError code "deadline_unmeetable".
+
+        logit_bias: token id -> bias in [-100, 100] added to its logit before sampling (OpenAI's
+        meaning: -100 bans, +100 forces). logprobs / top_logprobs (0-20): each token's
+        log-probability and its most likely alternatives, in Result.logprobs."""
         if self._closed:
             raise LorafleetError("invalid_request", "the client is closed")
         self._ensure_reader()
@@ -253,6 +274,12 @@ class Client:
         tenant = tenant if tenant is not None else self.tenant
         if tenant:
             msg["tenant"] = tenant
+        if logit_bias:
+            msg["logit_bias"] = {int(k): float(v) for k, v in logit_bias.items()}
+        if logprobs:
+            msg["logprobs"] = True
+        if top_logprobs:
+            msg["top_logprobs"] = top_logprobs
         req = Request(self, rid, stream, window)
         self._live[rid] = req
         await self._send(msg)

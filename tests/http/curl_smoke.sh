@@ -214,7 +214,7 @@ ok "unknown path -> 404 with an error object"
 ok "GET /v1/completions -> 405 with Allow: $(header allow)"
 [ "$(http GET "$A/v1/chat/completions")" = 405 ] || fail "GET /v1/chat/completions -> 405"
 ok "GET /v1/chat/completions -> 405"
-for spec in 'echo|"echo":true' 'foo|"foo":1' 'frequency_penalty|"frequency_penalty":0.5' 'n|"n":0' 'logprobs|"logprobs":50' 'stop|"stop":5'; do
+for spec in 'echo|"echo":true,"logprobs":1' 'foo|"foo":1' 'frequency_penalty|"frequency_penalty":0.5' 'n|"n":0' 'logprobs|"logprobs":50' 'stop|"stop":5'; do
   p=${spec%%|*}; kv=${spec#*|}
   [ "$(http POST "$A/v1/completions" "{\"model\":\"tiny-base\",\"prompt\":\"Hi\",\"max_tokens\":4,$kv}")" = 400 ] \
     && is_error invalid_request_error && py_json "$tmp/body" "j['error']['param'] == '$p'" \

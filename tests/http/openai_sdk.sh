@@ -1,8 +1,8 @@
 #!/bin/bash
 # The official OpenAI Node SDK against `lorafleet serve --http`: serves a tiny model and an adapter
 # over ZeroMQ and HTTP, takes the ZeroMQ greedy text with `lorafleet client`, then runs
-# openai_sdk_test.mjs (completions, chat, streaming, n, logprobs, seed, adapters, models, typed
-# errors, and HTTP greedy text == ZeroMQ greedy text).
+# openai_sdk_test.mjs (completions, chat, streaming, n (also streamed), logprobs, seed, logit_bias,
+# echo, adapters, models, typed errors, and HTTP greedy text == ZeroMQ greedy text).
 # Usage: openai_sdk.sh LORAFLEET_BINARY SOURCE_DIR
 # Needs node (>= 18) and tests/http/node_modules/openai: `./setup.sh test` installs both.
 set -euo pipefail
@@ -30,6 +30,7 @@ pid=$!
 wait_http_ready "$tmp/ready" "http://127.0.0.1:$hport" "$tmp/serve.log"
 
 export LF_BASE_URL=http://127.0.0.1:$hport LF_MODEL=tiny-gpt2 LF_ADAPTER=tiny LF_CONTEXT=256
+export LF_BIN=$(realpath "$bin") LF_MODEL_DIR=$tmp/tiny-gpt2
 export LF_ZMQ_PROMPT="The quick brown fox" LF_ZMQ_MAX_TOKENS=24
 export LF_ZMQ_TEXT_FILE=$tmp/zmq.txt LF_ZMQ_ADAPTER_TEXT_FILE=$tmp/zmq_adapter.txt
 "$bin" client --endpoint "tcp://127.0.0.1:$zport" --prompt "$LF_ZMQ_PROMPT" --temperature 0 \

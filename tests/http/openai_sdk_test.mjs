@@ -12,12 +12,15 @@
 //                                completion with model LF_ADAPTER must equal it exactly
 //   LF_ZMQ_PROMPT      optional  that prompt (default "The quick brown fox")
 //   LF_ZMQ_MAX_TOKENS  optional  that max_tokens (default 24)
+//   LF_BIN, LF_MODEL_DIR optional the lorafleet binary and the model's directory: with both, the
+//                                logit_bias checks find token ids with `lorafleet tokenize`
 // Run from tests/http (so that node_modules/openai resolves): node openai_sdk_test.mjs
 //
 // Prints one line per check ("ok N - what"), stops at the first failure ("not ok N - what" and the
 // error, exit 1), ends with "N passed, 0 failed". No test framework: node:assert only. Node >= 18.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import OpenAI from 'openai';
 
 function env(name, dflt) {
@@ -235,6 +238,101 @@ await check('completions: streaming with n 2 (each index streams its text and fi
   assert.ok(finish[0] && finish[1], 'both choices finished');
 });
 
+await check('completions: streaming with n 3 at temperature 1 and a seed: per-choice index and finish_reason, the same texts as unstreamed', async () => {
+  const req = { model: MODEL, prompt: PROMPT, max_tokens: 8, temperature: 1, seed: 11, n: 3 };
+  const whole = await client.completions.create(req);
+  const stream = await client.completions.create({ ...req, stream: true, stream_options: { include_usage: true } });
+  const text = ['', '', ''], finish = [0, 0, 0];
+  let usage = null;
+  for await (const ch of stream) {
+    if (ch.usage) usage = ch.usage;
+    for (const c of ch.choices) {
+      assert.ok([0, 1, 2].includes(c.index), `index ${c.index}`);
+      assert.equal(finish[c.index], 0, `nothing after choice ${c.index}'s finish_reason`);
+      text[c.index] += c.text ?? '';
+      if (c.finish_reason) finish[c.index] = 1;
+    }
+  }
+  assert.deepEqual(finish, [1, 1, 1], 'each choice ends with its own finish_reason');
+  assert.deepEqual(text, whole.choices.map((c) => c.text), 'choice j streams what choice j of the same seeded request returns');
+  assert.ok(new Set(text).size > 1, 'choices have seeds of their own (derived from seed and index)');
+  assert.equal(usage.completion_tokens, whole.usage.completion_tokens, 'usage counts every choice');
+});
+
+await check('chat: streaming with n 2: chunks carry their choice index, each ends with finish_reason', async () => {
+  const stream = await client.chat.completions.create({ model: MODEL, messages: CHAT, max_tokens: 6, temperature: 0, n: 2, stream: true });
+  const text = ['', ''], finish = [null, null];
+  for await (const ch of stream)
+    for (const c of ch.choices) {
+      text[c.index] += c.delta?.content ?? '';
+      if (c.finish_reason) finish[c.index] = c.finish_reason;
+    }
+  assert.ok(finish[0] && finish[1], 'both finished');
+  assert.equal(text[0], text[1], 'greedy: the same text');
+});
+
+// ---- logit_bias -------------------------------------------------------------------------------
+const LF_BIN = process.env.LF_BIN || '', LF_MODEL_DIR = process.env.LF_MODEL_DIR || '';
+function tokenIds(s) {
+  return JSON.parse(execFileSync(LF_BIN, ['tokenize', '--model', LF_MODEL_DIR], { input: s }).toString());
+}
+if (LF_BIN && LF_MODEL_DIR) {
+  await check('logit_bias: +100 on one token makes greedy output that token; -100 bans the greedy token', async () => {
+    const first = await client.completions.create({ ...greedy, max_tokens: 1, logprobs: 1 });
+    const greedyTok = first.choices[0].logprobs.tokens[0];
+    const ids = tokenIds(greedyTok);
+    assert.equal(ids.length, 1, `the greedy token ${JSON.stringify(greedyTok)} is one token`);
+    // Banned: greedy picks something else. Reported logprobs are the model's, without the bias
+    // (OpenAI's API since 2024), so the banned token still ranks first among them.
+    const banned = await client.completions.create({ ...greedy, max_tokens: 1, logprobs: 1, logit_bias: { [ids[0]]: -100 } });
+    assert.notEqual(banned.choices[0].logprobs.tokens[0], greedyTok, 'the banned token is not produced');
+    assert.ok(greedyTok in banned.choices[0].logprobs.top_logprobs[0], 'logprobs are unbiased: it still ranks first');
+    // Forced: a token the model would not pick, every step.
+    const forced = tokenIds(' dog');
+    assert.equal(forced.length, 1);
+    const f = await client.completions.create({ ...greedy, max_tokens: 4, logit_bias: { [forced[0]]: 100 } });
+    assert.equal(f.choices[0].text, ' dog'.repeat(4));
+    // Sampled too, and in chat.
+    const s = await client.completions.create({ ...greedy, temperature: 1, seed: 5, max_tokens: 3, logit_bias: { [forced[0]]: 100 } });
+    assert.equal(s.choices[0].text, ' dog'.repeat(3));
+    const c = await client.chat.completions.create({ model: MODEL, messages: CHAT, max_tokens: 2, temperature: 0, logit_bias: { [forced[0]]: 100 } });
+    assert.equal(c.choices[0].message.content, ' dog'.repeat(2));
+  });
+}
+
+await check('logit_bias: bad keys, values out of [-100, 100] and ids outside the vocabulary -> 400 naming logit_bias', async () => {
+  for (const lb of [{ x: 1 }, { 5: 101 }, { 5: -100.5 }, { 99999999: 1 }]) {
+    const e = await rejects(() => client.completions.create({ ...greedy, logit_bias: lb }));
+    assert.ok(e instanceof OpenAI.BadRequestError, `${JSON.stringify(lb)}: BadRequestError, got ${e}`);
+    assert.equal(e.param, 'logit_bias', JSON.stringify(lb));
+  }
+});
+
+// ---- echo -------------------------------------------------------------------------------------
+await check('echo: the text starts with the prompt (whole and streamed); max_tokens 0 returns the prompt alone', async () => {
+  const r = await client.completions.create({ ...greedy, echo: true });
+  assert.equal(r.choices[0].text, PROMPT + greedyText);
+  const stream = await client.completions.create({ ...greedy, echo: true, stream: true });
+  const chunks = [];
+  for await (const ch of stream) for (const c of ch.choices) if (c.text) chunks.push(c.text);
+  assert.equal(chunks[0], PROMPT, 'the prompt is the first chunk');
+  assert.equal(chunks.join(''), PROMPT + greedyText);
+  const z = await client.completions.create({ model: MODEL, prompt: PROMPT, max_tokens: 0, echo: true });
+  assert.equal(z.choices[0].text, PROMPT);
+  assert.equal(z.choices[0].finish_reason, 'length');
+  assert.equal(z.usage.completion_tokens, 0);
+  assert.equal(z.usage.prompt_tokens, greedyUsage.prompt_tokens);
+  const zs = await client.completions.create({ model: MODEL, prompt: [PROMPT, 'Hi'], max_tokens: 0, echo: true, stream: true });
+  const got = ['', ''];
+  for await (const ch of zs) for (const c of ch.choices) got[c.index] += c.text ?? '';
+  assert.deepEqual(got, [PROMPT, 'Hi']);
+  const e = await rejects(() => client.completions.create({ ...greedy, echo: true, logprobs: 1 }));
+  assert.equal(e.status, 400);
+  assert.equal(e.param, 'echo');
+  const m0 = await rejects(() => client.completions.create({ ...greedy, max_tokens: 0 }));
+  assert.equal(m0.param, 'max_tokens');
+});
+
 await check('completions: logprobs 2 (tokens, token_logprobs, top_logprobs, text_offset)', async () => {
   const r = await client.completions.create({ ...greedy, logprobs: 2 });
   const c = r.choices[0], lp = c.logprobs;
@@ -380,7 +478,7 @@ for (const [file, model] of [[ZMQ_TEXT_FILE, MODEL], [ZMQ_ADAPTER_TEXT_FILE, ADA
 }
 
 // ---- errors -----------------------------------------------------------------------------------
-for (const [field, extra] of [['echo', { echo: true }], ['foo', { foo: 1 }], ['frequency_penalty', { frequency_penalty: 0.5 }]]) {
+for (const [field, extra] of [['echo', { echo: true, logprobs: 1 }], ['foo', { foo: 1 }], ['frequency_penalty', { frequency_penalty: 0.5 }]]) {
   await check(`errors: ${JSON.stringify(extra)} -> BadRequestError 400 naming the parameter`, async () => {
     const e = await rejects(() => client.completions.create({ ...greedy, ...extra }));
     assert.ok(e instanceof OpenAI.BadRequestError, `BadRequestError, got ${e && e.constructor && e.constructor.name}: ${e}`);

@@ -68,6 +68,7 @@ async def main(endpoint, adapter_path=None):
         if adapter_path:
             await registry(c, adapter_path)
         await credits(c)
+        await logprobs_and_bias(c)
     await refused_frames_fail_at_once(endpoint)
     print("python client: ok")
 
@@ -146,6 +147,48 @@ async def refused_frames_fail_at_once(endpoint):
         for r in good:
             res = await r.result()
             assert res.usage["completion_tokens"] == 16, res.usage
+
+
+async def logprobs_and_bias(c):
+    """logprobs and logit_bias over ZeroMQ: per token in token frames (streamed) or in done
+    (stream=False), the same either way; +100 forces a token, -100 bans the greedy one, and a
+    batch of requests with different biases each gets its own."""
+    kw = dict(prompt="Once upon a time", max_tokens=6, temperature=0, ignore_eos=True)
+    streamed = await c.generate(**kw, logprobs=True, top_logprobs=3)
+    whole = await c.generate(**kw, logprobs=True, top_logprobs=3, stream=False)
+    assert streamed.tokens == whole.tokens and len(whole.tokens) == 6, (streamed.tokens, whole.tokens)
+    assert len(streamed.logprobs) == len(whole.logprobs) == 6, (streamed.logprobs, whole.logprobs)
+    for tok, a, b in zip(whole.tokens, streamed.logprobs, whole.logprobs):
+        assert abs(a["logprob"] - b["logprob"]) < 1e-6 and a["top"] == b["top"], (a, b)
+        assert len(a["top"]) == 3 and a["top"][0][0] == tok, (tok, a)  # greedy: the most likely
+        assert a["logprob"] <= 0 and abs(a["top"][0][1] - a["logprob"]) < 1e-6, a
+    assert (await c.generate(**kw)).logprobs == [], "no logprobs unless asked"
+    greedy = whole.tokens[0]
+    banned = await c.generate(**kw, logit_bias={greedy: -100}, logprobs=True, top_logprobs=1)
+    assert banned.tokens[0] != greedy, (greedy, banned.tokens)
+    # Reported logprobs are the model's, without the bias (OpenAI's API since 2024): the banned
+    # token still ranks first, and the produced one's logprob is lower.
+    assert banned.logprobs[0]["top"][0][0] == greedy, banned.logprobs[0]
+    assert banned.logprobs[0]["logprob"] < banned.logprobs[0]["top"][0][1], banned.logprobs[0]
+    # One continuous batch, each row its own bias.
+    reqs = [await c.submit(**kw, logit_bias={1000 + i: 100}, stream=i % 2 == 0) for i in range(6)]
+    for i, r in enumerate(reqs):
+        res = await r.result(timeout=60)
+        if i % 2 == 0:
+            assert res.tokens == [1000 + i] * 6, (i, res.tokens)
+        else:
+            assert res.usage["completion_tokens"] == 6, res.usage
+    forced = await c.generate(**kw, logit_bias={1000: 100})
+    assert forced.tokens == [1000] * 6, forced.tokens
+    sampled = await c.generate(**{**kw, "temperature": 1.0}, seed=3, logit_bias={"1001": 100})
+    assert sampled.tokens == [1001] * 6, sampled.tokens
+    for bias, why in [({60000: 1}, "outside the vocabulary"), ({5: 101}, "[-100, 100]"),
+                      ({i: 1 for i in range(301)}, "at most 300")]:
+        try:
+            await c.generate(**kw, logit_bias=bias)
+            raise AssertionError(f"expected a refusal for {list(bias.items())[:2]}")
+        except LorafleetError as e:
+            assert e.code == "invalid_request" and why in e.message and "logit_bias" in e.message, (why, e.message)
 
 
 asyncio.run(main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None))

@@ -142,3 +142,26 @@ TEST_CASE("adapter names: relative paths of safe characters only", "[request]") 
   CHECK(valid_adapter_name(std::string(max_adapter_name_length, 'a')));
   CHECK_FALSE(valid_adapter_name(std::string(max_adapter_name_length + 1, 'a')));
 }
+
+TEST_CASE("logit_bias: ids inside the vocabulary, biases in [-100, 100], at most 300 entries", "[request]") {
+  auto d = draft();
+  d.params.logit_bias = {{0, -100.0f}, {99, 100.0f}, {5, 0.5f}};
+  auto ok = validate_or_throw(d, limits());
+  CHECK(ok.params().logit_bias == d.params.logit_bias);
+  d.params.logit_bias = {{100, 1.0f}};
+  auto e = refusal(d);
+  CHECK(e.code == serve_errc::invalid_request);
+  CHECK_THAT(e.message, Contains("logit_bias token id 100 is outside the vocabulary"));
+  d.params.logit_bias = {{-1, 1.0f}};
+  CHECK_THAT(refusal(d).message, Contains("logit_bias keys must be token ids"));
+  d.params.logit_bias = {{3, 100.5f}};
+  CHECK_THAT(refusal(d).message, Contains("logit_bias[3] must be in [-100, 100] (got 100.5)"));
+  d.params.logit_bias = {{3, std::numeric_limits<float>::quiet_NaN()}};
+  CHECK_THAT(refusal(d).message, Contains("logit_bias[3]"));
+  auto big = limits();
+  big.vocab_size = 1000;
+  d.params.logit_bias.clear();
+  for (int i = 0; i < 301; ++i)
+    d.params.logit_bias[i] = 1.0f;
+  CHECK_THAT(refusal(d, big).message, Contains("at most 300 entries"));
+}

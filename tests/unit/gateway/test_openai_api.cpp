@@ -114,12 +114,12 @@ TEST_CASE("chat messages keep their roles, developer is a system message, text p
 
 TEST_CASE("parameters lorafleet cannot honour are refused by name, never ignored") {
   const std::string chat = R"("model":"m","messages":[{"role":"user","content":"x"}])";
-  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","echo":true})").param == "echo");
+  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","echo":true,"logprobs":1})").param == "echo");
+  CHECK(refused(api_kind::chat, "{" + chat + R"(,"echo":true})").param == "echo");  // OpenAI's chat has none
   CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","best_of":3})").param == "best_of");
   CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","suffix":"y"})").param == "suffix");
   CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","frequency_penalty":0.5})").param
         == "frequency_penalty");
-  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","logit_bias":{"1":5}})").param == "logit_bias");
   CHECK(refused(api_kind::chat, "{" + chat + R"(,"tools":[{}]})").param == "tools");
   CHECK(refused(api_kind::chat, "{" + chat + R"(,"response_format":{"type":"json_object"}})").param
         == "response_format");
@@ -128,6 +128,68 @@ TEST_CASE("parameters lorafleet cannot honour are refused by name, never ignored
   ok(api_kind::completion, R"({"model":"m","prompt":"x","echo":false,"frequency_penalty":0,"logit_bias":{},
      "best_of":1,"presence_penalty":null})");
   ok(api_kind::chat, "{" + chat + R"(,"response_format":{"type":"text"},"tool_choice":"none","store":false})");
+}
+
+TEST_CASE("logit_bias maps token ids to biases in [-100, 100], refused by name otherwise") {
+  auto r = ok(api_kind::completion, R"({"model":"m","prompt":"x","logit_bias":{"50256":-100,"13":2.5,"7":100}})");
+  CHECK(r.base.logit_bias == std::map<std::int32_t, float>{{7, 100.0f}, {13, 2.5f}, {50256, -100.0f}});
+  auto c = ok(api_kind::chat, R"({"model":"m","messages":[{"role":"user","content":"x"}],"logit_bias":{"1":-1}})");
+  CHECK(c.base.logit_bias.at(1) == -1.0f);
+  CHECK(proto::to_sampling_params(c.base).logit_bias.at(1) == -1.0f);
+  for (const char* bad : {R"("x":1)", R"("-1":1)", R"("1.5":1)", R"("":1)", R"("99999999999":1)", R"("1":100.5)",
+                          R"("1":-101)", R"("1":"5")", R"("1":null)"}) {
+    auto e = refused(api_kind::completion, std::string(R"({"model":"m","prompt":"x","logit_bias":{)") + bad + "}}");
+    CHECK(e.param == "logit_bias");
+    CHECK(e.status == 400);
+  }
+  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","logit_bias":[1]})").param == "logit_bias");
+  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","logit_bias":{"1":1,"01":2}})").message.find("twice")
+        != std::string::npos);
+  json many = json::object();
+  for (int i = 0; i <= 300; ++i)
+    many[std::to_string(i)] = 1;
+  json body{{"model", "m"}, {"prompt", "x"}, {"logit_bias", many}};
+  CHECK(refused(api_kind::completion, body.dump()).message.find("at most 300") != std::string::npos);
+  many.erase("300");
+  body["logit_bias"] = many;
+  CHECK(ok(api_kind::completion, body.dump()).base.logit_bias.size() == 300);
+  // The router's vocabulary check names the field too.
+  CHECK(to_api_error(serve_errc::invalid_request, "logit_bias token id 60000 is outside the vocabulary").param
+        == "logit_bias");
+}
+
+TEST_CASE("echo: allowed on completions, max_tokens 0 only with it") {
+  auto r = ok(api_kind::completion, R"({"model":"m","prompt":"x","echo":true,"max_tokens":0})");
+  CHECK(r.echo);
+  CHECK(r.base.max_tokens == 0);
+  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","max_tokens":0})").param == "max_tokens");
+  CHECK(refused(api_kind::chat, R"({"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":0})").param
+        == "max_tokens");
+}
+
+TEST_CASE("an echoed completion starts with its prompt, streamed as each choice's first chunk") {
+  auto req = ok(api_kind::completion, R"({"model":"m","prompt":"Hi","echo":true,"n":2,"stream":true})");
+  openai_reply r(req, "cmpl-1", 100, 2, bytes_of);
+  r.echo(0, "Hi");
+  r.echo(1, "Hi");
+  auto a = sse_events(r.on_token(0, 7, " there", nullptr));
+  REQUIRE(a.size() == 2);
+  CHECK(a[0]["choices"][0]["text"] == "Hi");
+  CHECK(a[0]["choices"][0]["index"] == 0);
+  CHECK(a[1]["choices"][0]["text"] == " there");
+  CHECK(sse_events(r.on_token(0, 8, "!", nullptr)).size() == 1);  // the prompt only once
+  auto d = sse_events(r.on_done(1, "length", {1, 0, 0}));
+  REQUIRE(d.size() == 2);
+  CHECK(d[0]["choices"][0]["text"] == "Hi");
+  CHECK(d[0]["choices"][0]["index"] == 1);
+  CHECK(d[1]["choices"][0]["finish_reason"] == "length");
+
+  auto whole = ok(api_kind::completion, R"({"model":"m","prompt":"Hi","echo":true})");
+  openai_reply w(whole, "cmpl-2", 100, 1, bytes_of);
+  w.echo(0, "Hi");
+  CHECK(w.on_token(0, 7, " there", nullptr).empty());
+  w.on_done(0, "eos", {1, 1, 0});
+  CHECK(json::parse(w.body())["choices"][0]["text"] == "Hi there");
 }
 
 TEST_CASE("bad values and bad JSON are 400s naming the field") {

@@ -15,17 +15,19 @@ namespace lf::test {
 
 LF_FIELDS(chat_message, role, content);
 LF_FIELDS(submit_msg, id, prompt, messages, adapter, temperature, top_k, top_p, repetition_penalty, seed,
-          max_tokens, stop, ignore_eos, stream, deadline_ms, window, ttft_ms, tenant);
+          max_tokens, stop, ignore_eos, stream, deadline_ms, window, ttft_ms, tenant, logit_bias, logprobs,
+          top_logprobs);
+LF_FIELDS(token_logprobs, logprob, top_tokens, top_logprobs);
 LF_FIELDS(cancel_msg, id);
 LF_FIELDS(credit_msg, id, tokens);
 LF_FIELDS(drain_msg, node);
 LF_FIELDS(undrain_msg, node);
 LF_FIELDS(adapters_msg, op, name, path);
 LF_FIELDS(accepted_msg, id);
-LF_FIELDS(token_msg, id, text, token, index);
+LF_FIELDS(token_msg, id, text, token, index, logprobs);
 LF_FIELDS(usage_info, prompt_tokens, completion_tokens, cached_tokens, resumed);
 LF_FIELDS(timing_info, queue_ms, ttft_ms, total_ms);
-LF_FIELDS(done_msg, id, finish_reason, usage, timings, text, seed);
+LF_FIELDS(done_msg, id, finish_reason, usage, timings, text, seed, tokens, logprobs);
 LF_FIELDS(error_msg, id, code, message, retry_after_ms);
 LF_FIELDS(cancelled_msg, id);
 LF_FIELDS(stats_reply, values);
@@ -60,6 +62,9 @@ submit_msg submit(bool chat) {
   m.window = 32;
   m.ttft_ms = 400;
   m.tenant = "acme";
+  m.logit_bias = {{0, -100.0f}, {50256, 99.5f}};
+  m.logprobs = true;
+  m.top_logprobs = 5;
   return m;
 }
 
@@ -94,8 +99,10 @@ TEST_CASE("every client message round-trips with every field set", "[protocol][r
 
 TEST_CASE("every server message round-trips with every field set", "[protocol][round_trip]") {
   server_trip(accepted_msg{client_request_id{3}});
-  server_trip(token_msg{client_request_id{3}, " the", 262, 5});
-  server_trip(done_msg{client_request_id{3}, "length", {10, 20, 4, 1}, {1.5, 2.25, 30.125}, "a whole text", 4242});
+  const token_logprobs lp{-0.5f, {262, 13}, {-0.25f, -3.0f}};
+  server_trip(token_msg{client_request_id{3}, " the", 262, 5, lp});
+  server_trip(done_msg{client_request_id{3}, "length", {10, 20, 4, 1}, {1.5, 2.25, 30.125}, "a whole text", 4242,
+                       {262, 13}, {lp, token_logprobs{-1.0f, {13}, {-1.0f}}}});
   server_trip(error_msg{client_request_id{3}, serve_errc::overloaded, "busy", 250});
   server_trip(cancelled_msg{client_request_id{3}});
   server_trip(stats_reply{{{"router.accepted", 12}, {"router.queued", 0.5}}});
@@ -106,4 +113,48 @@ TEST_CASE("every server message round-trips with every field set", "[protocol][r
                   65536, 1700000000000, 3};
   server_trip(adapters_result{serve_errc::unknown_adapter, "gone", 9, {row}});
   lf::test::expect_message<pong_msg>(decode_server(encode(pong_msg{})));
+}
+
+TEST_CASE("logit_bias keys may be integers or their decimal digits; bad ones are refused by name", "[protocol]") {
+  using namespace lf::test;
+  // A map with integer keys, which frame_builder's string-keyed fields cannot write.
+  const auto int_keyed = [](std::vector<std::pair<std::int64_t, value>> kv) -> value {
+    return [kv](packer& p) {
+      p.pack_map(static_cast<std::uint32_t>(kv.size()));
+      for (const auto& [k, v] : kv) {
+        p.pack_int64(k);
+        v(p);
+      }
+    };
+  };
+  auto f = submit_fields();
+  f.set("logit_bias", int_keyed({{13, f64(-2.5)}, {50256, i64(-100)}}));
+  auto m = expect_message<submit_msg>(decode_client(f.bytes()));
+  CHECK(m.logit_bias == std::map<std::int32_t, float>{{13, -2.5f}, {50256, -100.0f}});
+  f.set("logit_bias", fields{{"13", f64(1.5)}}.as_value());
+  CHECK(expect_message<submit_msg>(decode_client(f.bytes())).logit_bias.at(13) == 1.5f);
+  f.set("logit_bias", fields{{"x1", f64(1.5)}}.as_value());
+  CHECK_THAT(client_error(f), Catch::Contains("logit_bias keys must be token ids"));
+  f.set("logit_bias", int_keyed({{-1, f64(1.5)}}));
+  CHECK_THAT(client_error(f), Catch::Contains("logit_bias key"));
+  f.set("logit_bias", fields{{"1", str("big")}}.as_value());
+  CHECK_THAT(client_error(f), Catch::Contains("logit_bias values must be a number"));
+  f.set("logit_bias", int_keyed({{1, f64(1)}}) );
+  f.add("logit_bias", int_keyed({{1, f64(1)}}));
+  CHECK(std::holds_alternative<decode_error>(decode_client(f.bytes())));  // duplicate field
+  std::vector<std::pair<std::int64_t, value>> many;
+  for (int i = 0; i < 301; ++i)
+    many.emplace_back(i, f64(0.5));
+  auto g = submit_fields();
+  g.set("logit_bias", int_keyed(many));
+  CHECK_THAT(client_error(g), Catch::Contains("at most 300 entries"));
+  g.set("logit_bias", int_keyed({})).set("top_logprobs", i64(21));
+  CHECK_THAT(client_error(g), Catch::Contains("top_logprobs"));
+  // The range of a bias is the router's rule (validate_request), like every sampling value.
+  g.set("top_logprobs", i64(2)).set("logprobs", boolean(true)).set("logit_bias", int_keyed({{3, f64(150.5)}}));
+  const auto ok = expect_message<submit_msg>(decode_client(g.bytes()));
+  CHECK(to_sampling_params(ok).logit_bias.at(3) == 150.5f);
+  CHECK(to_sampling_params(ok).logprobs);
+  CHECK(to_sampling_params(ok).top_logprobs == 2);
+  CHECK(lf::validate(to_sampling_params(ok)).value_or("").find("logit_bias[3]") == 0);
 }

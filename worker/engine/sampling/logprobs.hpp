@@ -1,7 +1,7 @@
 #pragma once
 /// What a request with `logprobs` reports per token (core/sampling_params.hpp's token_logprobs):
 /// the log-probability of the sampled token and the most likely alternatives, from the logits as
-/// the model produced them (before penalty, temperature or filters). Pure C++17.
+/// the model produced them (before logit bias, penalty, temperature or filters). Pure C++17.
 
 #include <cstddef>
 #include <cstdint>

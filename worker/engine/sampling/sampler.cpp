@@ -173,10 +173,19 @@ sampler::sampler(const sampling_params& params, std::uint64_t fallback_seed)
     top_k_(params.top_k),
     top_p_(params.top_p),
     repetition_penalty_(params.repetition_penalty),
-    seed_(params.seed.value_or(fallback_seed)) {
+    seed_(params.seed.value_or(fallback_seed)),
+    logit_bias_(params.logit_bias.begin(), params.logit_bias.end()) {
   // Only the fields the sampler reads; copying the stop list just to check it would be waste.
-  if (auto err = validate(numeric_part(params)))
+  auto numeric = numeric_part(params);
+  numeric.logit_bias = params.logit_bias;
+  if (auto err = validate(numeric))
     throw std::invalid_argument("sampler: " + *err);
+}
+
+void sampler::apply_logit_bias(float* logits, std::size_t vocab) const noexcept {
+  for (const auto& [id, bias] : logit_bias_)
+    if (static_cast<std::size_t>(id) < vocab)
+      logits[id] += bias;
 }
 
 namespace {
@@ -236,6 +245,7 @@ std::int32_t sampler::sample(float* logits, std::size_t vocab,
   if (vocab == 0 || vocab > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
     throw std::invalid_argument("sampler: vocabulary size " + std::to_string(vocab)
                                 + " out of range");
+  apply_logit_bias(logits, vocab);
   apply_repetition_penalty(logits, vocab, context);
   const float max = checked_max(logits, vocab);
   if (temperature_ == 0.0f)

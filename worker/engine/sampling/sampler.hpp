@@ -1,5 +1,5 @@
 #pragma once
-/// Turns one row of logits into a token id: repetition penalty, temperature, top-k, top-p, then a
+/// Turns one row of logits into a token id: logit bias, repetition penalty, temperature, top-k, top-p, then a
 /// draw from the sampler's own RNG. Pure C++17 so it is testable without torch; the generator
 /// copies each row of logits to the host and calls sample() once per running sequence per step.
 ///
@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/sampling_params.hpp"
@@ -36,7 +37,8 @@ public:
   /// Picks the next token from one row of `vocab` logits. `context` = prompt + generated token ids
   /// so far (for the repetition penalty); ids outside [0, vocab) throw std::out_of_range.
   ///
-  /// `logits` is modified in place. Greedy (temperature 0): only the penalty is applied.
+  /// `logits` is modified in place. The request's logit_bias is added first, before everything
+  /// else. Greedy (temperature 0): only the bias and the penalty are applied.
   /// Otherwise, on return it holds the penalized, temperature-scaled logits shifted so the
   /// largest is 0 (the shift cannot change the softmax but keeps tiny temperatures from
   /// overflowing), with every token removed by top-k / top-p set to -inf.
@@ -60,6 +62,11 @@ public:
   /// from state mix(seed). Pure.
   static std::uint64_t draw(std::uint64_t seed, std::uint64_t index) noexcept;
 
+  /// Adds the request's logit_bias to `logits` (ids at or beyond `vocab` are skipped: the router
+  /// has refused them already). sample() does this first; reported log-probabilities are of the
+  /// row before it (logprobs.hpp).
+  void apply_logit_bias(float* logits, std::size_t vocab) const noexcept;
+
   /// The seed actually in use (params.seed or the fallback), for logging and reproduction.
   std::uint64_t seed() const noexcept {
     return seed_;
@@ -81,6 +88,7 @@ private:
   float top_p_;
   float repetition_penalty_;
   std::uint64_t seed_;
+  std::vector<std::pair<std::int32_t, float>> logit_bias_;  ///< (id, bias), ids ascending
   std::uint64_t next_index_ = 0;  ///< the three-argument sample()'s counter
   // Work buffers live in per-thread scratch (sampler.cpp), not here: one sampler per running
   // sequence would otherwise hold about 1 MB of buffers each.

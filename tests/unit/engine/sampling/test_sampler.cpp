@@ -518,3 +518,49 @@ TEST_CASE("rows from a blown-up model throw", "[sampler]") {
       CHECK((id == 1 || id == 3));
   }
 }
+
+TEST_CASE("logit_bias is added before everything: +100 forces a token, -100 bans the greedy one", "[sampler]") {
+  const std::vector<float> logits{1.0f, 5.0f, 3.0f, -2.0f};
+  sampling_params p;
+  p.temperature = 0.0f;
+  {
+    sampler s(p, 1);
+    CHECK(draw(s, logits, 1)[0] == 1);
+  }
+  p.logit_bias = {{1, -100.0f}};
+  {
+    sampler s(p, 1);
+    CHECK(draw(s, logits, 1)[0] == 2);  // the greedy token is banned: the next best wins
+  }
+  p.logit_bias = {{3, 100.0f}};
+  {
+    sampler s(p, 1);
+    CHECK(draw(s, logits, 1)[0] == 3);
+  }
+  // Sampled, with top-k and top-p: the forced token is the only one with any mass.
+  p.temperature = 1.0f;
+  p.top_k = 2;
+  p.top_p = 0.9f;
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    sampler s(p, seed);
+    auto toks = draw(s, logits, 10);
+    CHECK(std::all_of(toks.begin(), toks.end(), [](auto t) { return t == 3; }));
+  }
+  // -100 on every token but one: sampling never picks the others.
+  p.top_k = 0;
+  p.top_p = 1.0f;
+  p.logit_bias = {{0, -100.0f}, {1, -100.0f}, {2, -100.0f}};
+  sampler s(p, 7);
+  auto toks = draw(s, logits, 50);
+  CHECK(std::all_of(toks.begin(), toks.end(), [](auto t) { return t == 3; }));
+  // apply_logit_bias adds exactly the bias, and skips ids beyond the row.
+  p.logit_bias = {{0, 2.5f}, {9, 1.0f}};
+  sampler b(p, 1);
+  auto row = logits;
+  b.apply_logit_bias(row.data(), row.size());
+  CHECK(row[0] == 3.5f);
+  CHECK(row[1] == 5.0f);
+  // The constructor refuses what validate refuses.
+  p.logit_bias = {{0, 101.0f}};
+  CHECK_THROWS_AS(sampler(p, 1), std::invalid_argument);
+}
