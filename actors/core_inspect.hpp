@@ -27,7 +27,8 @@ typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
     return caf::none;
   });
   return f(caf::meta::type_name("lf.sampling"), x.temperature, x.top_k, x.top_p,
-           x.repetition_penalty, has_seed, seed, x.max_tokens, x.stop, x.ignore_eos, x.logprobs, x.top_logprobs, load);
+           x.repetition_penalty, has_seed, seed, x.max_tokens, x.stop, x.ignore_eos, x.logprobs, x.top_logprobs,
+           x.constraint.kind, x.constraint.text, load);
 }
 
 /// A token's log-probability and its alternatives.

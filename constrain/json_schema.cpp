@@ -32,12 +32,13 @@ void add_base(rule_set& rs) {
                                                     seq({cls({{'D', 'D'}, {'d', 'd'}}), cls({{'0', '7'}}),
                                                          expr::repeat(hex, 2, 2)})})})})})}));
   rs.rules.emplace_back("json-string", seq({lit("\""), star(ref("json-char")), lit("\"")}));
-  auto digits = expr::repeat(cls({{'0', '9'}}), 1, unbounded);
-  rs.rules.emplace_back("json-integer",
-                        seq({opt(lit("-")), alt({lit("0"), seq({cls({{'1', '9'}}), star(cls({{'0', '9'}}))})})}));
-  rs.rules.emplace_back("json-number", seq({ref("json-integer"), opt(seq({lit("."), digits})),
+  // Numbers are bounded (16 digits before and after the point, 2 in the exponent: every one
+  // fits a double), so a number cannot run on forever.
+  rs.rules.emplace_back("json-integer", seq({opt(lit("-")), alt({lit("0"), seq({cls({{'1', '9'}}),
+                                                                               expr::repeat(cls({{'0', '9'}}), 0, 15)})})}));
+  rs.rules.emplace_back("json-number", seq({ref("json-integer"), opt(seq({lit("."), expr::repeat(cls({{'0', '9'}}), 1, 16)})),
                                             opt(seq({cls({{'E', 'E'}, {'e', 'e'}}), opt(cls({{'+', '+'}, {'-', '-'}})),
-                                                     digits}))}));
+                                                     expr::repeat(cls({{'0', '9'}}), 1, 2)}))}));
   rs.rules.emplace_back("json-boolean", alt({lit("true"), lit("false")}));
   rs.rules.emplace_back("json-null", lit("null"));
   rs.rules.emplace_back("json-value", alt({ref("json-object"), ref("json-array"), ref("json-string"),

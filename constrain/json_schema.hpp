@@ -13,7 +13,8 @@
 /// What is generated: properties in the schema's order, each required one present and the
 /// others optional; no properties beyond those listed (valid whatever additionalProperties says;
 /// an object schema without properties allows any members unless additionalProperties is false);
-/// up to 16 whitespace bytes (space, tab, newline) around structural characters and at the ends.
+/// up to 16 whitespace bytes (space, tab, newline) around structural characters and at the ends;
+/// numbers of at most 16 digits before the point, 16 after it and 2 in the exponent.
 
 #include <string>
 #include <vector>

@@ -181,6 +181,12 @@ std::shared_ptr<const token_mask> token_automaton::mask(cursor c) {
     m->bits[static_cast<std::size_t>(eos) >> 6] |= std::uint64_t{1} << (static_cast<unsigned>(eos) & 63);
     ++m->allowed;
   }
+  if (m->allowed <= vocab_->vocab_size() / 16) {
+    m->ids.reserve(m->allowed);
+    for (std::size_t w = 0; w < m->bits.size(); ++w)
+      for (auto bits = m->bits[w]; bits != 0; bits &= bits - 1)
+        m->ids.push_back(static_cast<std::int32_t>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits))));
+  }
   if (overflow_)
     return m;  // the table resets on the next call: do not keep ids into it
   if (mask_count_ >= lim_.max_masks) {

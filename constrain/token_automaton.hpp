@@ -57,6 +57,9 @@ private:
 struct token_mask {
   std::vector<std::uint64_t> bits;
   std::size_t allowed = 0;  ///< how many bits are set
+  /// The allowed ids, ascending, when they are few (at most vocab / 16; else empty): a sampler
+  /// can then work on those alone, at a cost independent of the vocabulary's size.
+  std::vector<std::int32_t> ids;
   bool test(std::int32_t id) const noexcept {
     return (bits[static_cast<std::size_t>(id) >> 6] >> (static_cast<unsigned>(id) & 63)) & 1u;
   }

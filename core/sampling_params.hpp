@@ -10,6 +10,20 @@
 
 namespace lf {
 
+/// Structured output: the output must match a constraint (constrain/ compiles it; docs/http.md
+/// lists the kinds). Empty `kind`: no constraint.
+struct output_constraint {
+  /// "" (none), "json_object", "json_schema", "regex", "choice" or "grammar".
+  std::string kind;
+  /// json_schema: the schema as JSON text; regex: the pattern; choice: a JSON array of strings;
+  /// grammar: GBNF text; json_object: empty.
+  std::string text;
+  bool operator==(const output_constraint& o) const { return kind == o.kind && text == o.text; }
+};
+
+/// The longest constraint text accepted, in bytes.
+inline constexpr std::size_t max_constraint_text = 64 * 1024;
+
 /// How one request turns logits into tokens and when it stops.
 struct sampling_params {
   /// 0 => greedy (argmax). Otherwise logits are divided by it before the softmax.
@@ -34,6 +48,9 @@ struct sampling_params {
   bool logprobs = false;
   /// ... and the `top_logprobs` most likely alternatives at that position; in [0, max_top_logprobs].
   int top_logprobs = 0;
+  /// Structured output (none by default). Checked for shape here; compiled at the edge and in
+  /// the worker (constrain/).
+  output_constraint constraint{};
 };
 
 /// The most alternatives a request may ask for per token (OpenAI's limit).

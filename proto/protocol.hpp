@@ -93,6 +93,11 @@ struct submit_msg {
   /// At most max_tenant_bytes of UTF-8 without control characters. A gateway that knows the
   /// client's CURVE key name uses that instead.
   std::string tenant;
+  /// Structured output (docs/protocol.md): "json_object", "json_schema", "regex", "choice" or
+  /// "grammar"; empty => none. Its text (the schema, pattern, JSON array of choices, GBNF) is
+  /// `constraint`, at most lf::max_constraint_text bytes.
+  std::string constraint_kind;
+  std::string constraint;
 
   /// True for a chat request.
   bool is_chat() const noexcept { return !messages.empty(); }

@@ -173,6 +173,10 @@ void read_submit(field_reader& r, submit_msg& m) {
   m.ttft_ms = r.get_uint("ttft_ms", presence::optional, max_deadline_ms);
   if (auto tenant = r.get_str("tenant", presence::optional, max_tenant_bytes))
     m.tenant = std::move(*tenant);
+  if (auto kind = r.get_str("constraint_kind", presence::optional, 32))
+    m.constraint_kind = std::move(*kind);
+  if (auto text = r.get_str("constraint", presence::optional, lf::max_constraint_text))
+    m.constraint = std::move(*text);
   r.finish();
   if (r.ok())
     if (auto problem = validate(m))

@@ -148,7 +148,8 @@ std::string encode(const submit_msg& m) {
   const auto n = 7
                  + count({with_prompt, with_messages, !m.adapter.empty(), m.seed.has_value(),
                           !m.stop.empty(), m.ignore_eos, m.deadline_ms.has_value(), m.window.has_value(),
-                          m.ttft_ms.has_value(), !m.tenant.empty()});
+                          m.ttft_ms.has_value(), !m.tenant.empty(), !m.constraint_kind.empty(),
+                          !m.constraint.empty()});
   frame_writer w("submit", n);
   w.field("id", m.id);
   if (with_prompt)
@@ -186,6 +187,10 @@ std::string encode(const submit_msg& m) {
     w.field_u64("ttft_ms", *m.ttft_ms);
   if (!m.tenant.empty())
     w.field("tenant", m.tenant);
+  if (!m.constraint_kind.empty())
+    w.field("constraint_kind", m.constraint_kind);
+  if (!m.constraint.empty())
+    w.field("constraint", m.constraint);
   return w.take();
 }
 

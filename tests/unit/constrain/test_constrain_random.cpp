@@ -5,6 +5,7 @@
 // must be in the mask, and sampled masks must equal the slow reference.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <regex>
@@ -192,6 +193,7 @@ struct walker {
     return t;
   }();
   int reference_checks = 0;
+  int short_lists = 0;
 
   /// Random allowed tokens for `free_steps`, then the shortest way to acceptance, then the end.
   std::string walk(token_automaton& a, std::mt19937_64& rng, int free_steps) {
@@ -200,6 +202,13 @@ struct walker {
     for (int step = 0; step < 4000; ++step) {
       const auto m = a.mask(c);
       REQUIRE(m->allowed > 0);  // never a dead end
+      if (!m->ids.empty()) {  // the short list, when there is one, is the mask's bits
+        ++short_lists;
+        REQUIRE(m->ids.size() == m->allowed);
+        REQUIRE(std::is_sorted(m->ids.begin(), m->ids.end()));
+        for (const auto id : m->ids)
+          REQUIRE(m->test(id));
+      }
       if (reference_checks < 60 && rng() % 8 == 0) {
         ++reference_checks;
         REQUIRE(a.reference_mask(c).bits == m->bits);
@@ -272,6 +281,7 @@ TEST_CASE("random JSON schemas: every walk's output validates", "[constrain][ran
   CHECK(compiled == 120);
   CHECK(cache.size() <= 16);
   CHECK(w.reference_checks > 10);
+  CHECK(w.short_lists > 100);
 }
 
 TEST_CASE("random regexes: every walk's output matches std::regex", "[constrain][random][regex]") {

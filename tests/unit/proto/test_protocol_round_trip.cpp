@@ -15,7 +15,7 @@ namespace lf::test {
 
 LF_FIELDS(chat_message, role, content);
 LF_FIELDS(submit_msg, id, prompt, messages, adapter, temperature, top_k, top_p, repetition_penalty, seed,
-          max_tokens, stop, ignore_eos, stream, deadline_ms, window, ttft_ms, tenant);
+          max_tokens, stop, ignore_eos, stream, deadline_ms, window, ttft_ms, tenant, constraint_kind, constraint);
 LF_FIELDS(cancel_msg, id);
 LF_FIELDS(credit_msg, id, tokens);
 LF_FIELDS(drain_msg, node);
@@ -60,6 +60,8 @@ submit_msg submit(bool chat) {
   m.window = 32;
   m.ttft_ms = 400;
   m.tenant = "acme";
+  m.constraint_kind = "regex";
+  m.constraint = "[a-z]+ \\d{2}";
   return m;
 }
 
@@ -106,4 +108,20 @@ TEST_CASE("every server message round-trips with every field set", "[protocol][r
                   65536, 1700000000000, 3};
   server_trip(adapters_result{serve_errc::unknown_adapter, "gone", 9, {row}});
   lf::test::expect_message<pong_msg>(decode_server(encode(pong_msg{})));
+}
+
+TEST_CASE("a submit's constraint is compiled at decode: one that cannot is refused by name", "[protocol]") {
+  auto m = submit(false);
+  m.constraint_kind = "json_schema";
+  m.constraint = R"({"type":"string","format":"email"})";
+  const auto r = decode_client(encode(m));
+  const auto* e = std::get_if<decode_error>(&r);
+  REQUIRE(e != nullptr);
+  CHECK(e->code == lf::serve_errc::invalid_request);
+  CHECK_THAT(e->message, Catch::Contains("unsupported keyword `format`"));
+  m.constraint_kind = "";
+  CHECK(std::holds_alternative<decode_error>(decode_client(encode(m))));  // text without a kind
+  m.constraint_kind = "json_object";
+  m.constraint = "";
+  CHECK_FALSE(std::holds_alternative<decode_error>(decode_client(encode(m))));
 }
