@@ -58,8 +58,9 @@ if ((${#missing[@]})); then
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-if [ "$action" = test ] && [ ! -f tests/http/node_modules/openai/package.json ]; then
-  echo "setup: installing the openai npm package for the HTTP tests"
+if [ "$action" = test ] && { [ ! -f tests/http/node_modules/openai/package.json ] ||
+                             [ ! -f tests/http/node_modules/ajv/package.json ]; }; then
+  echo "setup: installing the openai and ajv npm packages for the HTTP tests"
   (cd tests/http && npm ci --no-audit --no-fund --loglevel=error)
 fi
 

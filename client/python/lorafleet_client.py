@@ -15,6 +15,7 @@ one terminal reply (done, error or cancelled).
 """
 
 import asyncio
+import json
 import itertools
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Dict, List, Optional
@@ -213,7 +214,10 @@ class Client:
                      seed: Optional[int] = None, stop: Optional[List[str]] = None,
                      ignore_eos: bool = False, stream: bool = True,
                      deadline_ms: Optional[int] = None, window: Optional[int] = None,
-                     ttft_ms: Optional[int] = None, tenant: Optional[str] = None) -> Request:
+                     ttft_ms: Optional[int] = None, tenant: Optional[str] = None,
+                     json_schema: Optional[dict] = None, json_object: bool = False,
+                     regex: Optional[str] = None, choice: Optional[List[str]] = None,
+                     grammar: Optional[str] = None) -> Request:
         """Sends one request and returns its handle at once (no round trip).
 
         `window` (streaming): the server runs at most this many tokens ahead of what the
@@ -224,7 +228,11 @@ class Client:
         tenant: who the request is for (scheduling share, per-tenant limits; at most 64 bytes),
         else the client's; a gateway that knows this client's CURVE key by name uses that.
         deadline_ms / ttft_ms: a request the server predicts will miss them fails at once with
-        LorafleetError code "deadline_unmeetable"."""
+        LorafleetError code "deadline_unmeetable".
+
+        Structured output (at most one): json_schema (a dict, the output is JSON valid under it),
+        json_object (any JSON value), regex (the whole output matches), choice (one of the
+        strings), grammar (GBNF). One the gateway cannot compile fails with "invalid_request"."""
         if self._closed:
             raise LorafleetError("invalid_request", "the client is closed")
         self._ensure_reader()
@@ -253,6 +261,19 @@ class Client:
         tenant = tenant if tenant is not None else self.tenant
         if tenant:
             msg["tenant"] = tenant
+        constraints = [(k, t) for k, t, given in (
+            ("json_schema", json.dumps(json_schema) if json_schema is not None else "", json_schema is not None),
+            ("json_object", "", json_object),
+            ("regex", regex or "", regex is not None),
+            ("choice", json.dumps(list(choice)) if choice is not None else "", choice is not None),
+            ("grammar", grammar or "", grammar is not None)) if given]
+        if len(constraints) > 1:
+            raise LorafleetError("invalid_request", "give at most one of json_schema, json_object, regex, "
+                                 "choice and grammar")
+        if constraints:
+            msg["constraint_kind"] = constraints[0][0]
+            if constraints[0][1]:
+                msg["constraint"] = constraints[0][1]
         req = Request(self, rid, stream, window)
         self._live[rid] = req
         await self._send(msg)
