@@ -42,7 +42,7 @@ typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
   });
   return f(caf::meta::type_name("lf.sampling"), x.temperature, x.top_k, x.top_p,
            x.repetition_penalty, has_seed, seed, x.max_tokens, x.stop, x.ignore_eos, x.logprobs, x.top_logprobs,
-           bias_ids, bias_values, load);
+           bias_ids, bias_values, x.constraint.kind, x.constraint.text, load);
 }
 
 /// A token's log-probability and its alternatives.

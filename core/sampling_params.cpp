@@ -67,6 +67,22 @@ std::optional<std::string> validate(const sampling_params& p, int max_tokens_lim
     if (!is_valid_utf8(s))
       return field + " must be valid UTF-8";
   }
+  const auto& c = p.constraint;
+  if (!c.kind.empty()) {
+    if (c.kind != "json_object" && c.kind != "json_schema" && c.kind != "regex" && c.kind != "choice" &&
+        c.kind != "grammar")
+      return "constraint kind must be json_object, json_schema, regex, choice or grammar (got \"" + c.kind +
+             "\")";
+    if (c.text.size() > max_constraint_text)
+      return "constraint must be at most " + std::to_string(max_constraint_text) + " bytes (got " +
+             std::to_string(c.text.size()) + " bytes)";
+    if (c.kind != "json_object" && c.text.empty())
+      return "a " + c.kind + " constraint must not be empty";
+    if (p.ignore_eos)
+      return std::string("ignore_eos cannot be combined with a constraint (the output ends where it is complete)");
+  } else if (!c.text.empty()) {
+    return std::string("constraint text given without a kind");
+  }
   return std::nullopt;
 }
 

@@ -11,6 +11,20 @@
 
 namespace lf {
 
+/// Structured output: the output must match a constraint (constrain/ compiles it; docs/http.md
+/// lists the kinds). Empty `kind`: no constraint.
+struct output_constraint {
+  /// "" (none), "json_object", "json_schema", "regex", "choice" or "grammar".
+  std::string kind;
+  /// json_schema: the schema as JSON text; regex: the pattern; choice: a JSON array of strings;
+  /// grammar: GBNF text; json_object: empty.
+  std::string text;
+  bool operator==(const output_constraint& o) const { return kind == o.kind && text == o.text; }
+};
+
+/// The longest constraint text accepted, in bytes.
+inline constexpr std::size_t max_constraint_text = 64 * 1024;
+
 /// How one request turns logits into tokens and when it stops.
 struct sampling_params {
   /// 0 => greedy (argmax). Otherwise logits are divided by it before the softmax.
@@ -41,6 +55,9 @@ struct sampling_params {
   /// logits without it, as OpenAI's API has reported them since 2024.
   /// At most max_logit_bias_entries; ids are checked against the vocabulary by validate_request.
   std::map<std::int32_t, float> logit_bias;
+  /// Structured output (none by default). Checked for shape here; compiled at the edge and in
+  /// the worker (constrain/).
+  output_constraint constraint{};
 };
 
 /// The largest |bias| of a logit_bias entry (OpenAI's range).

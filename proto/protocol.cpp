@@ -1,5 +1,7 @@
 #include "proto/protocol.hpp"
 
+#include "constrain/constraint.hpp"
+
 #include <algorithm>
 #include <tuple>
 #include <type_traits>
@@ -69,6 +71,14 @@ std::optional<std::string> validate(const submit_msg& m) {
            + " entries in a chat request, which adds " + std::to_string(added)
            + " default chat stop strings (got " + std::to_string(m.stop.size()) + ")";
   }
+  if (!m.constraint_kind.empty() || !m.constraint.empty()) {
+    // The constraint compiles here, at the edge, so one that cannot is refused with its reason
+    // (never a worker failure); the worker compiles it again from its text (and caches it).
+    if (m.constraint_kind.empty())
+      return std::string("constraint given without constraint_kind");
+    if (auto why = lf::constrain::check_constraint(params.constraint))
+      return "constraint: " + *why;
+  }
   if (params.stop.size() > max_stop_strings)
     return "stop must have at most " + std::to_string(max_stop_strings) + " entries (got "
            + std::to_string(params.stop.size()) + ")";
@@ -92,6 +102,7 @@ lf::sampling_params to_sampling_params(const submit_msg& m) {
   p.logit_bias = m.logit_bias;
   p.logprobs = m.logprobs;
   p.top_logprobs = m.top_logprobs;
+  p.constraint = lf::output_constraint{m.constraint_kind, m.constraint};
   if (m.is_chat())
     for (const auto& s : chat_stop_sequences())
       if (std::find(p.stop.begin(), p.stop.end(), s) == p.stop.end())

@@ -101,6 +101,11 @@ struct submit_msg {
   bool logprobs = false;
   /// ... with this many most likely alternatives, in [0, lf::max_top_logprobs]; needs logprobs.
   int top_logprobs = 0;
+  /// Structured output (docs/protocol.md): "json_object", "json_schema", "regex", "choice" or
+  /// "grammar"; empty => none. Its text (the schema, pattern, JSON array of choices, GBNF) is
+  /// `constraint`, at most lf::max_constraint_text bytes.
+  std::string constraint_kind;
+  std::string constraint;
 
   /// True for a chat request.
   bool is_chat() const noexcept { return !messages.empty(); }

@@ -253,6 +253,10 @@ void read_submit(field_reader& r, submit_msg& m) {
   read_logit_bias(r, m);
   m.logprobs = r.get_bool("logprobs", presence::optional).value_or(false);
   m.top_logprobs = static_cast<int>(r.get_int("top_logprobs", presence::optional, 0, lf::max_top_logprobs).value_or(0));
+  if (auto kind = r.get_str("constraint_kind", presence::optional, 32))
+    m.constraint_kind = std::move(*kind);
+  if (auto text = r.get_str("constraint", presence::optional, lf::max_constraint_text))
+    m.constraint = std::move(*text);
   r.finish();
   if (r.ok())
     if (auto problem = validate(m))

@@ -167,7 +167,7 @@ std::string encode(const submit_msg& m) {
                  + count({with_prompt, with_messages, !m.adapter.empty(), m.seed.has_value(),
                           !m.stop.empty(), m.ignore_eos, m.deadline_ms.has_value(), m.window.has_value(),
                           m.ttft_ms.has_value(), !m.tenant.empty(), !m.logit_bias.empty(), m.logprobs,
-                          m.top_logprobs != 0});
+                          m.top_logprobs != 0, !m.constraint_kind.empty(), !m.constraint.empty()});
   frame_writer w("submit", n);
   w.field("id", m.id);
   if (with_prompt)
@@ -215,6 +215,10 @@ std::string encode(const submit_msg& m) {
     w.field_bool("logprobs", true);
   if (m.top_logprobs != 0)
     w.field_i64("top_logprobs", m.top_logprobs);
+  if (!m.constraint_kind.empty())
+    w.field("constraint_kind", m.constraint_kind);
+  if (!m.constraint.empty())
+    w.field("constraint", m.constraint);
   return w.take();
 }
 

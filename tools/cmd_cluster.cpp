@@ -68,7 +68,7 @@ int cmd_serve(int argc, char** argv) {
 }
 
 int cmd_client(int argc, char** argv) {
-  args a(argc, argv, 2, {"no-stream", "ignore-eos", "quiet"});
+  args a(argc, argv, 2, {"no-stream", "ignore-eos", "quiet", "json-object"});
   client::client_options co;
   co.endpoint = a.str("endpoint", "tcp://127.0.0.1:5555");
   co.request_timeout = std::chrono::milliseconds(static_cast<long>(a.real_above("timeout", 300, 0.001, true, 86400) * 1000));
@@ -106,6 +106,19 @@ int cmd_client(int argc, char** argv) {
     m.deadline_ms = static_cast<std::uint64_t>(a.integer_in("deadline-ms", 0, 1, static_cast<std::int64_t>(proto::max_deadline_ms)));
   if (a.has("ttft-ms"))
     m.ttft_ms = static_cast<std::uint64_t>(a.integer_in("ttft-ms", 0, 1, static_cast<std::int64_t>(proto::max_deadline_ms)));
+  // Structured output: at most one; the gateway compiles it and refuses one that cannot.
+  const std::pair<const char*, const char*> kinds[] = {
+    {"json-object", "json_object"}, {"json-schema", "json_schema"}, {"regex", "regex"}, {"choice", "choice"},
+    {"grammar", "grammar"}};
+  for (const auto& [flag, kind] : kinds) {
+    if (!a.has(flag))
+      continue;
+    if (!m.constraint_kind.empty())
+      throw std::invalid_argument("give at most one of --json-object, --json-schema, --regex, --choice, --grammar");
+    m.constraint_kind = kind;
+    if (std::string(flag) != "json-object")
+      m.constraint = a.str(flag);
+  }
   const bool quiet = a.has("quiet");
   a.finish();
   client::client c(co);

@@ -43,6 +43,8 @@ commands:
               [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--repetition-penalty R]
               [--seed S] [--stop STR ...] [--ignore-eos] [--logit-bias ID=BIAS ...] [--no-stream]
               [--timeout S] [--tenant NAME] [--deadline-ms MS] [--ttft-ms MS]
+              [--json-object | --json-schema SCHEMA | --regex RE | --choice '["a","b"]' |
+               --grammar GBNF]   (structured output, docs/http.md)
               [--server-key KEY|FILE] [--client-key DIR/NAME]   (CURVE: keygen's pair)
               send one request and stream the answer
   status      [ENDPOINT] [--server-key KEY|FILE] [--client-key DIR/NAME]

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "constrain/constraint.hpp"
 #include "text/text_stream.hpp"
 #include "text/tokenizer.hpp"
 #include "worker/engine/sampling/sampler.hpp"
@@ -161,6 +162,8 @@ void serving_loop::take_inbox(time_point now) {
       r.adapter = got.id;
       r.holds_adapter = true;
     }
+    if (!r.req.params().constraint.kind.empty() && !start_constraint(it.id, r))
+      continue;  // its constraint does not compile
     if (!replay(it.id, r, it.resume))
       continue;  // the resumed tokens already ended it
     if (!it.kv.empty()) {
@@ -212,6 +215,10 @@ bool serving_loop::schedule_request(request_id id, live_request& lr, time_point 
 
 bool serving_loop::replay(request_id id, live_request& lr, const std::vector<std::int32_t>& tokens) {
   for (auto t : tokens) {
+    if (lr.automaton && t != cfg_.eos_id && !constraint_step(lr, t)) {
+      end(id, failure(serve_errc::invalid_request, "a resumed token is outside the request's constraint"));
+      return false;
+    }
     auto reason = advance(lr, t).second;
     if (!reason.empty()) {
       end(id, finished(std::move(reason)));

@@ -122,6 +122,8 @@ void serving_loop::run_continuous_step() {
     std::uint64_t index;  ///< the token's index in the sequence's output (the draw's counter)
     int logprobs = -1;  ///< -1: none; else the alternatives wanted
     bool failed = false;
+    live_request* constrained = nullptr;  ///< its constraint masks the row
+    bool dead_end = false;                ///< the constraint allowed no token
   };
   std::vector<pick_job> jobs;
   for (std::size_t i = 0; i < plan.chunks.size(); ++i) {
@@ -132,6 +134,8 @@ void serving_loop::run_continuous_step() {
     const auto& p = lr.req.params();
     jobs.push_back({i, jobs.size(), &lr.pick, &sched_.tokens(c.id), lr.generated.size(),
                     p.logprobs ? p.top_logprobs : -1});
+    if (lr.automaton)
+      jobs.back().constrained = &lr;
   }
   std::vector<std::optional<token_logprobs>> logprobs(plan.chunks.size());
   const auto vocab = engine_.vocab_size();
@@ -146,9 +150,22 @@ void serving_loop::run_continuous_step() {
           // the request's logit_bias, as OpenAI's API reports them).
           thread_local std::vector<float> raw;
           raw.assign(row, row + vocab);
-          const auto tok = job.pick->sample(row, vocab, *job.context, job.index);
+          const auto tok = job.constrained
+                             ? sample_constrained(*job.constrained, *job.pick, row, vocab, *job.context, job.index)
+                             : job.pick->sample(row, vocab, *job.context, job.index);
+          if (tok < 0) {
+            job.dead_end = job.failed = true;
+            sampled[job.chunk] = 0;
+            continue;
+          }
           logprobs[job.chunk] = engine::compute_logprobs(raw.data(), vocab, tok, job.logprobs);
           sampled[job.chunk] = tok;
+          continue;
+        }
+        if (job.constrained) {
+          const auto tok = sample_constrained(*job.constrained, *job.pick, row, vocab, *job.context, job.index);
+          job.dead_end = job.failed = tok < 0;
+          sampled[job.chunk] = tok < 0 ? 0 : tok;
           continue;
         }
         sampled[job.chunk] = job.pick->sample(row, vocab, *job.context, job.index);
@@ -159,11 +176,16 @@ void serving_loop::run_continuous_step() {
     }
   });
   const auto sample_end = clock_type::now();
-  std::vector<request_id> broken;
+  std::vector<request_id> broken, dead_ends;
   for (const auto& job : jobs)
     if (job.failed)
-      broken.push_back(request_id{plan.chunks[job.chunk].id.value()});
+      (job.dead_end ? dead_ends : broken).push_back(request_id{plan.chunks[job.chunk].id.value()});
   sched_.complete(plan, sampled);
+  for (auto id : dead_ends) {
+    log::error("worker", "a constraint allowed no token", {{"request", id.value()}});
+    sched_.finish(cache::seq_id{id.value()});
+    end(id, failure(serve_errc::internal, "the output constraint reached a state that allows no token"));
+  }
   for (auto id : broken) {
     log::error("worker", "the model produced invalid logits", {{"request", id.value()}});
     sched_.finish(cache::seq_id{id.value()});
@@ -195,6 +217,10 @@ std::pair<std::string, std::string> serving_loop::advance(live_request& lr, std:
     delta = std::move(st.delta);
     if (st.stopped) {
       reason = "stop";
+    } else if (lr.automaton && constraint_complete(lr)) {
+      // Complete, and the constraint allows nothing more: ends as the end of text would.
+      delta += lr.stream.finish();
+      reason = "stop";
     } else if (static_cast<int>(lr.generated.size()) >= p.max_tokens) {
       delta += lr.stream.finish();
       reason = lr.stream.stopped() ? "stop" : "length";
@@ -208,6 +234,12 @@ void serving_loop::on_sampled(request_id id, std::int32_t token, std::optional<t
   const auto& p = lr.req.params();
   if (!lr.first_token)
     lr.first_token = clock_type::now();
+  if (lr.automaton && token != cfg_.eos_id && !constraint_step(lr, token)) {
+    log::error("worker", "a sampled token is outside the request's constraint", {{"request", id.value()}});
+    sched_.finish(cache::seq_id{id.value()});
+    end(id, failure(serve_errc::internal, "a sampled token is outside the request's constraint"));
+    return;
+  }
   auto [delta, reason] = advance(lr, token);
   if ((lr.cb.on_token || lr.cb.sink) && (!delta.empty() || token != cfg_.eos_id || p.ignore_eos))
     emit_token(id, lr, token, delta, std::move(lp));

@@ -15,6 +15,7 @@ one terminal reply (done, error or cancelled).
 """
 
 import asyncio
+import json
 import itertools
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Dict, List, Optional
@@ -230,7 +231,10 @@ class Client:
                      deadline_ms: Optional[int] = None, window: Optional[int] = None,
                      ttft_ms: Optional[int] = None, tenant: Optional[str] = None,
                      logit_bias: Optional[Dict[int, float]] = None, logprobs: bool = False,
-                     top_logprobs: int = 0) -> Request:
+                     top_logprobs: int = 0,
+                     json_schema: Optional[dict] = None, json_object: bool = False,
+                     regex: Optional[str] = None, choice: Optional[List[str]] = None,
+                     grammar: Optional[str] = None) -> Request:
         """Sends one request and returns its handle at once (no round trip).
 
         `window` (streaming): the server runs at most this many tokens ahead of what the
@@ -245,7 +249,11 @@ class Client:
 
         logit_bias: token id -> bias in [-100, 100] added to its logit before sampling (OpenAI's
         meaning: -100 bans, +100 forces). logprobs / top_logprobs (0-20): each token's
-        log-probability and its most likely alternatives, in Result.logprobs."""
+        log-probability and its most likely alternatives, in Result.logprobs.
+
+        Structured output (at most one): json_schema (a dict, the output is JSON valid under it),
+        json_object (any JSON value), regex (the whole output matches), choice (one of the
+        strings), grammar (GBNF). One the gateway cannot compile fails with "invalid_request"."""
         if self._closed:
             raise LorafleetError("invalid_request", "the client is closed")
         self._ensure_reader()
@@ -280,6 +288,19 @@ class Client:
             msg["logprobs"] = True
         if top_logprobs:
             msg["top_logprobs"] = top_logprobs
+        constraints = [(k, t) for k, t, given in (
+            ("json_schema", json.dumps(json_schema) if json_schema is not None else "", json_schema is not None),
+            ("json_object", "", json_object),
+            ("regex", regex or "", regex is not None),
+            ("choice", json.dumps(list(choice)) if choice is not None else "", choice is not None),
+            ("grammar", grammar or "", grammar is not None)) if given]
+        if len(constraints) > 1:
+            raise LorafleetError("invalid_request", "give at most one of json_schema, json_object, regex, "
+                                 "choice and grammar")
+        if constraints:
+            msg["constraint_kind"] = constraints[0][0]
+            if constraints[0][1]:
+                msg["constraint"] = constraints[0][1]
         req = Request(self, rid, stream, window)
         self._live[rid] = req
         await self._send(msg)

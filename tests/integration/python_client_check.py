@@ -3,6 +3,8 @@
 each, cancellation, error replies, frames the gateway's decoder refuses, stats.
 Usage: python_client_check.py ENDPOINT [ADAPTER_DIR (inside the server's adapter roots)]"""
 import asyncio
+import json
+import re
 import os
 import sys
 
@@ -65,12 +67,32 @@ async def main(endpoint, adapter_path=None):
         assert await c.drain("no-such-node") == {"workers": 0, "moved": 0}
         # Undrain: nothing is drained, so nothing is put back (the round trip of the message).
         assert await c.undrain("no-such-node") == {"workers": 0}
+        await structured(c)
         if adapter_path:
             await registry(c, adapter_path)
         await credits(c)
         await logprobs_and_bias(c)
     await refused_frames_fail_at_once(endpoint)
     print("python client: ok")
+
+
+async def structured(c):
+    """Structured output through the Python client: choice, regex, a JSON schema; a bad one is
+    refused at the gateway."""
+    r = await c.generate(prompt="Sentiment:", max_tokens=16, temperature=0, choice=["good", "bad"])
+    assert r.text in ("good", "bad"), r.text
+    r = await c.generate(prompt="Code:", max_tokens=16, temperature=1.0, seed=4, regex="[A-Z]{3}-[0-9]{2}")
+    assert re.fullmatch("[A-Z]{3}-[0-9]{2}", r.text), r.text
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}, "n": {"enum": [1, 2]}},
+              "required": ["ok", "n"], "additionalProperties": False}
+    r = await c.generate(prompt="JSON:", max_tokens=64, temperature=0, json_schema=schema)
+    v = json.loads(r.text)
+    assert isinstance(v["ok"], bool) and v["n"] in (1, 2) and set(v) == {"ok", "n"}, r.text
+    try:
+        await c.generate(prompt="x", regex="a(")
+        raise AssertionError("expected invalid_request for a bad regex")
+    except LorafleetError as e:
+        assert e.code == "invalid_request" and "regex" in e.message, (e.code, e.message)
 
 
 async def registry(c, path):

@@ -21,8 +21,9 @@ using namespace lf::actors;
 
 namespace lf::test {
 
+LF_FIELDS(output_constraint, kind, text);
 LF_FIELDS(sampling_params, temperature, top_k, top_p, repetition_penalty, seed, max_tokens, stop, ignore_eos,
-          logprobs, top_logprobs, logit_bias);
+          logprobs, top_logprobs, logit_bias, constraint);
 LF_FIELDS(token_logprobs, logprob, top_tokens, top_logprobs);
 LF_FIELDS(request_draft, prompt, params, adapter, timeout_ms, ttft_ms, tenant, tenant_weight);
 LF_FIELDS(histogram, bounds, counts, sum, count);
@@ -105,6 +106,7 @@ request_draft draft() {
   d.params.logprobs = true;
   d.params.top_logprobs = 3;
   d.params.logit_bias = {{7, -100.0f}, {50256, 2.5f}};  // travels with a request resumed elsewhere
+  d.params.constraint = {"json_schema", R"({"type":"string"})"};
   d.adapter = "styles/kjv@2";
   d.timeout_ms = 1500;
   d.ttft_ms = 300;

@@ -165,3 +165,22 @@ TEST_CASE("logit_bias: ids inside the vocabulary, biases in [-100, 100], at most
     d.params.logit_bias[i] = 1.0f;
   CHECK_THAT(refusal(d, big).message, Contains("at most 300 entries"));
 }
+
+TEST_CASE("a constraint's shape is checked: kind, size, text, not with ignore_eos", "[request]") {
+  auto d = draft();
+  d.params.constraint = {"regex", "[a-z]+"};
+  CHECK(std::holds_alternative<validated_request>(validate_request(d, limits())));
+  d.params.constraint = {"json_object", ""};
+  CHECK(std::holds_alternative<validated_request>(validate_request(d, limits())));
+  d.params.constraint = {"xml", "x"};
+  CHECK_THAT(refusal(d).message, Contains("constraint kind must be"));
+  d.params.constraint = {"regex", ""};
+  CHECK_THAT(refusal(d).message, Contains("must not be empty"));
+  d.params.constraint = {"regex", std::string(max_constraint_text + 1, 'a')};
+  CHECK_THAT(refusal(d).message, Contains("at most 65536 bytes"));
+  d.params.constraint = {"", "x"};
+  CHECK_THAT(refusal(d).message, Contains("without a kind"));
+  d.params.constraint = {"choice", R"(["a"])"};
+  d.params.ignore_eos = true;
+  CHECK_THAT(refusal(d).message, Contains("ignore_eos cannot be combined"));
+}

@@ -121,7 +121,7 @@ TEST_CASE("parameters lorafleet cannot honour are refused by name, never ignored
   CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","frequency_penalty":0.5})").param
         == "frequency_penalty");
   CHECK(refused(api_kind::chat, "{" + chat + R"(,"tools":[{}]})").param == "tools");
-  CHECK(refused(api_kind::chat, "{" + chat + R"(,"response_format":{"type":"json_object"}})").param
+  CHECK(refused(api_kind::chat, "{" + chat + R"(,"response_format":{"type":"xml"}})").param
         == "response_format");
   CHECK(refused(api_kind::chat, "{" + chat + R"(,"messages2":1})").message.find("unknown") != std::string::npos);
   // Neutral values pass.
@@ -310,4 +310,35 @@ TEST_CASE("host:port addresses parse strictly, with the reason when they do not"
   CHECK_FALSE(parse_host_port("tcp://h:80", &why));
   CHECK(why.find("without a scheme") != std::string::npos);
   CHECK_FALSE(parse_host_port("::1:80"));
+}
+
+TEST_CASE("structured output: response_format and the regex, choice and grammar extensions") {
+  const std::string chat = R"("model":"m","messages":[{"role":"user","content":"x"}])";
+  auto j = ok(api_kind::chat, "{" + chat + R"(,"response_format":{"type":"json_object"}})");
+  CHECK(j.base.constraint_kind == "json_object");
+  CHECK(j.base.constraint.empty());
+  auto s = ok(api_kind::completion, R"({"model":"m","prompt":"x","response_format":{"type":"json_schema",
+    "json_schema":{"name":"p","strict":true,"schema":{"type":"object","properties":{"a":{"type":"integer"}},
+    "required":["a"],"additionalProperties":false}}}})");
+  CHECK(s.base.constraint_kind == "json_schema");
+  CHECK(json::parse(s.base.constraint)["required"][0] == "a");
+  CHECK(ok(api_kind::completion, R"({"model":"m","prompt":"x","regex":"[a-z]+"})").base.constraint == "[a-z]+");
+  CHECK(ok(api_kind::chat, "{" + chat + R"(,"choice":["a","b"]})").base.constraint == R"(["a","b"])");
+  CHECK(ok(api_kind::chat, "{" + chat + R"(,"grammar":"root ::= \"x\""})").base.constraint_kind == "grammar");
+  CHECK(ok(api_kind::chat, "{" + chat + R"(,"response_format":{"type":"text"}})").base.constraint_kind.empty());
+  // Refusals name the field and the problem.
+  auto e = refused(api_kind::chat, "{" + chat + R"(,"response_format":{"type":"json_schema","json_schema":
+    {"name":"p","schema":{"type":"string","pattern":"a"}}}})");
+  CHECK(e.param == "response_format");
+  CHECK_THAT(e.message, Catch::Contains("unsupported keyword `pattern`"));
+  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","regex":"(a"})").param == "regex");
+  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","grammar":"root ::= nope"})").param == "grammar");
+  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","choice":[]})").param == "choice");
+  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","choice":["a"],"regex":"a"})").param == "choice");
+  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","regex":"a","ignore_eos":true})").param
+        == "ignore_eos");
+  CHECK(refused(api_kind::chat, "{" + chat + R"(,"response_format":{"type":"json_schema"}})").param
+        == "response_format");
+  CHECK(refused(api_kind::chat, "{" + chat + R"(,"response_format":{"type":"json_object","x":1}})").param
+        == "response_format");
 }

@@ -16,7 +16,7 @@ namespace lf::test {
 LF_FIELDS(chat_message, role, content);
 LF_FIELDS(submit_msg, id, prompt, messages, adapter, temperature, top_k, top_p, repetition_penalty, seed,
           max_tokens, stop, ignore_eos, stream, deadline_ms, window, ttft_ms, tenant, logit_bias, logprobs,
-          top_logprobs);
+          top_logprobs, constraint_kind, constraint);
 LF_FIELDS(token_logprobs, logprob, top_tokens, top_logprobs);
 LF_FIELDS(cancel_msg, id);
 LF_FIELDS(credit_msg, id, tokens);
@@ -65,6 +65,8 @@ submit_msg submit(bool chat) {
   m.logit_bias = {{0, -100.0f}, {50256, 99.5f}};
   m.logprobs = true;
   m.top_logprobs = 5;
+  m.constraint_kind = "regex";
+  m.constraint = "[a-z]+ \\d{2}";
   return m;
 }
 
@@ -115,7 +117,7 @@ TEST_CASE("every server message round-trips with every field set", "[protocol][r
   lf::test::expect_message<pong_msg>(decode_server(encode(pong_msg{})));
 }
 
-TEST_CASE("logit_bias keys may be integers or their decimal digits; bad ones are refused by name", "[protocol]") {
+TEST_CASE("logit_bias keys may be integers or their decimal digits, bad ones are refused by name", "[protocol]") {
   using namespace lf::test;
   // A map with integer keys, which frame_builder's string-keyed fields cannot write.
   const auto int_keyed = [](std::vector<std::pair<std::int64_t, value>> kv) -> value {
@@ -157,4 +159,20 @@ TEST_CASE("logit_bias keys may be integers or their decimal digits; bad ones are
   CHECK(to_sampling_params(ok).logprobs);
   CHECK(to_sampling_params(ok).top_logprobs == 2);
   CHECK(lf::validate(to_sampling_params(ok)).value_or("").find("logit_bias[3]") == 0);
+}
+
+TEST_CASE("a submit's constraint is compiled at decode: one that cannot is refused by name", "[protocol]") {
+  auto m = submit(false);
+  m.constraint_kind = "json_schema";
+  m.constraint = R"({"type":"string","format":"email"})";
+  const auto r = decode_client(encode(m));
+  const auto* e = std::get_if<decode_error>(&r);
+  REQUIRE(e != nullptr);
+  CHECK(e->code == lf::serve_errc::invalid_request);
+  CHECK_THAT(e->message, Catch::Contains("unsupported keyword `format`"));
+  m.constraint_kind = "";
+  CHECK(std::holds_alternative<decode_error>(decode_client(encode(m))));  // text without a kind
+  m.constraint_kind = "json_object";
+  m.constraint = "";
+  CHECK_FALSE(std::holds_alternative<decode_error>(decode_client(encode(m))));
 }
