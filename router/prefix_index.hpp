@@ -15,9 +15,10 @@
 ///
 /// Memory bound: each worker's entries are capped at its `bound` (its KV pool's num_blocks, the
 /// most its prefix cache can index; hashes beyond are not recorded), so the index holds at most
-/// the sum of the workers' pools: per entry one slot in the worker's hash set and one in the
-/// global map's vector (about 60 bytes all told): 4 workers x 1 M blocks would be ~240 MB; the
-/// default model's 4 x 2048 blocks are ~0.5 MB.
+/// the sum of the workers' pools: per entry one node of the worker's hash set and a share of the
+/// global map's node and holder vector (at most ~150 bytes with libstdc++'s allocations, one
+/// holder per hash; less when several workers hold a hash): 4 workers x 1 M blocks would be
+/// ~600 MB at worst, 4 x 4096 blocks ~2.5 MB.
 
 #include <cstdint>
 #include <map>

@@ -89,6 +89,8 @@ commands:
               --goodput-tpot-ms X --goodput-e2e-ms X] [--out PREFIX] [--timeout S]
               [--tenants a:10,b:1 (load shares: concurrency, rate and requests split by them)
               --service-weights 1,2] [--deadline-ms MS --ttft-ms MS (on every request)]
+              [--workload chat --conversations N --turns N --group-size N (per system prompt)
+              --system N|LO-HI --user N|LO-HI --think-s S (--rate: conversations/s, Poisson)]
               measure throughput, TTFT/TPOT/ITL/E2E percentiles, goodput; write JSON, CSV, SVG;
               with --tenants each tenant's service, the largest gap and Jain's index (and
               PREFIX-tenants.svg); with a deadline the share of tokens spent on timeouts;
