@@ -46,8 +46,8 @@ def run(args, policy, workload, rnd):
     subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL)
     with open(out + ".json") as f:
         j = json.load(f)
-    return {"ttft_p50": j["ttft"]["p50"], "ttft_p99": j["ttft"]["p99"], "goodput": j["goodput"],
-            "out_tok_s": j["output_tokens_per_s"], "computed": j["computed_tokens"], "cached": j["cached_tokens"],
+    return {"ttft_p50": j["ttft_ms"]["p50"], "ttft_p99": j["ttft_ms"]["p99"], "goodput": j["goodput"],
+            "out_tok_s": j["output_tokens_per_s"], "computed": j["computed_tokens"], "cached": j["cached_input_tokens"],
             "refused": j["refused_share"], "sent": j["sent"], "completed": j["completed"]}
 
 
