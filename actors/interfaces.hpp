@@ -32,6 +32,7 @@ using worker_actor = caf::typed_actor<
   caf::reacts_to<worker_prefetch>,               // from the router
   caf::replies_to<adapter_check>::with<adapter_checked>,  // from the router: before an add
   caf::reacts_to<request_ended>,                 // from its own serving loop
+  caf::reacts_to<resync_atom>,                   // from the router: prefix-cache snapshot, please
   caf::reacts_to<report_atom>,                   // its own report timer
   caf::replies_to<caf::get_atom>::with<worker_load>>;  // a load snapshot now
 
@@ -46,6 +47,7 @@ using router_actor = caf::typed_actor<
   caf::reacts_to<worker_load>,
   caf::reacts_to<worker_step>,    // from a serving loop's thread, one per step
   caf::reacts_to<worker_failed>,  // a submit the worker could not take
+  caf::reacts_to<prefix_events>,  // from a serving loop's thread: its prefix cache's changes
   // Its own deadline timers.
   caf::reacts_to<expire_atom, route_id>,
   caf::reacts_to<stranded_atom, route_id, std::uint32_t>,

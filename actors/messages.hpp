@@ -65,6 +65,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(lorafleet, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_prefetch))
   CAF_ADD_TYPE_ID(lorafleet, (lf::actors::worker_step))
   CAF_ADD_TYPE_ID(lorafleet, (lf::actors::event_batch))
+  CAF_ADD_TYPE_ID(lorafleet, (lf::actors::prefix_events))
 CAF_END_TYPE_ID_BLOCK(lorafleet)
 
 namespace lf::actors {

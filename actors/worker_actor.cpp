@@ -112,6 +112,21 @@ worker_load snapshot(const worker_state& st) {
   return w;
 }
 
+/// From now on the loop's prefix-cache events go to the router (from the loop's thread, in
+/// order with its worker_steps), the first one a snapshot: a worker that registers or registers
+/// again tells the router everything it holds.
+void watch_prefix_cache(worker_state& st) {
+  auto* loop = st.backend.loop;
+  if (!loop->prefix_cache_enabled())
+    return;
+  const auto block_size = st.backend.block_size;
+  const bool tenant = loop->prefix_isolation() == cache::prefix_isolation::tenant;
+  loop->watch_prefix_cache([router = st.router, wid = st.wid, block_size, tenant](cache::prefix_event_batch b) {
+    caf::anon_send(router, prefix_events{wid, b.seq, b.snapshot, block_size, tenant, std::move(b.stored),
+                                         std::move(b.removed)});
+  });
+}
+
 void on_submit(worker_self self, worker_submit& msg) {
   auto& st = self->state;
   auto fail = [&](serve_errc code, std::string why) {
@@ -166,6 +181,7 @@ worker_actor::behavior_type worker_impl(worker_self self, worker_backend backend
       [self](worker_id id) {
         self->state.wid = id;
         log::info("worker", "registered with the router", {{"worker", self->state.opts.name}, {"wid", id.value()}});
+        watch_prefix_cache(self->state);
         self->send(caf::actor_cast<worker_actor>(self), report_atom::value);
       },
       [self](caf::error& err) {
@@ -184,6 +200,10 @@ worker_actor::behavior_type worker_impl(worker_self self, worker_backend backend
       auto& st = self->state;
       if (auto it = st.live.find(msg.rid); it != st.live.end())
         st.backend.loop->credit(it->second, msg.allowance);
+    },
+    [self](resync_atom) {
+      if (self->state.backend.loop)
+        self->state.backend.loop->resend_prefix_cache();
     },
     [self](const request_ended& msg) {
       for (auto rid : msg.rids)

@@ -7,6 +7,8 @@
 ///   router <──worker_step── worker (loop thread): one per serving-loop step, carrying that
 ///             step's worker_token* and worker_done | worker_failed | worker_moved of its requests
 ///   router <──worker_failed── worker (a submit it could not take)
+///   router <──prefix_events── worker (loop thread): its prefix cache's stored / removed blocks;
+///   router ──resync_atom──> worker: a gap was seen, send a snapshot
 ///   serving loop ──request_ended──> its own worker actor (the requests that ended in a step)
 
 #include <cstdint>
@@ -39,6 +41,8 @@ using undrain_atom = caf::atom_constant<caf::atom("lf_undrain")>;
 using outage_atom = caf::atom_constant<caf::atom("lf_outage")>;
 /// Router: (stranded_atom, route_id, moves) a moved request's wait for a new worker is over.
 using stranded_atom = caf::atom_constant<caf::atom("lf_strand")>;
+/// Worker: the router saw a gap in its prefix_events numbers; the next batch must be a snapshot.
+using resync_atom = caf::atom_constant<caf::atom("lf_resync")>;
 
 // -- messages -------------------------------------------------------------------------------------
 
@@ -172,6 +176,27 @@ struct worker_step {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_step& x) {
   return f(caf::meta::type_name("lf.worker_step"), x.wid, x.tokens, x.done, x.failed, x.moved);
+}
+
+/// Worker (its serving loop's thread) -> router: what entered and left its prefix cache, one
+/// numbered batch a loop turn at most (cache/prefix_events.hpp; vLLM's KV events). `seq` goes
+/// 1, 2, ... per registration; a snapshot lists every block hash held and replaces what the
+/// router knew; a gap in the numbers makes the router send resync_atom. The hashes are public
+/// block hashes chained from the prompt's start (adapter key and, under tenant isolation, the
+/// tenant's salt in the root), so the router computes the same ones from a prompt.
+struct prefix_events {
+  worker_id wid;
+  std::uint64_t seq = 0;
+  bool snapshot = false;
+  std::uint32_t block_size = 0;   ///< tokens per block: how the router cuts a prompt into hashes
+  bool tenant_isolation = true;   ///< prefix_cache_isolation = "tenant": named tenants salt their blocks
+  std::vector<std::uint64_t> stored, removed;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, prefix_events& x) {
+  return f(caf::meta::type_name("lf.prefix_events"), x.wid, x.seq, x.snapshot, x.block_size, x.tenant_isolation,
+           x.stored, x.removed);
 }
 
 /// Serving loop -> its worker actor: these requests have ended (in one step), forget them.

@@ -223,6 +223,23 @@ void block_manager::index_block(const seq_state& st, std::uint32_t pos,
   m.cid = twin != npos ? blocks_[twin].cid : next_cid_++;
   m.indexed = true;
   index_.emplace(m.hash, b);
+  if (events_ != nullptr) {
+    std::uint64_t parent = 0;
+    if (pos > 0) {
+      parent = blocks_[st.table[pos - 1].value()].ext;
+    } else {
+      auto t = tags_.find(st.adapter);
+      parent = public_root(st.salt, t == tags_.end() ? 0 : t->second);
+    }
+    m.ext = default_block_hash(parent, base_model, tokens, cfg_.block_size);
+    events_->stored(m.ext);
+  }
+}
+
+void block_manager::attach_events(prefix_event_log* log) {
+  if (log != nullptr && !index_.empty())
+    throw std::logic_error("block_manager: attach_events after blocks were indexed");
+  events_ = log;
 }
 
 void block_manager::unindex(std::uint32_t block) {
@@ -236,6 +253,8 @@ void block_manager::unindex(std::uint32_t block) {
   // Children keyed on this content id stay indexed but become unreachable once no block carries
   // the id; content ids are never reused, so they cannot match a different parent later.
   m.indexed = false;
+  if (events_ != nullptr)
+    events_->removed(m.ext);
 }
 
 // -- sequence lifecycle -------------------------------------------------------------------------

@@ -44,6 +44,7 @@
 #include "cache/block_hash.hpp"
 #include "cache/ids.hpp"
 #include "cache/lru_list.hpp"
+#include "cache/prefix_events.hpp"
 
 namespace lf::cache {
 
@@ -180,6 +181,16 @@ public:
 
   stats get_stats() const;
 
+  /// Tells `log` (not owned; must outlive this) every public block hash that enters or leaves the
+  /// prefix index from now on (cache/prefix_events.hpp). Attach before the first allocation;
+  /// nullptr detaches. Throws std::logic_error if blocks are indexed already.
+  void attach_events(prefix_event_log* log);
+
+  /// The public tag of `adapter`'s blocks (adapter_tag of its key "NAME@V"), for the events'
+  /// hashes; an adapter never named counts as tag 0 (the base model's). Bounded by the adapters
+  /// the owner names (one entry each).
+  void name_adapter(adapter_id adapter, std::uint64_t tag) { tags_[adapter] = tag; }
+
   /// Verifies every invariant: refcounts equal block table occurrences; each block is exactly one
   /// of in use / cached (in the LRU, indexed) / free (not indexed); only indexed blocks are shared
   /// and a private block has one owner; table sizes match reserved slots; exactly the full,
@@ -201,6 +212,7 @@ private:
     std::uint64_t parent_hash = 0; // salted_root(salt) for a first block
     std::uint64_t cid = 0;         // content id: equal iff (parent_cid, adapter, tokens) equal
     std::uint64_t parent_cid = 0;  // 0 for a first block
+    std::uint64_t ext = 0;         // public hash (prefix_events.hpp), with an event log only
   };
 
   struct seq_state {
@@ -255,6 +267,8 @@ private:
   std::uint64_t query_tokens_ = 0;
   std::uint64_t hit_tokens_ = 0;
   std::uint64_t evictions_ = 0;
+  prefix_event_log* events_ = nullptr;
+  std::unordered_map<adapter_id, std::uint64_t> tags_;  ///< adapter -> public tag (name_adapter)
 };
 
 } // namespace lf::cache

@@ -58,7 +58,7 @@ void read_router(toml_reader& r, router_settings& rs, parse_state& st) {
       rs.placement.policy = *pol;
     else
       st.add(r.key_path("placement"), "unknown policy \"" + *p
-                                        + "\" (round_robin, least_loaded, adapter_affinity or priced)");
+                                        + "\" (round_robin, least_loaded, adapter_affinity, priced or cache_aware)");
   }
   r.set("queue_limit", rs.queue_limit, 0, 1'000'000);
   r.set("max_inflight_per_worker", rs.max_inflight_per_worker, 1, 1'000'000);
@@ -69,6 +69,8 @@ void read_router(toml_reader& r, router_settings& rs, parse_state& st) {
   r.set("placement_aging_ms", rs.placement.aging_ms, 0, max_ms);
   r.set_number("load_price_weight", rs.placement.load_price_weight, 0, 1000);
   r.set_number("decode_share", rs.placement.decode_share, 0, 1000);
+  r.set("balance_abs", rs.placement.balance_abs, 0, u32_max);
+  r.set_number("balance_rel", rs.placement.balance_rel, 1, 1000);
   if (auto d = r.str("drain_kv")) {
     if (*d == "ship" || *d == "recompute")
       rs.ship_kv = *d == "ship";

@@ -29,6 +29,8 @@ proto::stats_reply flatten_stats(const actors::router_stats& rs, std::size_t gat
   v["router.kv_shipped"] = static_cast<double>(rs.kv_shipped);
   v["router.kv_shipped_tokens"] = static_cast<double>(rs.kv_shipped_tokens);
   v["router.adapter_prefetches"] = static_cast<double>(rs.adapter_prefetches);
+  v["router.prefix_blocks"] = static_cast<double>(rs.prefix_blocks);
+  v["router.prefix_resyncs"] = static_cast<double>(rs.prefix_resyncs);
   for (const auto& l : rs.loads) {
     const auto p = "worker." + std::to_string(l.wid.value()) + ".";
     v[p + "waiting"] = l.waiting;

@@ -11,13 +11,14 @@ std::string_view to_string(placement_policy p) noexcept {
     case placement_policy::least_loaded: return "least_loaded";
     case placement_policy::adapter_affinity: return "adapter_affinity";
     case placement_policy::priced: return "priced";
+    case placement_policy::cache_aware: return "cache_aware";
   }
   return "least_loaded";
 }
 
 std::optional<placement_policy> parse_placement_policy(std::string_view s) noexcept {
   for (auto p : {placement_policy::round_robin, placement_policy::least_loaded,
-                 placement_policy::adapter_affinity, placement_policy::priced})
+                 placement_policy::adapter_affinity, placement_policy::priced, placement_policy::cache_aware})
     if (to_string(p) == s)
       return p;
   return std::nullopt;
@@ -51,6 +52,9 @@ std::optional<actors::worker_id> placer::choose(const std::vector<worker_view>& 
       break;
     case placement_policy::priced:
       pick = priced(workers, r);
+      break;
+    case placement_policy::cache_aware:
+      pick = cache_aware(workers, r);
       break;
   }
   if (pick)
@@ -123,6 +127,28 @@ std::optional<actors::worker_id> placer::priced(const std::vector<worker_view>& 
   if (!best)
     return std::nullopt;
   return best->id;
+}
+
+std::optional<actors::worker_id> placer::cache_aware(const std::vector<worker_view>& workers,
+                                                     const placement_request& r) const {
+  // The load guard first: the least busy worker with room sets the bar.
+  std::optional<std::uint32_t> least;
+  for (auto& w : workers)
+    if (has_room(w) && (!least || w.inflight < *least))
+      least = w.inflight;
+  if (!least)
+    return std::nullopt;
+  const auto too_busy = [&](const worker_view& w) {
+    return w.inflight > *least + opts_.balance_abs
+           && static_cast<double>(w.inflight) > opts_.balance_rel * static_cast<double>(*least);
+  };
+  std::vector<worker_view> eligible;
+  eligible.reserve(workers.size());
+  for (auto& w : workers)
+    if (has_room(w) && !too_busy(w))
+      eligible.push_back(w);
+  // Then priced's estimate, the prefix credit included (views carry cached_prefix_tokens).
+  return priced(eligible, r);
 }
 
 } // namespace lf::router

@@ -15,6 +15,15 @@
 ///                     many are loading it, a worker without it is not chosen (the request waits
 ///                     for a holder with room) until the request has waited `aging_ms`; waiting
 ///                     also discounts the load price (age_weight), so rare adapters are not starved
+///   cache_aware       priced's estimate with the prefix-cache credit from the router's index
+///                     (router/prefix_index.hpp): the prompt tokens still to compute on a worker
+///                     after the longest prefix it holds, at its measured prefill rate, + the
+///                     prefills and decode steps ahead there + the adapter's load price where it is
+///                     not resident. Load guard (SGLang's cache-aware router): a worker whose
+///                     in-flight count exceeds both the least busy one's + `balance_abs` and
+///                     `balance_rel` times it is not chosen, so one hot prefix cannot pile every
+///                     request onto the worker holding it (the next ones go elsewhere and warm a
+///                     second copy)
 ///
 /// A worker whose inflight count reached its capacity is never chosen; when every worker is full
 /// (or there is none) the answer is "none" and the request waits in the admission queue.
@@ -30,9 +39,9 @@
 namespace lf::router {
 
 /// How the router spreads requests.
-enum class placement_policy { round_robin, least_loaded, adapter_affinity, priced };
+enum class placement_policy { round_robin, least_loaded, adapter_affinity, priced, cache_aware };
 
-/// "round_robin", "least_loaded", "adapter_affinity", "priced".
+/// "round_robin", "least_loaded", "adapter_affinity", "priced", "cache_aware".
 std::string_view to_string(placement_policy p) noexcept;
 
 /// Inverse of to_string.
@@ -47,8 +56,9 @@ struct worker_view {
   bool has_adapter = false;       ///< holds (or is loading) the request's adapter
   /// priced: has_adapter, but not yet reported resident (a load is under way or about to start).
   bool loading = false;
-  /// priced: prompt tokens placed there without a first token, output tokens still to come,
-  /// prefix-cache credit (0: unknown), and the worker's measured rates.
+  /// priced, cache_aware: prompt tokens placed there without a first token, output tokens still
+  /// to come, the request's prompt tokens cached there (the router's prefix index; 0: none or
+  /// unknown), and the worker's measured rates.
   std::uint64_t prompt_ahead = 0, output_ahead = 0, cached_prefix_tokens = 0;
   /// priced: adapters with requests placed there, and the most it has been seen to hold at once
   /// (its adapter slots as far as the router knows; 0: none seen yet).
@@ -73,6 +83,10 @@ struct placement_options {
   /// priced: a request that has waited this long may start one more load, and its load price
   /// has halved (age_weight); 0: no aging.
   double aging_ms = 1000;
+  /// cache_aware's load guard: a worker is passed over when its in-flight count exceeds the
+  /// least busy eligible worker's by more than balance_abs AND is more than balance_rel times it.
+  std::uint32_t balance_abs = 2;
+  double balance_rel = 1.5;
 };
 
 /// Chooses workers; keeps the round-robin cursor. Not thread-safe (one router owns it).
@@ -93,6 +107,7 @@ private:
   std::optional<actors::worker_id> round_robin(const std::vector<worker_view>& workers);
   std::optional<actors::worker_id> cheapest(const std::vector<worker_view>& workers, bool charge_cold);
   std::optional<actors::worker_id> priced(const std::vector<worker_view>& workers, const placement_request& r) const;
+  std::optional<actors::worker_id> cache_aware(const std::vector<worker_view>& workers, const placement_request& r) const;
 
   placement_options opts_;
   std::optional<actors::worker_id> last_;  ///< round_robin: the last worker chosen

@@ -113,24 +113,32 @@ std::vector<worker_view> placement_book::views(const std::string& adapter) const
 }
 
 std::optional<actors::worker_id> placement_book::choose(const std::string& adapter, std::uint32_t prompt_tokens,
-                                                        double waited_ms) {
+                                                        double waited_ms,
+                                                        const std::map<actors::worker_id, std::uint32_t>& cached) {
   placement_request q;
   q.needs_adapter = !adapter.empty();
   q.prompt_tokens = prompt_tokens;
-  if (q.needs_adapter && placer_.options().policy == placement_policy::priced)
+  const auto policy = placer_.options().policy;
+  if (q.needs_adapter && (policy == placement_policy::priced || policy == placement_policy::cache_aware))
     q.load_ms = prices_.price_ms(adapter) * placer_.options().load_price_weight;
   q.waited_ms = waited_ms;
-  return placer_.choose(views(adapter), q);
+  auto vs = views(adapter);
+  if (!cached.empty())
+    for (auto& v : vs)
+      if (auto it = cached.find(v.id); it != cached.end())
+        v.cached_prefix_tokens = it->second;
+  return placer_.choose(vs, q);
 }
 
 void placement_book::place(actors::worker_id wid, placement_ticket& t, std::uint64_t prompt_tokens,
-                           std::uint64_t max_tokens, std::uint64_t streamed, cost_clock::time_point now) {
+                           std::uint64_t max_tokens, std::uint64_t streamed, cost_clock::time_point now,
+                           std::uint64_t cached) {
   auto& w = books_.at(wid);
   if (w.inflight++ == 0)
     w.speed.busy(now, true);
   w.load_tokens += t.cost;
   // A resumed request prefills its prompt and the tokens it streamed, then produces the rest.
-  t.prompt_ahead = prompt_tokens + streamed;
+  t.prompt_ahead = prompt_tokens + streamed - std::min(cached, prompt_tokens + streamed);
   t.output_ahead = max_tokens - std::min(max_tokens, streamed);
   w.prompt_ahead += t.prompt_ahead;
   w.output_ahead += t.output_ahead;

@@ -96,16 +96,20 @@ public:
   std::uint32_t accepting() const;
 
   /// A worker for a request for `adapter` that prefills `prompt_tokens` (its prompt and the
-  /// tokens it streamed before a move), after waiting `waited_ms` since its admission.
+  /// tokens it streamed before a move), after waiting `waited_ms` since its admission. `cached`:
+  /// the request's prompt tokens each worker's prefix cache holds (the router's prefix index;
+  /// the priced and cache_aware policies credit them).
   std::optional<actors::worker_id> choose(const std::string& adapter, std::uint32_t prompt_tokens,
-                                          double waited_ms);
+                                          double waited_ms,
+                                          const std::map<actors::worker_id, std::uint32_t>& cached = {});
   /// What the placer sees: one view per worker that takes requests.
   std::vector<worker_view> views(const std::string& adapter) const;
 
   /// Puts `t` on `w` at `now`: a request of `prompt_tokens` with at most `max_tokens` of output,
-  /// `streamed` of them sent already (a resumed request prefills those too).
+  /// `streamed` of them sent already (a resumed request prefills those too), `cached` of whose
+  /// leading tokens `w`'s prefix cache holds (only the rest counts as prefill work ahead there).
   void place(actors::worker_id w, placement_ticket& t, std::uint64_t prompt_tokens, std::uint64_t max_tokens,
-             std::uint64_t streamed, cost_clock::time_point now);
+             std::uint64_t streamed, cost_clock::time_point now, std::uint64_t cached = 0);
   /// Takes `t` off `w`'s books (nothing when `w` is gone).
   void unplace(actors::worker_id w, placement_ticket& t, cost_clock::time_point now);
   /// A token of `t` arrived from `w` at `now`: its work ahead shrinks, `w`'s meter counts it.

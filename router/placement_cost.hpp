@@ -15,8 +15,9 @@
 ///                  worker_speed_meter from the tokens the router streams (priors until then)
 ///   load price     load_price_book: the last loads' times per adapter size class (EWMA), from
 ///                  the workers' load reports
-///   cached         prefix-cache credit: the router does not know the workers' prefix caches
-///                  today, so the router passes 0 (the term is here for when it does)
+///   cached         prefix-cache credit: the request's leading prompt tokens that worker's prefix
+///                  cache holds, by the router's prefix index (router/prefix_index.hpp; 0 when
+///                  it holds none or sent no events yet)
 ///   age weight     1 / (1 + waited / aging): a request that has waited long cares less what its
 ///                  adapter costs to load
 ///   slots taken    the adapters with requests placed there fill the worker's adapter slots (as
@@ -162,7 +163,7 @@ struct worker_cost_input {
   /// Prompt tokens placed there without a first token; output tokens still to come there.
   std::uint64_t prompt_ahead = 0, output_ahead = 0;
   std::uint32_t rows = 0;                  ///< requests placed there
-  std::uint64_t cached_prefix_tokens = 0;  ///< prefix-cache credit; the router passes 0 today
+  std::uint64_t cached_prefix_tokens = 0;  ///< prefix-cache credit (the router's prefix index)
   bool has_adapter = false;                ///< resident or loading there
   bool slots_full = false;                 ///< adapters in use there fill its adapter slots
   service_speed speed;                     ///< its measured rates

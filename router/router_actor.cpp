@@ -56,6 +56,7 @@ caf::result<actors::worker_id> router_state::add_worker(actors::worker_actor han
   for (auto& [id, w] : workers_)
     if (w.handle == handle) {
       replay_adapters(w);  // back after a partition: it may have missed events
+      prefix_.resync(id);  // its prefix cache too: its registration's answer brings a snapshot
       return id;  // registered twice (e.g. a retry): same id
     }
   const auto& l = cfg_.limits;
@@ -76,6 +77,7 @@ caf::result<actors::worker_id> router_state::add_worker(actors::worker_actor han
   w.last.adapters = info.adapters;
   w.info = std::move(info);
   placement_.add(id, w.info.max_seqs, w.info.adapters);
+  prefix_.add(id, w.info.total_blocks);  // its entries: at most its pool's blocks
   metrics_.name(id, w.info.name);
   self_->monitor(handle);
   replay_adapters(w);  // before any request is placed there
@@ -229,6 +231,7 @@ void router_state::worker_lost(worker_entry& dead, const caf::error& reason) {
   const auto name = dead.info.name;
   workers_.erase(wid);  // first, so nothing below is placed on it again
   placement_.remove(wid);
+  prefix_.remove(wid);  // what its cache held goes at once
   note_availability();  // before the moves: with no worker left they wait at most max_queue_wait
   const auto mine = placed_on([wid](actors::worker_id w) { return w == wid; });
   for (auto rid : mine) {
@@ -353,6 +356,7 @@ actors::router_stats router_state::stats() const {
   s.workers = static_cast<std::uint32_t>(workers_.size());
   s.queued = static_cast<std::uint32_t>(queue_.size());
   s.inflight = static_cast<std::uint32_t>(routes_.size() - queue_.size());
+  s.prefix_blocks = prefix_.entries();
   s.loads.clear();
   for (auto& [id, w] : workers_) {
     s.loads.push_back(w.last);
@@ -393,6 +397,7 @@ actors::router_actor::behavior_type router_impl(router_state::self_ptr self, rou
     [self](actors::worker_load& load) { self->state.on_load(load); },
     [self](actors::worker_step& msg) { self->state.on_step(msg); },
     [self](actors::worker_failed& msg) { self->state.on_failed(msg); },
+    [self](actors::prefix_events& msg) { self->state.on_prefix_events(msg); },
     [self](actors::expire_atom, actors::route_id rid) { self->state.expire(rid); },
     [self](actors::stranded_atom, actors::route_id rid, std::uint32_t moves) { self->state.stranded(rid, moves); },
     [self](caf::get_atom) -> actors::router_stats { return self->state.stats(); },

@@ -28,6 +28,7 @@
 #include "router/admission_queue.hpp"
 #include "router/availability.hpp"
 #include "router/placement_book.hpp"
+#include "router/prefix_index.hpp"
 #include "router/request_metrics.hpp"
 #include "router/router_actor.hpp"
 #include "router/tenant_ledger.hpp"
@@ -64,7 +65,14 @@ struct worker_entry {
   actors::worker_actor handle;
   actors::register_worker info;
   actors::worker_load last;                      ///< last load report
+  /// Its prefix cache, as its prefix_events say: tokens per block (0: no events yet, or no
+  /// prefix cache) and whether named tenants salt their blocks.
+  std::uint32_t cache_block_size = 0;
+  bool tenant_isolation = true;
 };
+
+/// The request's prompt tokens each worker's prefix cache holds (router_cache.cpp).
+using cached_tokens = std::map<actors::worker_id, std::uint32_t>;
 
 /// The adapter registry and its log file (nullptr: memory only), opened by spawn_router.
 struct adapter_store {
@@ -107,6 +115,8 @@ public:
   /// the sinks goes out as one event_batch per sink.
   void on_step(actors::worker_step& msg);
   void on_failed(actors::worker_failed& msg);
+  /// A worker's prefix-cache events into the index; a gap asks it for a snapshot (router_cache.cpp).
+  void on_prefix_events(actors::prefix_events& msg);
   void on_down(const caf::down_msg& dm);
   actors::router_stats stats() const;
   /// Drains the workers of `node` (a node name: its workers are "node/N"; or one worker's name):
@@ -140,7 +150,11 @@ private:
   void flush_batches();
   /// The entry `rid` if `wid` owns it (events of a stale owner are dropped).
   route_entry* owned(actors::route_id rid, actors::worker_id wid);
-  void place(route_entry& e, worker_entry& w);
+  /// `cached`: the prompt tokens `w`'s prefix cache holds (only the rest counts as work there).
+  void place(route_entry& e, worker_entry& w, std::uint32_t cached = 0);
+  /// Per worker, the leading prompt tokens (of `prompt` then `sent`) its prefix cache holds, by
+  /// the prefix index, within the last-token rule; empty unless the policy credits them.
+  cached_tokens cached_of(const validated_request& req, const std::vector<std::int32_t>& sent) const;
   /// Takes `e` off its worker's books (counts, adapters); the entry keeps its worker id.
   void unplace(route_entry& e);
   /// `e`'s worker is lost or drained: `e` goes back to the front of the queue, to be resumed
@@ -152,7 +166,7 @@ private:
   std::vector<actors::route_id> placed_on(const std::function<bool(actors::worker_id)>& on) const;
   void dispatch();
   /// Asks the placer for a worker for `e` (its age lowers what it minds).
-  std::optional<actors::worker_id> choose(const route_entry& e);
+  std::optional<actors::worker_id> choose(const route_entry& e, const cached_tokens& cached);
   /// Sends the terminal event and forgets the request; cancels it on its worker if `cancel_worker`.
   void end(route_entry& e, actors::error_event ev, bool cancel_worker);
   void end(route_entry& e, actors::done_event ev);
@@ -215,6 +229,7 @@ private:
   std::vector<std::pair<actors::event_sink, actors::event_batch>> batches_;
   std::map<caf::actor_addr, std::size_t> batch_of_;  ///< sink -> index in batches_
   placement_book placement_;  ///< workers' books, the placer, adapter load prices
+  prefix_index prefix_;       ///< which worker's prefix cache holds which blocks
   tenant_ledger tenancy_;     ///< tenants' books, the rate meter, deadline admission
   request_metrics metrics_;   ///< what clients saw, per worker
   std::shared_ptr<adapter_store> adapters_;

@@ -14,6 +14,7 @@
 #include "text/tokenizer.hpp"
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
+#include "tools/loadtest/chat_driver.hpp"
 #include "tools/loadtest/driver.hpp"
 #include "tools/loadtest/http_client.hpp"
 #include "tools/loadtest/passage.hpp"
@@ -90,6 +91,58 @@ void progress_line(std::size_t ended, std::size_t sent, std::uint64_t tokens, do
      << " done, " << sent - ended << " in flight, " << std::fixed << std::setprecision(1)
      << (t > 0 ? static_cast<double>(tokens) / t : 0.0) << " tok/s, " << t << " s   ";
   std::cerr << os.str() << (isatty(2) ? "" : "\n") << std::flush;
+}
+
+/// `--workload chat`: one run of the multi-turn chat workload; prints the summary with the
+/// prompt tokens computed and cached, the refused share, conversations finished; writes
+/// OUT.json / .csv / .svg like a single run. Returns the command's exit status.
+int run_chat_workload(const chat_workload_config& cw, driver_options d, const goodput_limits& lim,
+                      const submit_fn& submit, const std::string& out_prefix, bool quiet,
+                      cluster::local_cluster* cluster, const std::string& endpoint) {
+  const auto convs = plan_chat(cw, synthetic_text);
+  std::size_t turns = 0;
+  for (const auto& c : convs)
+    turns += c.turns.size();
+  if (!quiet)
+    d.progress = [turns](std::size_t e, std::size_t s, std::uint64_t t, double el) { progress_line(e, s, t, el, turns); };
+  std::cerr << "loadtest: chat: " << convs.size() << " conversations of " << cw.turns << " turns, "
+            << cw.group_size << " per system prompt, " << cw.rate << " conversations/s\n";
+  auto r = run_chat(submit, convs, d);
+  if (!quiet)
+    std::cerr << "\n";
+  auto s = summarize(r.run.samples, r.run.duration_s, lim, r.run.lost);
+  std::size_t refused = 0;
+  for (const auto& [code, n] : s.errors)
+    if (code == "overloaded" || code == "deadline_unmeetable" || code == "no_workers")
+      refused += n;
+  const double refused_share = s.sent > 0 ? static_cast<double>(refused) / static_cast<double>(s.sent) : 0;
+  print_summary(std::cout, s);
+  std::cout << "chat: " << r.conversations_finished << " conversations finished, " << r.conversations_cut
+            << " cut; prompt tokens computed " << (s.input_tokens - s.cached_tokens) << ", cached " << s.cached_tokens
+            << "; refused " << refused << " (" << std::fixed << std::setprecision(1) << 100 * refused_share << "%)\n";
+  if (!out_prefix.empty()) {
+    auto j = to_json(s);
+    j["workload"] = "chat";
+    j["conversations"] = cw.conversations;
+    j["turns"] = cw.turns;
+    j["group_size"] = cw.group_size;
+    j["think_s"] = cw.think_s;
+    j["rate"] = cw.rate;
+    j["conversations_finished"] = r.conversations_finished;
+    j["conversations_cut"] = r.conversations_cut;
+    j["refused"] = refused;
+    j["refused_share"] = refused_share;
+    j["computed_tokens"] = s.input_tokens - s.cached_tokens;
+    j["endpoint"] = endpoint;
+    std::ofstream(out_prefix + ".json") << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::ofstream csv(out_prefix + ".csv");
+    write_csv(csv, r.run.samples);
+    std::ofstream(out_prefix + ".svg") << latency_svg(r.run.samples, "lorafleet: chat workload latency");
+    std::cerr << "loadtest: wrote " << out_prefix << ".json, .csv, .svg\n";
+  }
+  if (cluster)
+    cluster->shutdown(std::chrono::seconds(5));
+  return r.run.lost == 0 ? 0 : 3;
 }
 
 } // namespace
@@ -169,6 +222,22 @@ int cmd_loadtest(int argc, char** argv) {
     lim.e2e_ms = static_cast<double>(*d.deadline_ms);
   if (d.ttft_ms && !lim.ttft_ms)
     lim.ttft_ms = static_cast<double>(*d.ttft_ms);
+  // The multi-turn chat workload (--workload chat): conversations instead of single requests.
+  const auto workload = a.str("workload", "requests");
+  if (workload != "requests" && workload != "chat")
+    throw std::invalid_argument("--workload must be requests or chat (got '" + workload + "')");
+  chat_workload_config cw;
+  if (workload == "chat") {
+    cw.conversations = static_cast<std::uint32_t>(a.integer_in("conversations", 16, 1, 1'000'000));
+    cw.turns = static_cast<std::uint32_t>(a.integer_in("turns", 4, 1, 1000));
+    cw.group_size = static_cast<std::uint32_t>(a.integer_in("group-size", 4, 1, 1'000'000));
+    cw.system = parse_length_range(a.str("system", "256"), "--system");
+    cw.user = parse_length_range(a.str("user", "32"), "--user");
+    cw.output = w.output;
+    cw.rate = w.rate;
+    cw.think_s = a.real_above("think-s", 1, 0, true, 3600);
+    cw.seed = w.seed;
+  }
   const auto out_prefix = a.str("out");
   const bool quiet = a.has("quiet");
   client::client_options co;
@@ -198,6 +267,9 @@ int cmd_loadtest(int argc, char** argv) {
       throw std::runtime_error("no answer from " + endpoint + " within 10 s");
     submit = [&zmq](const proto::submit_msg& m, client::stream_callbacks cb) { zmq->submit(std::move(m), std::move(cb)); };
   }
+
+  if (workload == "chat")
+    return run_chat_workload(cw, d, lim, submit, out_prefix, quiet, cluster.get(), endpoint);
 
   struct point { std::string label; double x; workload_config w; driver_options d; };
   std::vector<point> points;

@@ -26,9 +26,10 @@ commands:
               [--curve-secret-key Z85 --curve-public-key Z85]   (CURVE on the gateway)
               [--mode continuous|static|static_no_cache] [--no-prefix-cache] [--block-size N]
               [--prefix-cache-isolation tenant|shared (tenant: named tenants never share blocks)]
-              [--policy round_robin|least_loaded|adapter_affinity|priced] [--queue-limit N]
+              [--policy round_robin|least_loaded|adapter_affinity|priced|cache_aware] [--queue-limit N]
               [--max-concurrent-loads N (priced; 2)] [--placement-aging-ms MS (priced; 1000)]
               [--load-price-weight W (priced; 1)] [--decode-share F (priced; 0)]
+              [--balance-abs N (cache_aware; 2)] [--balance-rel F (cache_aware; 1.5)]
               [--scheduling vtc|fcfs (across tenants)] [--deadline-admission on|off]
               [--deadline-margin F (0.1)]
               [--adapter-roots DIR,DIR (default: --adapters) --adapter-log FILE --max-adapter-rank R
@@ -90,6 +91,8 @@ commands:
               --goodput-tpot-ms X --goodput-e2e-ms X] [--out PREFIX] [--timeout S]
               [--tenants a:10,b:1 (load shares: concurrency, rate and requests split by them)
               --service-weights 1,2] [--deadline-ms MS --ttft-ms MS (on every request)]
+              [--workload chat --conversations N --turns N --group-size N (per system prompt)
+              --system N|LO-HI --user N|LO-HI --think-s S (--rate: conversations/s, Poisson)]
               measure throughput, TTFT/TPOT/ITL/E2E percentiles, goodput; write JSON, CSV, SVG;
               with --tenants each tenant's service, the largest gap and Jain's index (and
               PREFIX-tenants.svg); with a deadline the share of tokens spent on timeouts;

@@ -72,13 +72,16 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
   const auto policy = a.str("policy", "least_loaded");
   auto p = router::parse_placement_policy(policy);
   if (!p)
-    throw std::invalid_argument("--policy must be round_robin, least_loaded, adapter_affinity or priced (got '" + policy
+    throw std::invalid_argument("--policy must be round_robin, least_loaded, adapter_affinity, priced or cache_aware (got '" + policy
                                 + "')");
   s.router.placement.policy = *p;
   s.router.placement.max_concurrent_loads = static_cast<std::uint32_t>(
     a.integer_in("max-concurrent-loads", s.router.placement.max_concurrent_loads, 0, 1 << 20));
   s.router.placement.load_price_weight = a.real_above("load-price-weight", 1, 0, true, 1000);
   s.router.placement.decode_share = a.real_above("decode-share", 0, 0, true, 1000);
+  s.router.placement.balance_abs = static_cast<std::uint32_t>(
+    a.integer_in("balance-abs", s.router.placement.balance_abs, 0, 1 << 20));
+  s.router.placement.balance_rel = a.real_above("balance-rel", s.router.placement.balance_rel, 1, true, 1000);
   s.router.placement.aging_ms =
     static_cast<double>(a.integer_in("placement-aging-ms", static_cast<std::int64_t>(s.router.placement.aging_ms), 0, 86'400'000));
   s.router.max_queue = static_cast<std::size_t>(a.integer_in("queue-limit", 256, 0, 1'000'000));

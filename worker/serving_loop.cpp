@@ -50,6 +50,8 @@ serving_loop::serving_loop(engine::step_engine& engine, const text::tokenizer& t
     blocks_({cfg_.num_blocks, cfg_.block_size, cfg_.prefix_cache}), sched_(cfg_.sched, blocks_) {
   load_.total_blocks = cfg.num_blocks;
   load_.free_blocks = cfg.num_blocks;
+  if (cfg_.prefix_cache)
+    blocks_.attach_events(&cache_events_);
   if (adapters_)
     adapters_->set_listener([this] {
       std::lock_guard<std::mutex> g(mtx_);
@@ -161,6 +163,7 @@ void serving_loop::take_inbox(time_point now) {
       }
       r.adapter = got.id;
       r.holds_adapter = true;
+      blocks_.name_adapter(got.id, cache::adapter_tag(r.req.adapter()));  // the events' public hashes
     }
     if (!r.req.params().constraint.kind.empty() && !start_constraint(it.id, r))
       continue;  // its constraint does not compile
@@ -308,6 +311,9 @@ void serving_loop::record(const std::shared_ptr<step_sink>& sink, step_entry e) 
 }
 
 void serving_loop::flush() {
+  // The step's prefix-cache events first: the router knows what this step cached before it
+  // sees the step's terminals (a client's next turn then finds its history in the index).
+  publish_prefix_events();
   if (out_.empty())
     return;
   auto out = std::move(out_);

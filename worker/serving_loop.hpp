@@ -164,6 +164,18 @@ public:
   /// Thread-safe snapshot, updated after every step.
   load_report load() const;
 
+  /// Prefix-cache events (cache/prefix_events.hpp): from now on, `deliver` gets on the loop's
+  /// thread what entered and left this loop's prefix cache, at most one numbered batch a loop
+  /// turn, the first one a snapshot; it replaces any earlier listener (a worker that registers
+  /// again). Nothing is sent when the prefix cache is off. Thread-safe.
+  void watch_prefix_cache(std::function<void(cache::prefix_event_batch)> deliver);
+  /// The next batch is a snapshot (the receiver saw a gap in the numbers). Thread-safe.
+  void resend_prefix_cache();
+  /// The prefix-cache namespace rule this loop's scheduler applies (the receiver salts with it).
+  cache::prefix_isolation prefix_isolation() const noexcept { return cfg_.sched.isolation; }
+  /// Whether this loop keeps a prefix cache (and so sends events).
+  bool prefix_cache_enabled() const noexcept { return cfg_.prefix_cache; }
+
 private:
   struct live_request;
   struct inbox_item;
@@ -226,11 +238,16 @@ private:
   void fail_adapter_waiters();
   /// Sleeps up to 5 ms or until news (inbox, cancel, stop, a settled adapter load).
   void wait_for_news();
+  /// Hands the listener of watch_prefix_cache its batch, if one is due (loop thread).
+  void publish_prefix_events();
 
   engine::step_engine& engine_;
   const text::tokenizer& tok_;
   cache::adapter_manager* adapters_;
   serving_config cfg_;
+  /// What enters and leaves blocks_'s prefix index (loop thread only; blocks_ writes into it).
+  /// No rate bound of its own: a batch a loop turn at most (a turn is a step while serving).
+  cache::prefix_event_log cache_events_{cache::prefix_event_options{8192, std::chrono::milliseconds(0)}};
   cache::block_manager blocks_;
   scheduler sched_;
 
@@ -241,6 +258,9 @@ private:
   std::vector<std::pair<request_id, std::uint32_t>> credits_;  ///< new allowances
   bool stopping_ = false, drain_ = false;
   bool adapter_news_ = false;  ///< an adapter load settled since the loop last looked
+  /// watch_prefix_cache's listener, and whether a snapshot was asked since the loop last looked.
+  std::function<void(cache::prefix_event_batch)> cache_listener_;
+  bool cache_snapshot_asked_ = false;
   std::uint64_t next_id_ = 1;
   load_report load_;
 

@@ -21,12 +21,13 @@ using clock_type = std::chrono::steady_clock;
 
 void serving_loop::run() {
   for (;;) {
-    flush();  // what the last turn produced, before this one waits
+    flush();  // what the last turn produced, before this one waits (prefix-cache events first)
     {
       std::unique_lock<std::mutex> lk(mtx_);
       // Sleep only when there is nothing to run; static mode waits for its batch inside.
       cv_.wait(lk, [&] {
-        return stopping_ || !inbox_.empty() || !cancels_.empty() || !credits_.empty() || !live_.empty();
+        return stopping_ || !inbox_.empty() || !cancels_.empty() || !credits_.empty() || !live_.empty()
+               || cache_snapshot_asked_;
       });
     }
     take_inbox(clock_type::now());

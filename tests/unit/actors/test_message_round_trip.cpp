@@ -73,7 +73,7 @@ LF_FIELDS(worker_load, wid, waiting, running, waiting_tokens, running_tokens, fr
 LF_FIELDS(worker_metrics, wid, name, live, m, state);
 LF_FIELDS(router_stats, workers, queued, inflight, accepted, overloaded, rejected, completed, failed, cancelled,
           timed_out, replaced, worker_lost, resumed, draining, accepting, kv_shipped, kv_shipped_tokens,
-          adapter_prefetches, loads, metrics);
+          adapter_prefetches, loads, metrics, prefix_blocks, prefix_resyncs);
 // adapter_messages.hpp
 LF_FIELDS(adapter_command, op, name, path);
 LF_FIELDS(adapter_reply, error, message, adapters, resident, seq);
@@ -203,6 +203,8 @@ router_stats stats() {
   s.kv_shipped = 15;
   s.kv_shipped_tokens = 16;
   s.adapter_prefetches = 17;
+  s.prefix_blocks = 18;
+  s.prefix_resyncs = 19;
   s.loads = {load()};
   s.metrics = {metrics()};
   return s;

@@ -1,0 +1,190 @@
+// The cache_aware placement (router/placement.hpp) and the priced one's prefix credit, over a
+// fake index (router/prefix_index.hpp fed by made-up event batches) and a simulated clock.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <numeric>
+#include <vector>
+
+#include "cache/prefix_events.hpp"
+#include "router/placement.hpp"
+#include "router/placement_book.hpp"
+#include "router/prefix_index.hpp"
+
+using namespace lf::router;
+using lf::actors::worker_id;
+
+namespace {
+
+constexpr std::uint32_t block = 16;
+
+std::vector<std::int32_t> tokens(std::size_t n, std::int32_t first) {
+  std::vector<std::int32_t> t(n);
+  std::iota(t.begin(), t.end(), first);
+  return t;
+}
+
+std::vector<std::uint64_t> hashes(const std::vector<std::int32_t>& t) {
+  return lf::cache::public_block_hashes(t, block, lf::cache::no_salt, 0);
+}
+
+/// Cached prompt tokens per worker, as the router derives them from the index.
+std::map<worker_id, std::uint32_t> cached(const prefix_index& ix, const std::vector<std::int32_t>& prompt) {
+  std::map<worker_id, std::uint32_t> out;
+  for (auto [w, n] : ix.longest_prefixes(hashes(prompt)))
+    out[w] = n * block;
+  return out;
+}
+
+/// Four idle workers in a book, and an index that knows them (each has sent an empty snapshot).
+struct fleet {
+  placement_book book;
+  prefix_index ix;
+  std::map<worker_id, std::uint64_t> seq;
+  cost_clock::time_point now = cost_clock::time_point{} + std::chrono::seconds(100);
+
+  explicit fleet(placement_options o, std::uint32_t capacity = 64) : book(o, capacity) {
+    for (std::uint32_t i = 1; i <= 4; ++i) {
+      book.add(worker_id{i}, 64, {});
+      ix.add(worker_id{i}, 4096);
+      stored(worker_id{i}, {}, true);
+    }
+  }
+
+  /// What worker `w` would announce after computing `prompt` (or a snapshot of it).
+  void stored(worker_id w, std::vector<std::uint64_t> hs, bool snapshot = false) {
+    lf::cache::prefix_event_batch b;
+    b.seq = ++seq[w];
+    b.snapshot = snapshot;
+    b.stored = std::move(hs);
+    REQUIRE(ix.apply(w, b) == index_outcome::applied);
+  }
+
+  /// Places a request of `prompt` (max 32 tokens out) and returns where it went.
+  worker_id place(const std::vector<std::int32_t>& prompt) {
+    const auto c = cached(ix, prompt);
+    auto w = book.choose("", static_cast<std::uint32_t>(prompt.size()), 0, c);
+    REQUIRE(w);
+    placement_ticket t;
+    t.cost = prompt.size() + 32;
+    const auto hit = c.count(*w) ? c.at(*w) : 0;
+    book.place(*w, t, prompt.size(), 32, 0, now, hit);
+    now += std::chrono::milliseconds(5);
+    return *w;
+  }
+};
+
+placement_options policy(placement_policy p) {
+  placement_options o;
+  o.policy = p;
+  return o;
+}
+
+} // namespace
+
+TEST_CASE("cache_aware is a known policy name", "[placement][cache_aware]") {
+  CHECK(parse_placement_policy("cache_aware") == placement_policy::cache_aware);
+  CHECK(to_string(placement_policy::cache_aware) == "cache_aware");
+}
+
+TEST_CASE("a follow-up turn goes to the worker holding its history", "[placement][cache_aware]") {
+  const auto history = tokens(512, 1000);
+  auto turn2 = history;
+  for (auto t : tokens(40, 7))
+    turn2.push_back(t);
+  for (auto p : {placement_policy::cache_aware, placement_policy::priced}) {
+    fleet f(policy(p));
+    f.stored(worker_id{3}, hashes(history));
+    CHECK(f.place(turn2) == worker_id{3});
+  }
+  // least_loaded knows nothing of caches: the idle worker with the smallest id.
+  fleet f(policy(placement_policy::least_loaded));
+  f.stored(worker_id{3}, hashes(history));
+  CHECK(f.place(turn2) == worker_id{1});
+}
+
+TEST_CASE("the prefix credit does not outweigh a long queue", "[placement][cache_aware]") {
+  const auto history = tokens(64, 1000);  // a short history: 64 tokens of credit
+  auto turn2 = history;
+  turn2.push_back(5);
+  fleet f(policy(placement_policy::cache_aware));
+  f.stored(worker_id{2}, hashes(history));
+  // Worker 2 has a 2000-token prompt ahead of it; the credit is worth 64 tokens.
+  placement_ticket big;
+  big.cost = 2032;
+  f.book.place(worker_id{2}, big, 2000, 32, 0, f.now);
+  CHECK(f.place(turn2) != worker_id{2});
+}
+
+TEST_CASE("a hot prefix stays spread over the workers under the load guard", "[placement][cache_aware]") {
+  // One system prompt shared by every request; each request adds its own 32 tokens. A worker
+  // that computed a prompt holds its blocks from then on (the events arrive at once here).
+  const auto system = tokens(512, 1000);
+  auto run = [&](placement_options o) {
+    fleet f(o);
+    f.stored(worker_id{1}, hashes(system));
+    std::map<worker_id, int> per;
+    for (int i = 0; i < 40; ++i) {
+      auto prompt = system;
+      for (auto t : tokens(32, 100000 + 32 * i))
+        prompt.push_back(t);
+      const auto w = f.place(prompt);
+      ++per[w];
+      f.stored(w, hashes(prompt));
+    }
+    return per;
+  };
+  placement_options o = policy(placement_policy::cache_aware);
+  o.balance_rel = 1.0;  // the absolute bound alone, so the spread is easy to state
+  auto guarded = run(o);
+  REQUIRE(guarded.size() == 4);  // every worker took some
+  int lo = 1000, hi = 0;
+  for (auto [w, n] : guarded) {
+    lo = std::min(lo, n);
+    hi = std::max(hi, n);
+  }
+  CHECK(hi - lo <= static_cast<int>(o.balance_abs) + 1);
+  // Without the guard the holder takes a pile first (its credit beats everyone's idle pool).
+  o.balance_abs = 1000;
+  auto unguarded = run(o);
+  CHECK(unguarded[worker_id{1}] > guarded[worker_id{1}] + 4);
+}
+
+TEST_CASE("the guard measures against the least busy worker with room", "[placement][cache_aware]") {
+  placement_options o = policy(placement_policy::cache_aware);
+  o.balance_abs = 2;
+  o.balance_rel = 1.5;
+  placer p(o);
+  auto view = [](std::uint32_t id, std::uint32_t inflight, std::uint64_t cached) {
+    worker_view v;
+    v.id = worker_id{id};
+    v.inflight = inflight;
+    v.capacity = 8;
+    v.cached_prefix_tokens = cached;
+    v.speed = {1.0, 1.0};
+    return v;
+  };
+  placement_request r;
+  r.prompt_tokens = 1000;
+  // Worker 1 holds everything but has 3 more requests than worker 2 (3 > 0 + 2, 3 > 1.5 * 0).
+  CHECK(p.choose({view(1, 3, 992), view(2, 0, 0)}, r) == worker_id{2});
+  // Two more than the least: still within the guard, and its credit wins.
+  CHECK(p.choose({view(1, 2, 992), view(2, 0, 0)}, r) == worker_id{1});
+  // A full worker does not set the bar: worker 2 is full, so worker 1 is the least busy.
+  CHECK(p.choose({view(1, 5, 992), view(2, 8, 0), view(3, 7, 0)}, r) == worker_id{1});
+  // Everyone full: nobody.
+  CHECK_FALSE(p.choose({view(1, 8, 992), view(2, 8, 0)}, r));
+}
+
+TEST_CASE("a placement on a holder counts only the uncached prompt as work ahead", "[placement][cache_aware]") {
+  placement_book book(policy(placement_policy::cache_aware));
+  book.add(worker_id{1}, 8, {});
+  placement_ticket t;
+  t.cost = 600;
+  book.place(worker_id{1}, t, 512, 88, 0, cost_clock::now(), 480);
+  CHECK(book.find(worker_id{1})->prompt_ahead == 32);
+  book.unplace(worker_id{1}, t, cost_clock::now());
+  CHECK(book.find(worker_id{1})->prompt_ahead == 0);
+}

@@ -1,0 +1,133 @@
+#!/usr/bin/python3
+"""Cache-aware routing (issue 31, item 4): every placement policy, in turn, on a multi-turn chat
+workload (shared system prompts, each turn resending the whole history) and on a workload with
+nothing to share, medians of `--rounds` rounds (the policies' order rotates each round).
+
+Each run is one self-hosted cluster (router + `--workers` workers + the ZeroMQ gateway in one
+process, `lorafleet loadtest --self-host`), fresh per run, so no run inherits another's caches:
+
+    lorafleet loadtest --self-host --workers 4 --threads 1 --policy P --workload chat \\
+        --conversations C --turns T --group-size G --system S --user U --output O \\
+        --rate R --think-s K --goodput-ttft-ms SLO --out DIR/P-W-rN
+
+The no-sharing workload is the same command with --turns 1 --group-size 1 (every prompt its own
+system prompt, no history) and --conversations scaled to send as many prompt tokens.
+
+    tools/bench_routing.py --rounds 3 --out /tmp/routing --svg docs/bench-routing/routing.svg
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+POLICIES = ["round_robin", "least_loaded", "adapter_affinity", "priced", "cache_aware"]
+COLORS = {"round_robin": "#c9a", "least_loaded": "#c44", "adapter_affinity": "#48c", "priced": "#2a7",
+          "cache_aware": "#e90"}
+
+
+def run(args, policy, workload, rnd):
+    out = os.path.join(args.out, f"{policy}-{workload}-r{rnd}")
+    chat = workload == "chat"
+    cmd = [args.lorafleet, "loadtest", "--self-host", "--workers", str(args.workers), "--threads", "1",
+           "--policy", policy, "--workload", "chat", "--quiet",
+           "--conversations", str(args.conversations if chat else args.conversations * args.turns),
+           "--turns", str(args.turns if chat else 1), "--group-size", str(args.group if chat else 1),
+           "--system", str(args.system), "--user", str(args.user), "--output", str(args.output),
+           "--rate", str(args.rate if chat else args.rate * args.turns), "--think-s", str(args.think),
+           "--goodput-ttft-ms", str(args.slo), "--seed", str(rnd + 1), "--out", out]
+    if args.block_size:
+        cmd += ["--block-size", str(args.block_size)]
+    if args.max_seqs:
+        cmd += ["--max-seqs", str(args.max_seqs)]
+    print(" ".join(cmd), file=sys.stderr, flush=True)
+    subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL)
+    with open(out + ".json") as f:
+        j = json.load(f)
+    return {"ttft_p50": j["ttft_ms"]["p50"], "ttft_p99": j["ttft_ms"]["p99"], "goodput": j["goodput"],
+            "out_tok_s": j["output_tokens_per_s"], "computed": j["computed_tokens"], "cached": j["cached_input_tokens"],
+            "refused": j["refused_share"], "sent": j["sent"], "completed": j["completed"]}
+
+
+def svg(med, path):
+    """Two panels per workload: TTFT p50 (ms) and goodput (req/s) per policy, bars = medians."""
+    w, h, pad = 760, 300, 50
+    panels = [("chat", "ttft_p50", "chat: TTFT p50 ms"), ("chat", "goodput", "chat: goodput req/s"),
+              ("nosharing", "ttft_p50", "no sharing: TTFT p50 ms"), ("nosharing", "goodput", "no sharing: goodput req/s")]
+    pw = (w - pad) / len(panels)
+    s = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">',
+         f'<rect width="{w}" height="{h}" fill="white"/>']
+    for i, (wl, key, title) in enumerate(panels):
+        x0 = pad / 2 + i * pw
+        vals = [med[(p, wl)][key] for p in POLICIES]
+        top = max(vals) * 1.15 or 1
+        s.append(f'<text x="{x0 + pw / 2}" y="18" text-anchor="middle">{title}</text>')
+        bw = (pw - 20) / len(POLICIES)
+        for k, p in enumerate(POLICIES):
+            v = med[(p, wl)][key]
+            bh = (h - 80) * v / top
+            x = x0 + 10 + k * bw
+            s.append(f'<rect x="{x:.1f}" y="{h - 40 - bh:.1f}" width="{bw - 4:.1f}" height="{bh:.1f}" fill="{COLORS[p]}"/>')
+            s.append(f'<text x="{x + (bw - 4) / 2:.1f}" y="{h - 44 - bh:.1f}" text-anchor="middle" font-size="9">'
+                     f'{v:.3g}</text>')
+    for k, p in enumerate(POLICIES):
+        s.append(f'<rect x="{pad / 2 + k * 140}" y="{h - 22}" width="10" height="10" fill="{COLORS[p]}"/>')
+        s.append(f'<text x="{pad / 2 + k * 140 + 14}" y="{h - 13}">{p}</text>')
+    s.append("</svg>")
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as f:
+        f.write("\n".join(s) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lorafleet", default=os.path.join(os.path.dirname(__file__), "..", "build", "release", "tools",
+                                                        "lorafleet"))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--conversations", type=int, default=24)
+    ap.add_argument("--turns", type=int, default=4)
+    ap.add_argument("--group", type=int, default=4)
+    ap.add_argument("--system", type=int, default=96)
+    ap.add_argument("--user", type=int, default=12)
+    ap.add_argument("--output", type=int, default=12)
+    ap.add_argument("--rate", type=float, default=2, help="conversations per second (chat)")
+    ap.add_argument("--think", type=float, default=0.5)
+    ap.add_argument("--slo", type=float, default=200, help="goodput: TTFT at most this (ms)")
+    ap.add_argument("--block-size", type=int, default=0)
+    ap.add_argument("--max-seqs", type=int, default=0)
+    ap.add_argument("--policies", default=",".join(POLICIES))
+    ap.add_argument("--workloads", default="chat,nosharing")
+    ap.add_argument("--out", default="/tmp/bench-routing")
+    ap.add_argument("--svg", default="")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    pols = args.policies.split(",")
+    wls = args.workloads.split(",")
+    runs = {}
+    for rnd in range(args.rounds):
+        order = pols[rnd % len(pols):] + pols[:rnd % len(pols)]
+        for wl in wls:
+            for p in order:
+                runs.setdefault((p, wl), []).append(run(args, p, wl, rnd))
+    med = {k: {m: statistics.median(r[m] for r in v) for m in v[0]} for k, v in runs.items()}
+    with open(os.path.join(args.out, "summary.json"), "w") as f:
+        json.dump({f"{p}/{wl}": {"median": med[(p, wl)], "rounds": runs[(p, wl)]} for (p, wl) in runs}, f, indent=2)
+    print("| workload | policy | TTFT p50 ms (rounds) | TTFT p99 ms | goodput req/s (rounds) | output tok/s | "
+          "prompt tokens computed / cached | refused |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for wl in wls:
+        for p in pols:
+            m, rs = med[(p, wl)], runs[(p, wl)]
+            ttfts = " / ".join("%.0f" % r["ttft_p50"] for r in rs)
+            goods = " / ".join("%.2f" % r["goodput"] for r in rs)
+            print(f"| {wl} | {p} | {m['ttft_p50']:.0f} ({ttfts}) | {m['ttft_p99']:.0f} | {m['goodput']:.2f} ({goods}) | "
+                  f"{m['out_tok_s']:.0f} | {m['computed']:.0f} / {m['cached']:.0f} | {100 * m['refused']:.1f}% |")
+    if args.svg and all((p, wl) in med for p in POLICIES for wl in ("chat", "nosharing")):
+        svg(med, args.svg)
+
+
+if __name__ == "__main__":
+    main()

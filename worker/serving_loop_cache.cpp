@@ -1,0 +1,44 @@
+// The serving loop's prefix-cache events: the block manager writes them into cache_events_ on
+// the loop thread; once a loop turn they go to the listener (the worker actor's, which sends them
+// to the router), the first one after watch_prefix_cache or resend_prefix_cache a snapshot.
+#include "worker/serving_loop.hpp"
+
+namespace lf::worker {
+
+// The loop numbers and bounds the batches itself (cache_events_'s max_pending; past it, a
+// snapshot); their rate is at most one a loop turn, i.e. one a step while it serves.
+
+void serving_loop::watch_prefix_cache(std::function<void(cache::prefix_event_batch)> deliver) {
+  std::lock_guard<std::mutex> g(mtx_);
+  cache_listener_ = std::move(deliver);
+  cache_snapshot_asked_ = true;
+  cv_.notify_one();
+}
+
+void serving_loop::resend_prefix_cache() {
+  std::lock_guard<std::mutex> g(mtx_);
+  cache_snapshot_asked_ = true;
+  cv_.notify_one();
+}
+
+void serving_loop::publish_prefix_events() {
+  std::function<void(cache::prefix_event_batch)> deliver;
+  bool snapshot = false;
+  {
+    std::lock_guard<std::mutex> g(mtx_);
+    if (!cache_listener_ || !cfg_.prefix_cache) {
+      cache_snapshot_asked_ = false;
+      return;  // nobody listens: the log keeps counting copies, its pending events wait (bounded)
+    }
+    deliver = cache_listener_;
+    snapshot = cache_snapshot_asked_;
+    cache_snapshot_asked_ = false;
+  }
+  if (snapshot)
+    cache_events_.want_snapshot();
+  auto b = cache_events_.take(std::chrono::steady_clock::now());
+  if (b.seq != 0)
+    deliver(std::move(b));
+}
+
+} // namespace lf::worker
