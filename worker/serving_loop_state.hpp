@@ -55,6 +55,9 @@ struct serving_loop::live_request {
   bool holds_adapter = false;  ///< acquired from the adapter manager; released by end()
   credit_window credits;  ///< how far it may stream (submit's allowance, raised by credit())
   std::uint32_t streamed = 0;  ///< the index of its next streamed token (resumed tokens count)
+  /// Speculative decoding: this step's proposed tokens (propose_drafts) and its adaptive length.
+  std::vector<std::int32_t> draft;
+  draft_length spec_len;
 };
 
 struct serving_loop::inbox_item {
