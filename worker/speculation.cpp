@@ -18,10 +18,17 @@ std::vector<std::int32_t> propose_ngram(const std::vector<std::int32_t>& tokens,
     for (std::size_t i = L - n; i-- > lo;) {
       if (!std::equal(suffix, suffix + n, tokens.data() + i))
         continue;
+      // What followed, copied as LZ77 copies an overlapping match: where the continuation
+      // reaches the end of `tokens` it goes on with the proposal itself, so a loop of period
+      // L - from repeats for all max_draft tokens.
       const auto from = i + n;
-      const auto count = std::min(max_draft, L - from);
-      return {tokens.begin() + static_cast<std::ptrdiff_t>(from),
-              tokens.begin() + static_cast<std::ptrdiff_t>(from + count)};
+      std::vector<std::int32_t> out;
+      out.reserve(max_draft);
+      for (std::size_t j = 0; j < max_draft; ++j) {
+        const auto at = from + j;
+        out.push_back(at < L ? tokens[at] : out[at - L]);
+      }
+      return out;
     }
     if (n == 1)
       break;

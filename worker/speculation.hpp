@@ -39,8 +39,9 @@ struct ngram_settings {
 
 /// Prompt-lookup decoding: finds the most recent earlier occurrence of the longest suffix of
 /// `tokens` (prompt + generated; from max_ngram down to min_ngram tokens) and proposes the up to
-/// `max_draft` tokens that followed it. Empty when nothing matches. Pure; O(window * max_ngram)
-/// time, no memory but the result's.
+/// `max_draft` tokens that followed it, continuing as an overlapping copy (a loop of period p
+/// proposes its next max_draft tokens, not only the p - 1 it has written since the match). Empty
+/// when nothing matches. Pure; O(window * max_ngram) time, no memory but the result's.
 std::vector<std::int32_t> propose_ngram(const std::vector<std::int32_t>& tokens, std::size_t max_draft,
                                         const ngram_settings& s = {});
 

@@ -16,6 +16,8 @@ TEST_CASE("n-gram lookup proposes what followed the most recent earlier occurren
   const tokens t = {1, 2, 3, 9, 9, 1, 2, 3, 7, 8, 1, 2, 3};
   CHECK(propose_ngram(t, 2) == tokens{7, 8});
   CHECK(propose_ngram(t, 5) == tokens{7, 8, 1, 2, 3});
+  // Past the end the match continues as an overlapping copy: period 5 (7 8 1 2 3).
+  CHECK(propose_ngram(t, 7) == tokens{7, 8, 1, 2, 3, 7, 8});
   CHECK(propose_ngram(t, 0).empty());
   // The longest suffix wins: "5 1 2" occurs once, followed by 4; "1 2" alone later is followed by 6.
   const tokens u = {5, 1, 2, 4, 0, 1, 2, 6, 0, 5, 1, 2};
@@ -30,8 +32,9 @@ TEST_CASE("n-gram lookup proposes what followed the most recent earlier occurren
   ngram_settings one;
   one.min_ngram = 1;
   CHECK(propose_ngram(v, 2, one) == tokens{7, 1});
-  // A loop proposes its own continuation, overlapping the suffix.
-  CHECK(propose_ngram({3, 4, 3, 4, 3, 4}, 4) == tokens{3, 4});
+  // A loop proposes its own continuation, for as long as asked.
+  CHECK(propose_ngram({3, 4, 3, 4, 3, 4}, 5) == tokens{3, 4, 3, 4, 3});
+  CHECK(propose_ngram({9, 9, 9}, 3) == tokens{9, 9, 9});
   // The window bounds the search.
   ngram_settings narrow;
   narrow.window = 6;
