@@ -173,6 +173,8 @@ void read_submit(field_reader& r, submit_msg& m) {
   m.ttft_ms = r.get_uint("ttft_ms", presence::optional, max_deadline_ms);
   if (auto tenant = r.get_str("tenant", presence::optional, max_tenant_bytes))
     m.tenant = std::move(*tenant);
+  if (auto s = r.get_int("speculative", presence::optional, i32_min, i32_max))
+    m.speculative = static_cast<std::int32_t>(*s);
   r.finish();
   if (r.ok())
     if (auto problem = validate(m))

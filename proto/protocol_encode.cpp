@@ -148,7 +148,7 @@ std::string encode(const submit_msg& m) {
   const auto n = 7
                  + count({with_prompt, with_messages, !m.adapter.empty(), m.seed.has_value(),
                           !m.stop.empty(), m.ignore_eos, m.deadline_ms.has_value(), m.window.has_value(),
-                          m.ttft_ms.has_value(), !m.tenant.empty()});
+                          m.ttft_ms.has_value(), !m.tenant.empty(), m.speculative.has_value()});
   frame_writer w("submit", n);
   w.field("id", m.id);
   if (with_prompt)
@@ -186,6 +186,8 @@ std::string encode(const submit_msg& m) {
     w.field_u64("ttft_ms", *m.ttft_ms);
   if (!m.tenant.empty())
     w.field("tenant", m.tenant);
+  if (m.speculative)
+    w.field_i64("speculative", *m.speculative);
   return w.take();
 }
 

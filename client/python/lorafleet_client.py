@@ -213,7 +213,8 @@ class Client:
                      seed: Optional[int] = None, stop: Optional[List[str]] = None,
                      ignore_eos: bool = False, stream: bool = True,
                      deadline_ms: Optional[int] = None, window: Optional[int] = None,
-                     ttft_ms: Optional[int] = None, tenant: Optional[str] = None) -> Request:
+                     ttft_ms: Optional[int] = None, tenant: Optional[str] = None,
+                     speculative: Optional[int] = None) -> Request:
         """Sends one request and returns its handle at once (no round trip).
 
         `window` (streaming): the server runs at most this many tokens ahead of what the
@@ -224,7 +225,9 @@ class Client:
         tenant: who the request is for (scheduling share, per-tenant limits; at most 64 bytes),
         else the client's; a gateway that knows this client's CURVE key by name uses that.
         deadline_ms / ttft_ms: a request the server predicts will miss them fails at once with
-        LorafleetError code "deadline_unmeetable"."""
+        LorafleetError code "deadline_unmeetable".
+        speculative: speculative decoding (never changes the output): -2 on, 0 off, 1-16 on with
+        up to that many proposed tokens per step; None: the worker's policy."""
         if self._closed:
             raise LorafleetError("invalid_request", "the client is closed")
         self._ensure_reader()
@@ -250,6 +253,8 @@ class Client:
             msg["window"] = window
         if ttft_ms is not None:
             msg["ttft_ms"] = ttft_ms
+        if speculative is not None:
+            msg["speculative"] = speculative
         tenant = tenant if tenant is not None else self.tenant
         if tenant:
             msg["tenant"] = tenant

@@ -15,7 +15,7 @@ namespace lf::test {
 
 LF_FIELDS(chat_message, role, content);
 LF_FIELDS(submit_msg, id, prompt, messages, adapter, temperature, top_k, top_p, repetition_penalty, seed,
-          max_tokens, stop, ignore_eos, stream, deadline_ms, window, ttft_ms, tenant);
+          max_tokens, stop, ignore_eos, stream, deadline_ms, window, ttft_ms, tenant, speculative);
 LF_FIELDS(cancel_msg, id);
 LF_FIELDS(credit_msg, id, tokens);
 LF_FIELDS(drain_msg, node);
@@ -60,6 +60,7 @@ submit_msg submit(bool chat) {
   m.window = 32;
   m.ttft_ms = 400;
   m.tenant = "acme";
+  m.speculative = 4;
   return m;
 }
 
