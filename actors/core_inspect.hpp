@@ -55,7 +55,7 @@ typename Inspector::result_type inspect(Inspector& f, token_logprobs& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request_draft& x) {
   return f(caf::meta::type_name("lf.request_draft"), x.prompt, x.params, x.adapter, x.timeout_ms, x.ttft_ms,
-           x.tenant, x.tenant_weight);
+           x.tenant, x.tenant_weight, x.speculative);
 }
 
 /// The one way to read and write a validated_request's fields: CAF's (de)serialization between

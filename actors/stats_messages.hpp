@@ -48,6 +48,8 @@ struct worker_load {
   std::uint32_t paused = 0;           ///< requests paused for want of credits
   std::vector<adapter_load_cost> loads_by_adapter;  ///< every adapter it loaded, with what loading cost
   std::uint32_t adapter_slots_free = 0;  ///< adapter slots neither resident nor loading (prefetch goes there)
+  /// Speculative decoding: tokens proposed, accepted, verifications and the tokens they emitted.
+  std::uint64_t spec_proposed = 0, spec_accepted = 0, spec_rows = 0, spec_emitted = 0;
 };
 
 template <class Inspector>
@@ -55,7 +57,7 @@ typename Inspector::result_type inspect(Inspector& f, worker_load& x) {
   return f(caf::meta::type_name("lf.worker_load"), x.wid, x.waiting, x.running, x.waiting_tokens,
            x.running_tokens, x.free_blocks, x.total_blocks, x.finished, x.failed, x.cancelled,
            x.adapters, x.preemptions, x.adapter_loads, x.servable, x.name, x.paused, x.loads_by_adapter,
-           x.adapter_slots_free);
+           x.adapter_slots_free, x.spec_proposed, x.spec_accepted, x.spec_rows, x.spec_emitted);
 }
 
 /// The router's measurements of the requests one worker served; worker 0 (an invalid id):

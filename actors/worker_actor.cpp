@@ -107,6 +107,10 @@ worker_load snapshot(const worker_state& st) {
   if (st.backend.adapter_records)
     w.loads_by_adapter = st.backend.adapter_records();
   w.adapter_loads = l.adapters.loads;
+  w.spec_proposed = l.speculation.proposed;
+  w.spec_accepted = l.speculation.accepted;
+  w.spec_rows = l.speculation.rows;
+  w.spec_emitted = l.speculation.emitted;
   if (st.backend.adapter_slots_free)
     w.adapter_slots_free = st.backend.adapter_slots_free();
   return w;

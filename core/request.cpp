@@ -83,6 +83,10 @@ std::variant<validated_request, check_failure> validate_request(request_draft d,
                   + " bytes)");
   if (!std::isfinite(d.tenant_weight) || !(d.tenant_weight > 0))
     return fail(serve_errc::invalid_request, "tenant weight must be finite and > 0");
+  if (d.speculative < -2 || d.speculative > max_speculative)
+    return fail(serve_errc::invalid_request,
+                "speculative must be -1 (the worker's policy), -2 (on), 0 (off) or 1 to "
+                  + std::to_string(max_speculative) + " (got " + std::to_string(d.speculative) + ")");
   if (d.prompt.size() + static_cast<std::size_t>(d.params.max_tokens) > limits.context_window)
     return fail(serve_errc::prompt_too_long,
                 "prompt (" + std::to_string(d.prompt.size()) + " tokens) + max_tokens ("

@@ -53,7 +53,14 @@ struct request_draft {
   /// The tenant's scheduling weight, set by the router from its config (never by a client);
   /// > 0 and finite. Workers' schedulers divide the tenant's virtual token counts by it.
   double tenant_weight = 1.0;
+  /// Speculative decoding: -1 = the worker's policy, -2 = on (the worker's proposal length),
+  /// 0 = off, n in [1, max_speculative] = on, proposing up to n tokens per step. Never changes
+  /// the output (worker/speculation.hpp).
+  std::int32_t speculative = -1;
 };
+
+/// The most tokens a request may ask to have proposed per step (request_draft::speculative).
+inline constexpr std::int32_t max_speculative = 16;
 
 /// A request that passed validate_request: a non-empty prompt of ids inside the vocabulary,
 /// prompt + max_tokens within the context window, sampling parameters valid, the adapter name
@@ -70,6 +77,7 @@ public:
   std::uint32_t ttft_ms() const noexcept { return d_.ttft_ms; }
   const std::string& tenant() const noexcept { return d_.tenant; }
   double tenant_weight() const noexcept { return d_.tenant_weight; }
+  std::int32_t speculative() const noexcept { return d_.speculative; }
   /// prompt + max_tokens: the most tokens this request can occupy.
   std::uint64_t max_length() const noexcept {
     return d_.prompt.size() + static_cast<std::uint64_t>(d_.params.max_tokens);

@@ -26,6 +26,8 @@ std::variant<request_draft, check_failure> draft_of(const proto::submit_msg& m, 
   if (m.ttft_ms)
     d.ttft_ms = static_cast<std::uint32_t>(std::min<std::uint64_t>(*m.ttft_ms, UINT32_MAX));
   d.tenant = m.tenant;
+  if (m.speculative)
+    d.speculative = *m.speculative;
   return d;
 }
 

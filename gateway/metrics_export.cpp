@@ -179,6 +179,16 @@ std::string render_prometheus(const actors::router_stats& rs, const http_side& h
   });
   load_metric("num_preemptions_total", "counter", "Sequences preempted for lack of K/V blocks.",
               [](const wl& l) { return l.preemptions; });
+  load_metric("spec_decode_num_draft_tokens_total", "counter", "Tokens proposed by speculative decoding and verified.",
+              [](const wl& l) { return l.spec_proposed; });
+  load_metric("spec_decode_num_accepted_tokens_total", "counter", "Proposed tokens that verification accepted.",
+              [](const wl& l) { return l.spec_accepted; });
+  load_metric("spec_decode_num_verifications_total", "counter", "Decode rows that carried proposed tokens.",
+              [](const wl& l) { return l.spec_rows; });
+  load_metric("spec_decode_num_emitted_tokens_total", "counter", "Tokens emitted by rows that carried proposals.",
+              [](const wl& l) { return l.spec_emitted; });
+  load_metric("spec_decode_draft_acceptance_rate", "gauge", "Accepted / proposed tokens so far (0-1).",
+              [](const wl& l) { return l.spec_proposed ? double(l.spec_accepted) / double(l.spec_proposed) : 0.0; });
   load_metric("adapter_loads_total", "counter", "LoRA adapters loaded.", [](const wl& l) { return l.adapter_loads; });
   load_metric("adapters_resident", "gauge", "LoRA adapters resident now.", [](const wl& l) { return l.adapters.size(); });
   // Per (worker, adapter): where each adapter is resident and what loading it cost there.
@@ -236,7 +246,12 @@ std::string render_stats_json(const actors::router_stats& rs, const http_side& h
                        {"adapter_loads", l.adapter_loads},
                        {"finished", l.finished},
                        {"failed", l.failed},
-                       {"cancelled", l.cancelled}});
+                       {"cancelled", l.cancelled},
+                       {"speculation",
+                        {{"proposed", l.spec_proposed},
+                         {"accepted", l.spec_accepted},
+                         {"acceptance_rate", l.spec_proposed ? double(l.spec_accepted) / double(l.spec_proposed) : 0.0},
+                         {"tokens_per_step", l.spec_rows ? double(l.spec_emitted) / double(l.spec_rows) : 0.0}}}});
   }
   // Workers gone: their last state only, so the page can show them as lost.
   for (const auto& m : rs.metrics)

@@ -55,6 +55,23 @@ bool get_bool(const json& o, const char* key) {
   return v.get<bool>();
 }
 
+/// `speculative`: true / "on" (-2), false / "off" (0), "auto" (absent: the worker's policy) or
+/// the most tokens to propose per step, 0 to max_speculative.
+std::optional<std::int32_t> get_speculative(const json& o) {
+  const auto& v = o.at("speculative");
+  if (v.is_boolean())
+    return v.get<bool>() ? -2 : 0;
+  if (v.is_string()) {
+    const auto s = v.get<std::string>();
+    if (s == "on" || s == "off" || s == "auto")
+      return s == "on" ? std::optional<std::int32_t>(-2) : s == "off" ? std::optional<std::int32_t>(0) : std::nullopt;
+  } else if (v.is_number_integer()) {
+    return static_cast<std::int32_t>(get_int(o, "speculative", 0, max_speculative));
+  }
+  fail("speculative", "speculative must be true, false, \"on\", \"off\", \"auto\" or an integer in [0, "
+                        + std::to_string(max_speculative) + "]");
+}
+
 std::string get_string(const json& o, const char* key) {
   const auto& v = o.at(key);
   if (!v.is_string())
@@ -261,7 +278,8 @@ const std::set<std::string>& known_keys(api_kind kind) {
     "logprobs", "frequency_penalty", "presence_penalty", "logit_bias",
     "response_format",
     // lorafleet's extensions
-    "top_k", "repetition_penalty", "ignore_eos", "deadline_ms", "ttft_ms", "regex", "choice", "grammar"};
+    "top_k", "repetition_penalty", "ignore_eos", "deadline_ms", "ttft_ms", "regex", "choice", "grammar",
+    "speculative"};
   static const std::set<std::string> completion = [] {
     auto s = common;
     s.insert({"prompt", "echo", "best_of", "suffix"});
@@ -393,6 +411,8 @@ std::variant<openai_request, api_error> parse_openai_request(api_kind kind, std:
       m.deadline_ms = static_cast<std::uint64_t>(get_int(body, "deadline_ms", 1, proto::max_deadline_ms));
     if (!absent(body, "ttft_ms"))
       m.ttft_ms = static_cast<std::uint64_t>(get_int(body, "ttft_ms", 1, proto::max_deadline_ms));
+    if (!absent(body, "speculative"))
+      m.speculative = get_speculative(body);
     if (!absent(body, "user")) {
       // The end user names the tenant (scheduling share, per-tenant limits).
       r.user = get_string(body, "user");

@@ -53,6 +53,9 @@ std::optional<std::string> validate(const submit_msg& m) {
   if (m.ttft_ms && (*m.ttft_ms < 1 || *m.ttft_ms > max_deadline_ms))
     return "ttft_ms must be in [1, " + std::to_string(max_deadline_ms) + "] (got " + std::to_string(*m.ttft_ms)
            + ")";
+  if (m.speculative && (*m.speculative < -2 || *m.speculative == -1 || *m.speculative > lf::max_speculative))
+    return "speculative must be -2 (on), 0 (off) or 1 to " + std::to_string(lf::max_speculative) + " (got "
+           + std::to_string(*m.speculative) + ")";
   if (m.tenant.size() > max_tenant_bytes)
     return too_long("tenant", m.tenant.size(), max_tenant_bytes);
   if (!lf::valid_tenant_name(m.tenant))
@@ -146,10 +149,12 @@ std::optional<client_request_id> request_of(const server_message& m) noexcept {
 bool operator==(const submit_msg& a, const submit_msg& b) {
   return std::tie(a.id, a.prompt, a.messages, a.adapter, a.temperature, a.top_k, a.top_p,
                   a.repetition_penalty, a.seed, a.max_tokens, a.stop, a.ignore_eos, a.stream,
-                  a.deadline_ms, a.window, a.ttft_ms, a.tenant, a.logit_bias, a.logprobs, a.top_logprobs)
+                  a.deadline_ms, a.window, a.ttft_ms, a.tenant, a.logit_bias, a.logprobs, a.top_logprobs,
+                  a.constraint_kind, a.constraint, a.speculative)
          == std::tie(b.id, b.prompt, b.messages, b.adapter, b.temperature, b.top_k, b.top_p,
                      b.repetition_penalty, b.seed, b.max_tokens, b.stop, b.ignore_eos, b.stream,
-                     b.deadline_ms, b.window, b.ttft_ms, b.tenant, b.logit_bias, b.logprobs, b.top_logprobs);
+                     b.deadline_ms, b.window, b.ttft_ms, b.tenant, b.logit_bias, b.logprobs, b.top_logprobs,
+                     b.constraint_kind, b.constraint, b.speculative);
 }
 bool operator==(const cancel_msg& a, const cancel_msg& b) { return a.id == b.id; }
 bool operator==(const credit_msg& a, const credit_msg& b) { return a.id == b.id && a.tokens == b.tokens; }

@@ -89,6 +89,9 @@ struct submit_msg {
   /// First-token target, relative to arrival, in [1, max_deadline_ms]: admission refuses a
   /// request predicted to miss it (deadline_unmeetable); it never ends an admitted one.
   std::optional<std::uint64_t> ttft_ms;
+  /// Speculative decoding (never changes the output): -2 on, 0 off, n in [1, 16] on with up to n
+  /// proposed tokens per step; absent => the worker's policy.
+  std::optional<std::int32_t> speculative;
   /// Who the request is for (scheduling share, per-tenant limits); empty => the default tenant.
   /// At most max_tenant_bytes of UTF-8 without control characters. A gateway that knows the
   /// client's CURVE key name uses that instead.

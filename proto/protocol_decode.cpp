@@ -257,6 +257,8 @@ void read_submit(field_reader& r, submit_msg& m) {
     m.constraint_kind = std::move(*kind);
   if (auto text = r.get_str("constraint", presence::optional, lf::max_constraint_text))
     m.constraint = std::move(*text);
+  if (auto s = r.get_int("speculative", presence::optional, i32_min, i32_max))
+    m.speculative = static_cast<std::int32_t>(*s);
   r.finish();
   if (r.ok())
     if (auto problem = validate(m))

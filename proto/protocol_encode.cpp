@@ -167,7 +167,8 @@ std::string encode(const submit_msg& m) {
                  + count({with_prompt, with_messages, !m.adapter.empty(), m.seed.has_value(),
                           !m.stop.empty(), m.ignore_eos, m.deadline_ms.has_value(), m.window.has_value(),
                           m.ttft_ms.has_value(), !m.tenant.empty(), !m.logit_bias.empty(), m.logprobs,
-                          m.top_logprobs != 0, !m.constraint_kind.empty(), !m.constraint.empty()});
+                          m.top_logprobs != 0, !m.constraint_kind.empty(), !m.constraint.empty(),
+                          m.speculative.has_value()});
   frame_writer w("submit", n);
   w.field("id", m.id);
   if (with_prompt)
@@ -219,6 +220,8 @@ std::string encode(const submit_msg& m) {
     w.field("constraint_kind", m.constraint_kind);
   if (!m.constraint.empty())
     w.field("constraint", m.constraint);
+  if (m.speculative)
+    w.field_i64("speculative", *m.speculative);
   return w.take();
 }
 

@@ -21,7 +21,8 @@ commands:
   serve       [--model DIR] [--adapters DIR] [--workers N] [--listen EP] [--threads N per worker]
               [--device cpu|cuda|cuda:N (GPU: f32)]
               [--dtype int8|bf16|f32] [--kv-dtype bf16|int8|f32] [--kv-cache-mb MB] [--max-seqs N]
-              [--max-batched-tokens N] [--adapter-cache-mb MB] [--max-adapters N (per worker)]
+              [--max-batched-tokens N]
+              [--speculation off|on|auto] [--speculative-tokens N] [--adapter-cache-mb MB] [--max-adapters N (per worker)]
               [--max-inflight-per-worker N] [--max-queue-wait-ms MS (30000)]
               [--curve-secret-key Z85 --curve-public-key Z85]   (CURVE on the gateway)
               [--mode continuous|static|static_no_cache] [--no-prefix-cache] [--block-size N]

@@ -65,6 +65,13 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
   if (!m)
     throw std::invalid_argument("--mode must be continuous, static or static_no_cache (got '" + mode + "')");
   w.mode = *m;
+  const auto spec = a.str("speculation", std::string(worker::to_string(defaults.speculation)));
+  auto sm = worker::parse_speculation_mode(spec);
+  if (!sm)
+    throw std::invalid_argument("--speculation must be off, on or auto (got '" + spec + "')");
+  w.speculation = *sm;
+  w.speculative_tokens = static_cast<std::uint32_t>(
+    a.integer_in("speculative-tokens", defaults.speculative_tokens, 1, worker::max_speculative_tokens));
   w.adapter_cache_mb = static_cast<std::size_t>(
     a.integer_in("adapter-cache-mb", static_cast<std::int64_t>(defaults.adapter_cache_mb), 1, 1 << 20));
   w.max_adapters = static_cast<std::uint32_t>(a.integer_in("max-adapters", defaults.max_adapters, 1, 1 << 20));

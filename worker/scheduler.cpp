@@ -201,13 +201,14 @@ bool scheduler::finish(cache::seq_id id) {
 // -- planning -----------------------------------------------------------------------------------
 
 step_plan scheduler::schedule(time_point now,
-                              const std::function<bool(cache::adapter_id)>& adapter_ready) {
+                              const std::function<bool(cache::adapter_id)>& adapter_ready,
+                              const std::function<std::uint32_t(cache::seq_id)>& drafts) {
   check_limits();
   step_plan plan;
   expire(now, plan);
   auto budget = cfg_.max_batched_tokens;
   if (!cfg_.recompute) {
-    schedule_decodes(plan, budget);
+    schedule_decodes(plan, budget, drafts);
   } else if (std::none_of(running_.begin(), running_.end(),
                           [&](cache::seq_id id) { return state_of(id).phase == seq_phase::prefilling; })) {
     // Rounds, as a batch without a cache runs: once every running sequence has its next token,
@@ -255,7 +256,13 @@ void scheduler::expire(time_point now, step_plan& plan) {
     finish(id);
 }
 
-void scheduler::schedule_decodes(step_plan& plan, std::uint32_t& budget) {
+void scheduler::schedule_decodes(step_plan& plan, std::uint32_t& budget,
+                                 const std::function<std::uint32_t(cache::seq_id)>& drafts) {
+  // Every decoding sequence's own token comes first: proposals get what is left of the budget.
+  std::uint32_t decoding = 0;
+  for (auto id : running_)
+    decoding += state_of(id).phase == seq_phase::decoding;
+  std::uint32_t spare = budget > decoding ? budget - decoding : 0;
   // Oldest first: when blocks run short, the newest sequences are preempted for the oldest. Each
   // preemption shrinks running_, so this loop ends even in the worst case.
   for (std::size_t i = 0; i < running_.size(); ++i) {
@@ -263,7 +270,20 @@ void scheduler::schedule_decodes(step_plan& plan, std::uint32_t& budget) {
     const auto& st = state_of(id);
     if (st.phase != seq_phase::decoding)
       continue;
+    --decoding;  // the decoding sequences after this one
     const auto n = static_cast<std::uint32_t>(st.tokens.size());
+    std::uint32_t k = drafts ? drafts(id) : 0;
+    // 1 + k tokens come out of the step at most: never past max_tokens.
+    k = std::min({k, spare, st.max_tokens - st.num_generated() - 1});
+    if (k > 0) {
+      // Proposals use free blocks only where every later decoding sequence keeps one to grow into.
+      const auto own = blocks_.blocks_to_grow(id, n);
+      const auto with = blocks_.blocks_to_grow(id, n + k);
+      if (with > own && std::uint64_t{with} + decoding > blocks_.num_free_blocks())
+        k = 0;
+      else if (!blocks_.ensure_slots(id, n + k))
+        k = 0;
+    }
     bool self_preempted = false;
     while (!blocks_.ensure_slots(id, n)) {
       // running_.back() is newer than `id` (not yet planned this step) or `id` itself; planned
@@ -276,9 +296,10 @@ void scheduler::schedule_decodes(step_plan& plan, std::uint32_t& budget) {
     if (self_preempted)
       break; // `id` was the newest: nothing after it
     // max_seqs <= max_batched_tokens, so a decode always fits the budget.
-    plan.chunks.push_back({id, n - 1, 1, true});
-    --budget;
-    fair_.charge(st.tenant, 0, 1);
+    plan.chunks.push_back({id, n - 1, 1 + k, true, k});
+    budget -= 1 + k;
+    spare -= k;
+    fair_.charge(st.tenant, 0, 1 + k);
   }
 }
 
@@ -421,11 +442,17 @@ scheduler::seq_state* scheduler::live_state(cache::seq_id id) {
 }
 
 void scheduler::complete(const step_plan& plan,
-                         const std::vector<std::optional<std::int32_t>>& sampled) {
+                         const std::vector<std::optional<std::int32_t>>& sampled,
+                         const std::vector<std::vector<std::int32_t>>& accepted) {
   if (sampled.size() != plan.chunks.size())
     throw std::invalid_argument("scheduler::complete: " + std::to_string(sampled.size())
                                 + " results for " + std::to_string(plan.chunks.size())
                                 + " chunks");
+  if (!accepted.empty() && accepted.size() != plan.chunks.size())
+    throw std::invalid_argument("scheduler::complete: " + std::to_string(accepted.size())
+                                + " accepted lists for " + std::to_string(plan.chunks.size())
+                                + " chunks");
+  const auto accepted_of = [&](std::size_t i) { return accepted.empty() ? 0 : accepted[i].size(); };
   // Validate everything first, so a bad call records nothing.
   for (std::size_t i = 0; i < plan.chunks.size(); ++i) {
     const auto& c = plan.chunks[i];
@@ -434,13 +461,18 @@ void scheduler::complete(const step_plan& plan,
                                   + seq_name(c.id)
                                   + (c.samples ? " samples but has no token"
                                                : " does not sample but has a token"));
+    if (accepted_of(i) > c.draft || (c.draft > 0 && (!c.samples || c.draft >= c.count)))
+      throw std::invalid_argument("scheduler::complete: chunk " + std::to_string(i) + " of "
+                                  + seq_name(c.id) + " accepts " + std::to_string(accepted_of(i))
+                                  + " of " + std::to_string(c.draft) + " proposed tokens");
     const auto* st_ptr = live_state(c.id);
     if (st_ptr == nullptr)
       continue;
     const auto& st = *st_ptr;
+    const auto known = c.count - c.draft;  // positions whose tokens are the sequence's
     if (blocks_.num_computed(c.id) != c.start
-        || std::uint64_t{c.start} + c.count > st.tokens.size()
-        || c.samples != (c.start + c.count == st.tokens.size()))
+        || std::uint64_t{c.start} + known > st.tokens.size()
+        || c.samples != (c.start + known == st.tokens.size()))
       throw std::logic_error("scheduler::complete: chunk [" + std::to_string(c.start) + ", +"
                              + std::to_string(c.count) + ") does not continue "
                              + seq_name(c.id) + " (stale or foreign plan?)");
@@ -450,7 +482,14 @@ void scheduler::complete(const step_plan& plan,
     auto* st = live_state(c.id);
     if (st == nullptr)
       continue;
-    blocks_.commit_tokens(c.id, st->tokens, c.start + c.count);
+    if (c.draft > 0) {
+      // The accepted proposals' K/V are computed; the rejected ones' are not (rolled back).
+      const auto& acc = accepted.empty() ? std::vector<std::int32_t>{} : accepted[i];
+      st->tokens.insert(st->tokens.end(), acc.begin(), acc.end());
+      blocks_.commit_tokens(c.id, st->tokens, c.start + c.count - c.draft + static_cast<std::uint32_t>(acc.size()));
+    } else {
+      blocks_.commit_tokens(c.id, st->tokens, c.start + c.count);
+    }
     if (c.samples) {
       st->tokens.push_back(*sampled[i]);
       st->phase = seq_phase::decoding;

@@ -119,8 +119,12 @@ struct scheduled_chunk {
   std::uint32_t start = 0;
   /// Positions to compute; >= 1.
   std::uint32_t count = 0;
-  /// start + count == tokens(id).size(): sample a token from the last position's logits.
+  /// start + count - draft == tokens(id).size(): sample a token from the last position's logits.
   bool samples = false;
+  /// Speculative decoding: the chunk's last `draft` positions are proposed tokens that are not
+  /// (yet) in tokens(id); the caller supplies them (in its engine chunk) and tells complete()
+  /// which of them were accepted. Only decode chunks have them (count = 1 + draft).
+  std::uint32_t draft = 0;
 };
 
 /// One step's plan.
@@ -183,8 +187,15 @@ public:
   /// ready) is skipped and keeps its place without blocking those behind it. No admission happens
   /// in a step that preempted. Throws std::logic_error, changing nothing, if a sequence has
   /// max_tokens generated but was not finished (a worker bug).
+  ///
+  /// `drafts` (speculative decoding): how many proposed tokens a decoding sequence brings this
+  /// step. It gets at most that many positions after its decode token (scheduled_chunk::draft),
+  /// fewer when the token budget (each decoding sequence's own token comes first), its
+  /// max_tokens (1 + draft <= max_tokens - generated) or the pool (proposals never take a block
+  /// another decoding sequence may need, and never cause a preemption) are short.
   step_plan schedule(time_point now,
-                     const std::function<bool(cache::adapter_id)>& adapter_ready = {});
+                     const std::function<bool(cache::adapter_id)>& adapter_ready = {},
+                     const std::function<std::uint32_t(cache::seq_id)>& drafts = {});
 
   /// Records the engine's results for `plan`: for every chunk, its K/V are now computed
   /// (block_manager::commit_tokens); for chunks with `samples`, `sampled[i]` holds the new token
@@ -194,7 +205,14 @@ public:
   /// match the plan (size, or a value missing or present where it should not be),
   /// std::logic_error if a chunk does not continue its sequence's computed positions; nothing is
   /// recorded then.
-  void complete(const step_plan& plan, const std::vector<std::optional<std::int32_t>>& sampled);
+  ///
+  /// `accepted` (speculative decoding; empty when no chunk has a draft): for each chunk, the
+  /// proposed tokens verification accepted, a prefix of its draft (at most draft of them). They
+  /// are appended before the sampled token and their K/V count as computed; the K/V written for
+  /// the rejected proposals is rolled back: those positions stay uncomputed (nothing of them
+  /// reaches the prefix index) and the next steps overwrite their slots.
+  void complete(const step_plan& plan, const std::vector<std::optional<std::int32_t>>& sampled,
+                const std::vector<std::vector<std::int32_t>>& accepted = {});
 
   /// Removes a sequence in any phase (finished, cancelled) and frees its blocks now. False if
   /// unknown (already finished or expired).
@@ -292,7 +310,8 @@ private:
   void expire(time_point now, step_plan& plan);
 
   /// One decode token per decoding sequence, preempting the newest running ones when needed.
-  void schedule_decodes(step_plan& plan, std::uint32_t& budget);
+  void schedule_decodes(step_plan& plan, std::uint32_t& budget,
+                        const std::function<std::uint32_t(cache::seq_id)>& drafts);
 
   /// recompute: every decoding sequence gives up its blocks and prefills all its tokens again
   /// (continue_prefills plans it); one the pool cannot hold goes back to the waiting queue.

@@ -148,6 +148,8 @@ void serving_loop::take_inbox(time_point now) {
     auto& r = *lr;
     r.credits = credit_window(it.allowance);
     r.streamed = static_cast<std::uint32_t>(it.resume.size());
+    r.spec_len = draft_length(r.req.speculative() > 0 ? static_cast<std::uint32_t>(r.req.speculative())
+                                                      : cfg_.speculative_tokens);
     live_.emplace(it.id, std::move(lr));
     if (!r.req.adapter().empty()) {
       if (adapters_ == nullptr) {

@@ -43,6 +43,7 @@
 #include "worker/engine/model/step_engine.hpp"
 #include "worker/request.hpp"
 #include "worker/scheduler.hpp"
+#include "worker/speculation.hpp"
 #include "worker/worker_settings.hpp"
 
 namespace lf::text {
@@ -78,6 +79,16 @@ struct serving_config {
   /// adapter only; the next adapter's requests start once the current one's have all finished.
   /// Base-model requests still join any continuous step.
   bool single_adapter_batches = false;
+  /// Speculative decoding (continuous batching, an engine with multi_logits(); see
+  /// worker/speculation.hpp): the policy for requests that do not choose (speculative = -1), the
+  /// most tokens proposed per row per step (a request's own n replaces it), and the n-gram
+  /// proposer's settings. Never changes what a request generates.
+  speculation_mode speculation = speculation_mode::off;
+  std::uint32_t speculative_tokens = 4;
+  ngram_settings ngram{};
+  /// The automatic rule's guess before it has measured a fit: speculate while at most this many
+  /// rows decode.
+  std::uint32_t speculation_auto_rows = 8;
 };
 
 /// A snapshot of the loop's load, for the router and `status`.
@@ -99,6 +110,8 @@ struct load_report {
   /// Requests paused now for want of credits (not counted in waiting or running), and pauses so far.
   std::uint32_t paused = 0;
   std::uint64_t pauses = 0;
+  /// Speculative decoding: tokens proposed and accepted, verifications and what they emitted.
+  speculation_stats speculation;
 };
 
 /// See the file comment.
@@ -190,6 +203,17 @@ private:
   /// Hands `lr` (prompt + any resumed tokens) to the scheduler; false if it ended instead.
   bool schedule_request(request_id id, live_request& lr, time_point now);
   void take_inbox(time_point now);
+  /// Speculative decoding: fills each decoding request's `draft` (proposals for this step), or
+  /// leaves them empty where its policy, its limits or the automatic rule say no.
+  void propose_drafts();
+  /// Samples every sampling chunk of `plan` (verifying its proposals, if any) into `emitted`:
+  /// the tokens each chunk emits, in order (empty: not a sampling chunk; {0} for a row whose
+  /// logits were invalid, which is listed in `broken`), with their log-probabilities. A
+  /// constrained row (never speculated) samples under its mask; one whose constraint allows no
+  /// token is listed in `dead_ends`.
+  void sample_rows(const step_plan& plan, std::vector<std::vector<std::int32_t>>& emitted,
+                   std::vector<std::vector<std::optional<token_logprobs>>>& logprobs,
+                   std::vector<request_id>& broken, std::vector<request_id>& dead_ends);
   void end(request_id id, request_result res);
   void on_sampled(request_id id, std::int32_t token, std::optional<token_logprobs> lp = std::nullopt);
   /// Streams one token of `lr`: its callbacks now, its sink's batch at the end of the step.
@@ -265,6 +289,7 @@ private:
   load_report load_;
 
   std::unordered_map<request_id, std::unique_ptr<live_request>> live_;  // loop thread only
+  step_cost_model step_cost_;  // the automatic speculation rule's measurements; loop thread only
   std::deque<request_id> static_queue_;  // static modes: waiting for a batch; loop thread only
   std::uint64_t settled_seen_ = 0;                                      // loop thread only
   std::optional<cache::adapter_id> turn_;  // single-adapter mode, this step; loop thread only

@@ -80,7 +80,15 @@ void serving_loop::run_continuous_step() {
   auto now = clock_type::now();
   const auto step_start = now;
   turn_ = adapter_turn();
-  auto plan = sched_.schedule(now, [this](cache::adapter_id a) { return adapter_usable(a); });
+  const bool speculate = cfg_.mode == batching_mode::continuous && engine_.multi_logits();
+  if (speculate)
+    propose_drafts();
+  auto plan = sched_.schedule(
+    now, [this](cache::adapter_id a) { return adapter_usable(a); },
+    speculate ? std::function<std::uint32_t(cache::seq_id)>([this](cache::seq_id id) {
+      return static_cast<std::uint32_t>(live_.at(request_id{id.value()})->draft.size());
+    })
+              : std::function<std::uint32_t(cache::seq_id)>{});
   for (auto id : plan.expired)
     end(request_id{id.value()}, failure(serve_errc::timeout, "deadline passed before the request finished"));
   if (plan.chunks.empty()) {
@@ -90,11 +98,20 @@ void serving_loop::run_continuous_step() {
   }
   std::vector<engine::engine_chunk> chunks;
   chunks.reserve(plan.chunks.size());
+  // A chunk with proposals computes its last token, then the proposed ones: its own tokens.
+  std::vector<std::vector<std::int32_t>> verify;
+  verify.reserve(plan.chunks.size());
   for (auto& c : plan.chunks) {
     const auto& toks = sched_.tokens(c.id);
-    chunks.push_back({toks.data() + c.start, c.start, c.count, &blocks_.block_table(c.id), c.samples,
-                      sched_.adapter(c.id)});
     auto& lr = *live_.at(request_id{c.id.value()});
+    const std::int32_t* data = toks.data() + c.start;
+    if (c.draft > 0) {
+      verify.emplace_back(1, toks.back());
+      verify.back().insert(verify.back().end(), lr.draft.begin(), lr.draft.begin() + c.draft);
+      data = verify.back().data();
+    }
+    chunks.push_back({data, c.start, c.count, &blocks_.block_table(c.id), c.samples, 1 + std::int64_t{c.draft},
+                      sched_.adapter(c.id)});
     if (!lr.started) {
       lr.started = true;
       lr.scheduled = now;
@@ -113,75 +130,28 @@ void serving_loop::run_continuous_step() {
     }
     return;
   }
-  std::vector<std::optional<std::int32_t>> sampled(plan.chunks.size());
-  // The rows that sample, with their logits row and sampler; sampled on the engine's threads
-  // (each request's sampler is its own: the order does not matter).
-  struct pick_job {
-    std::size_t chunk, row;
-    engine::sampler* pick;
-    const std::vector<std::int32_t>* context;
-    std::uint64_t index;  ///< the token's index in the sequence's output (the draw's counter)
-    int logprobs = -1;  ///< -1: none; else the alternatives wanted
-    bool failed = false;
-    live_request* constrained = nullptr;  ///< its constraint masks the row
-    bool dead_end = false;                ///< the constraint allowed no token
-  };
-  std::vector<pick_job> jobs;
-  for (std::size_t i = 0; i < plan.chunks.size(); ++i) {
-    const auto& c = plan.chunks[i];
-    if (!c.samples)
-      continue;
-    auto& lr = *live_.at(request_id{c.id.value()});
-    const auto& p = lr.req.params();
-    jobs.push_back({i, jobs.size(), &lr.pick, &sched_.tokens(c.id), lr.generated.size(),
-                    p.logprobs ? p.top_logprobs : -1});
-    if (lr.automaton)
-      jobs.back().constrained = &lr;
-  }
-  std::vector<std::optional<token_logprobs>> logprobs(plan.chunks.size());
-  const auto vocab = engine_.vocab_size();
   const auto sample_start = clock_type::now();
-  engine_.for_rows(jobs.size(), [&](std::size_t b, std::size_t e) {
-    for (auto j = b; j < e; ++j) {
-      auto& job = jobs[j];
-      try {
-        auto* row = engine_.logits(job.row);
-        if (job.logprobs >= 0) {
-          // sample() rewrites the row: keep the model's logits for the log-probabilities (without
-          // the request's logit_bias, as OpenAI's API reports them).
-          thread_local std::vector<float> raw;
-          raw.assign(row, row + vocab);
-          const auto tok = job.constrained
-                             ? sample_constrained(*job.constrained, *job.pick, row, vocab, *job.context, job.index)
-                             : job.pick->sample(row, vocab, *job.context, job.index);
-          if (tok < 0) {
-            job.dead_end = job.failed = true;
-            sampled[job.chunk] = 0;
-            continue;
-          }
-          logprobs[job.chunk] = engine::compute_logprobs(raw.data(), vocab, tok, job.logprobs);
-          sampled[job.chunk] = tok;
-          continue;
-        }
-        if (job.constrained) {
-          const auto tok = sample_constrained(*job.constrained, *job.pick, row, vocab, *job.context, job.index);
-          job.dead_end = job.failed = tok < 0;
-          sampled[job.chunk] = tok < 0 ? 0 : tok;
-          continue;
-        }
-        sampled[job.chunk] = job.pick->sample(row, vocab, *job.context, job.index);
-      } catch (const std::exception&) {
-        job.failed = true;
-        sampled[job.chunk] = 0;  // placeholder: the sequence is finished right after complete()
-      }
-    }
-  });
-  const auto sample_end = clock_type::now();
+  if (speculate)
+    step_cost_.observe(plan.num_tokens, std::chrono::duration<double, std::milli>(sample_start - forward_start).count());
+  std::vector<std::vector<std::int32_t>> emitted(plan.chunks.size());
+  std::vector<std::vector<std::optional<token_logprobs>>> logprobs(plan.chunks.size());
   std::vector<request_id> broken, dead_ends;
-  for (const auto& job : jobs)
-    if (job.failed)
-      (job.dead_end ? dead_ends : broken).push_back(request_id{plan.chunks[job.chunk].id.value()});
-  sched_.complete(plan, sampled);
+  sample_rows(plan, emitted, logprobs, broken, dead_ends);
+  const auto sample_end = clock_type::now();
+  // The scheduler appends each chunk's accepted proposals, then its last token.
+  std::vector<std::optional<std::int32_t>> sampled(plan.chunks.size());
+  std::vector<std::vector<std::int32_t>> accepted;
+  for (std::size_t i = 0; i < plan.chunks.size(); ++i) {
+    if (emitted[i].empty())
+      continue;
+    sampled[i] = emitted[i].back();
+    if (plan.chunks[i].draft == 0)
+      continue;
+    if (accepted.empty())
+      accepted.resize(plan.chunks.size());
+    accepted[i].assign(emitted[i].begin(), emitted[i].end() - 1);
+  }
+  sched_.complete(plan, sampled, accepted);
   for (auto id : dead_ends) {
     log::error("worker", "a constraint allowed no token", {{"request", id.value()}});
     sched_.finish(cache::seq_id{id.value()});
@@ -192,9 +162,12 @@ void serving_loop::run_continuous_step() {
     sched_.finish(cache::seq_id{id.value()});
     end(id, failure(serve_errc::internal, "the model produced invalid logits (NaN or inf)"));
   }
-  for (std::size_t i = 0; i < plan.chunks.size(); ++i)
-    if (sampled[i] && live_.count(request_id{plan.chunks[i].id.value()}))
-      on_sampled(request_id{plan.chunks[i].id.value()}, *sampled[i], std::move(logprobs[i]));
+  for (std::size_t i = 0; i < plan.chunks.size(); ++i) {
+    const request_id id{plan.chunks[i].id.value()};
+    // A request the step's tokens end (end of text, a stop string, max_tokens) takes no more.
+    for (std::size_t j = 0; j < emitted[i].size() && live_.count(id); ++j)
+      on_sampled(id, emitted[i][j], std::move(logprobs[i][j]));
+  }
   // Streaming is part of the step: its batches go out inside the step's time.
   flush();
   auto ms = [](time_point a, time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };

@@ -60,6 +60,9 @@ struct serving_loop::live_request {
   /// the output stands in it; null without a constraint. Replaying resumed tokens recomputes it.
   std::shared_ptr<constrain::token_automaton> automaton;
   constrain::token_automaton::cursor cursor{};
+  /// Speculative decoding: this step's proposed tokens (propose_drafts) and its adaptive length.
+  std::vector<std::int32_t> draft;
+  draft_length spec_len;
 };
 
 struct serving_loop::inbox_item {

@@ -158,6 +158,8 @@ struct worker_runtime::impl {
     c.prefix_cache = s.prefix_cache;
     c.mode = s.mode;
     c.static_batch = s.static_batch;
+    c.speculation = s.speculation;
+    c.speculative_tokens = s.speculative_tokens;
     c.seed = s.seed;
     c.eos_id = eos;
     return c;

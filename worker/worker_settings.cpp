@@ -69,6 +69,9 @@ std::string check_settings(const worker_settings& s) {
   if (s.max_seqs > s.max_batched_tokens)
     return "max_seqs (" + std::to_string(s.max_seqs) + ") must not exceed max_batched_tokens ("
            + std::to_string(s.max_batched_tokens) + "), or a full batch of decodes never fits a step";
+  if (s.speculative_tokens < 1 || s.speculative_tokens > max_speculative_tokens)
+    return "speculative_tokens must be 1 to " + std::to_string(max_speculative_tokens) + " (got "
+           + std::to_string(s.speculative_tokens) + ")";
   if (s.mode != batching_mode::continuous && s.static_batch == 0)
     return "static_batch must be > 0";
   if (!s.adapter_dir.empty() && (s.adapter_cache_mb == 0 || s.max_adapters == 0))

@@ -13,6 +13,7 @@
 #include "cache/cache_salt.hpp"
 #include "core/request.hpp"
 #include "core/vtc.hpp"
+#include "worker/speculation.hpp"
 
 namespace lf::text {
 class tokenizer;
@@ -78,6 +79,13 @@ struct worker_settings {
   std::uint64_t seed = 0;                  ///< fallback seed base for unseeded requests
   std::size_t adapter_cache_mb = 256;      ///< resident adapter weights at most
   std::uint32_t max_adapters = 64;         ///< resident + loading adapters at most
+  /// Speculative decoding with n-gram (prompt-lookup) proposals, for requests that do not choose
+  /// (worker/speculation.hpp): "off", "on", or "auto" (per step, where the measured step cost
+  /// says it pays: small batches). Never changes a request's output. CPU engine only.
+  speculation_mode speculation = speculation_mode::automatic;
+  /// The most tokens proposed per request per step (1 to max_speculative_tokens); each request's
+  /// length then adapts to its acceptance.
+  std::uint32_t speculative_tokens = 4;
 };
 
 /// Checks `device` and what it implies (dtype, kv_dtype and mode for a GPU): an error message

@@ -234,7 +234,7 @@ class Client:
                      top_logprobs: int = 0,
                      json_schema: Optional[dict] = None, json_object: bool = False,
                      regex: Optional[str] = None, choice: Optional[List[str]] = None,
-                     grammar: Optional[str] = None) -> Request:
+                     grammar: Optional[str] = None, speculative: Optional[int] = None) -> Request:
         """Sends one request and returns its handle at once (no round trip).
 
         `window` (streaming): the server runs at most this many tokens ahead of what the
@@ -253,7 +253,10 @@ class Client:
 
         Structured output (at most one): json_schema (a dict, the output is JSON valid under it),
         json_object (any JSON value), regex (the whole output matches), choice (one of the
-        strings), grammar (GBNF). One the gateway cannot compile fails with "invalid_request"."""
+        strings), grammar (GBNF). One the gateway cannot compile fails with "invalid_request".
+
+        speculative: speculative decoding (never changes the output): -2 on, 0 off, 1-16 on with
+        up to that many proposed tokens per step; None: the worker's policy."""
         if self._closed:
             raise LorafleetError("invalid_request", "the client is closed")
         self._ensure_reader()
@@ -279,6 +282,8 @@ class Client:
             msg["window"] = window
         if ttft_ms is not None:
             msg["ttft_ms"] = ttft_ms
+        if speculative is not None:
+            msg["speculative"] = speculative
         tenant = tenant if tenant is not None else self.tenant
         if tenant:
             msg["tenant"] = tenant

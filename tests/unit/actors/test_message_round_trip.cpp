@@ -25,7 +25,7 @@ LF_FIELDS(output_constraint, kind, text);
 LF_FIELDS(sampling_params, temperature, top_k, top_p, repetition_penalty, seed, max_tokens, stop, ignore_eos,
           logprobs, top_logprobs, logit_bias, constraint);
 LF_FIELDS(token_logprobs, logprob, top_tokens, top_logprobs);
-LF_FIELDS(request_draft, prompt, params, adapter, timeout_ms, ttft_ms, tenant, tenant_weight);
+LF_FIELDS(request_draft, prompt, params, adapter, timeout_ms, ttft_ms, tenant, tenant_weight, speculative);
 LF_FIELDS(histogram, bounds, counts, sum, count);
 LF_FIELDS(serve_metrics, finished, errors, prompt_tokens, generation_tokens, cached_tokens, queue_seconds,
           ttft_seconds, tpot_seconds, e2e_seconds);
@@ -69,7 +69,7 @@ LF_FIELDS(request_ended, rids);
 LF_FIELDS(adapter_load_cost, name, loads, last_load_ms, bytes);
 LF_FIELDS(worker_load, wid, waiting, running, waiting_tokens, running_tokens, free_blocks, total_blocks, finished,
           failed, cancelled, adapters, preemptions, adapter_loads, servable, name, paused, loads_by_adapter,
-          adapter_slots_free);
+          adapter_slots_free, spec_proposed, spec_accepted, spec_rows, spec_emitted);
 LF_FIELDS(worker_metrics, wid, name, live, m, state);
 LF_FIELDS(router_stats, workers, queued, inflight, accepted, overloaded, rejected, completed, failed, cancelled,
           timed_out, replaced, worker_lost, resumed, draining, accepting, kv_shipped, kv_shipped_tokens,
@@ -112,6 +112,7 @@ request_draft draft() {
   d.ttft_ms = 300;
   d.tenant = "acme";
   d.tenant_weight = 2.5;
+  d.speculative = 6;
   return d;
 }
 
@@ -180,6 +181,10 @@ worker_load load() {
   l.paused = 12;
   l.loads_by_adapter = {{"a@1", 2, 35.5, 4096}};
   l.adapter_slots_free = 13;
+  l.spec_proposed = 40;
+  l.spec_accepted = 30;
+  l.spec_rows = 10;
+  l.spec_emitted = 40;
   return l;
 }
 

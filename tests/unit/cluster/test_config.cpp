@@ -138,6 +138,8 @@ dtype = "bf16"
 block_size = 32
 prefix_cache = false
 prefix_cache_isolation = "shared"
+speculation = "on"
+speculative_tokens = 6
 adapter_cache_mb = 64
 max_adapters = 4
 report_interval_ms = 20
@@ -205,6 +207,9 @@ report_interval_ms = 20
   CHECK(g.workers.settings.kv_cache_mb == 48);
   CHECK(g.workers.settings.max_seqs == 8);
   CHECK(g.workers.settings.max_batched_tokens == 128);
+  CHECK(g.workers.settings.speculation == worker::speculation_mode::on);
+  CHECK(g.workers.settings.speculative_tokens == 6);
+  CHECK(head.workers.settings.speculation == worker::speculation_mode::automatic);  // the default
   CHECK(g.workers.settings.dtype == "bf16");
   CHECK(g.workers.settings.block_size == 32);
   CHECK_FALSE(g.workers.settings.prefix_cache);

@@ -81,6 +81,24 @@ TEST_CASE("tenant names: at most 64 bytes of UTF-8 without control characters, e
   CHECK_THAT(refusal(d).message, Contains("tenant weight"));
 }
 
+TEST_CASE("speculative: the worker's policy, on, off or a proposal length of at most 16", "[request]") {
+  for (int s : {-2, -1, 0, 1, 16}) {
+    auto d = draft();
+    d.speculative = s;
+    auto r = validate_request(d, limits());
+    REQUIRE(std::holds_alternative<validated_request>(r));
+    CHECK(std::get<validated_request>(r).speculative() == s);
+  }
+  CHECK(std::get<validated_request>(validate_request(draft(), limits())).speculative() == -1);  // the default
+  for (int s : {-3, 17}) {
+    auto d = draft();
+    d.speculative = s;
+    auto f = refusal(d);
+    CHECK(f.code == serve_errc::invalid_request);
+    CHECK_THAT(f.message, Contains("speculative must be") && Contains("(got " + std::to_string(s) + ")"));
+  }
+}
+
 TEST_CASE("each refusal names its field and code", "[request]") {
   CHECK(refusal(draft({})).code == serve_errc::invalid_request);
   CHECK_THAT(refusal(draft({})).message, Contains("prompt is empty"));

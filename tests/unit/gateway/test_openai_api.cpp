@@ -67,6 +67,23 @@ TEST_CASE("completion bodies read into the ZeroMQ protocol's submit fields") {
   CHECK(r.base.tenant == "alice");  // the end user is the tenant
   CHECK(r.base.deadline_ms == std::optional<std::uint64_t>(900));
   CHECK(r.base.ttft_ms == std::optional<std::uint64_t>(300));
+  CHECK_FALSE(r.base.speculative);
+}
+
+TEST_CASE("speculative: on, off, auto or a proposal length") {
+  const auto body = [](const std::string& v) { return R"({"model":"m","prompt":"x","speculative":)" + v + "}"; };
+  CHECK(ok(api_kind::completion, body("true")).base.speculative == std::optional<std::int32_t>(-2));
+  CHECK(ok(api_kind::completion, body("\"on\"")).base.speculative == std::optional<std::int32_t>(-2));
+  CHECK(ok(api_kind::completion, body("false")).base.speculative == std::optional<std::int32_t>(0));
+  CHECK(ok(api_kind::completion, body("\"off\"")).base.speculative == std::optional<std::int32_t>(0));
+  CHECK_FALSE(ok(api_kind::completion, body("\"auto\"")).base.speculative);
+  CHECK(ok(api_kind::chat, R"({"model":"m","messages":[{"role":"user","content":"x"}],"speculative":8})")
+          .base.speculative == std::optional<std::int32_t>(8));
+  for (const auto* bad : {"17", "-1", "\"maybe\"", "1.5", "[]"}) {
+    auto e = refused(api_kind::completion, body(bad));
+    CHECK(e.param == "speculative");
+    CHECK_THAT(e.message, Catch::Matchers::Contains("speculative must be"));
+  }
 }
 
 TEST_CASE("user names the tenant: at most 64 bytes, no control characters") {

@@ -35,6 +35,7 @@ submit_msg full_submit() {
   m.deadline_ms = max_deadline_ms;
   m.ttft_ms = 250;
   m.tenant = "team-\xc3\xa9";
+  m.speculative = 6;
   return m;
 }
 
@@ -293,6 +294,8 @@ TEST_CASE("random valid messages round trip", "[protocol][random]") {
       m.ttft_ms = 1 + rng() % max_deadline_ms;
     if (rng() % 2)
       m.tenant = "tenant-\xc3\xa9-" + std::to_string(rng() % 1000);
+    if (rng() % 2)
+      m.speculative = rng() % 3 == 0 ? -2 : static_cast<std::int32_t>(rng() % 17);
     REQUIRE_FALSE(validate(m).has_value());
     CHECK(expect_message<submit_msg>(decode_client(encode(m))) == m);
 

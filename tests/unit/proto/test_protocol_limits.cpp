@@ -105,6 +105,10 @@ TEST_CASE("sizes: prompt, messages, adapter, deadline", "[protocol][limits]") {
   CHECK(accepted(submit_fields().set("deadline_ms", u64(max_deadline_ms))));
   CHECK_THAT(client_error(submit_fields().set("ttft_ms", u64(0))), Contains("ttft_ms must be in [1, 86400000] (got 0)"));
   CHECK(accepted(submit_fields().set("ttft_ms", u64(500))));
+  CHECK_THAT(client_error(submit_fields().set("speculative", u64(17))), Contains("speculative must be -2 (on), 0 (off) or 1 to 16 (got 17)"));
+  CHECK_THAT(client_error(submit_fields().set("speculative", i64(-1))), Contains("speculative must be"));
+  CHECK(accepted(submit_fields().set("speculative", i64(-2))));
+  CHECK(accepted(submit_fields().set("speculative", u64(4))));
 }
 
 TEST_CASE("tenant: at most 64 bytes of UTF-8 without control characters", "[protocol][limits]") {

@@ -16,7 +16,7 @@ namespace lf::test {
 LF_FIELDS(chat_message, role, content);
 LF_FIELDS(submit_msg, id, prompt, messages, adapter, temperature, top_k, top_p, repetition_penalty, seed,
           max_tokens, stop, ignore_eos, stream, deadline_ms, window, ttft_ms, tenant, logit_bias, logprobs,
-          top_logprobs, constraint_kind, constraint);
+          top_logprobs, constraint_kind, constraint, speculative);
 LF_FIELDS(token_logprobs, logprob, top_tokens, top_logprobs);
 LF_FIELDS(cancel_msg, id);
 LF_FIELDS(credit_msg, id, tokens);
@@ -67,6 +67,7 @@ submit_msg submit(bool chat) {
   m.top_logprobs = 5;
   m.constraint_kind = "regex";
   m.constraint = "[a-z]+ \\d{2}";
+  m.speculative = 4;
   return m;
 }
 

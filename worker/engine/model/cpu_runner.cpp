@@ -94,9 +94,15 @@ void cpu_runner::step(const std::vector<engine_chunk>& chunks) {
     row += static_cast<int>(c.count);
   }
   // Logits in the callers' chunk order.
-  for (std::size_t i = 0; i < chunks.size(); ++i)
-    if (chunks[i].want_logits)
-      st.logit_rows.push_back(first_row[i] + static_cast<int>(chunks[i].count) - 1);
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    if (!chunks[i].want_logits)
+      continue;
+    const auto n = chunks[i].logits_count;
+    if (n < 1 || n > chunks[i].count)
+      throw std::invalid_argument("cpu_runner: a chunk wants logits of more positions than it has");
+    for (std::int64_t k = chunks[i].count - n; k < chunks[i].count; ++k)
+      st.logit_rows.push_back(first_row[i] + static_cast<int>(k));
+  }
   model_.forward(st, kv_);
 }
 

@@ -25,6 +25,9 @@ public:
   void step(const std::vector<engine_chunk>& chunks) override;
   float* logits(std::size_t i) override;
   std::size_t vocab_size() const override { return model_.vocab_size(); }
+  /// Every row's logits are computed from its own position alone (cpu_model), so the rows of a
+  /// chunk's last positions are those a decode of each position would give.
+  bool multi_logits() const override { return true; }
   /// On the model's thread pool.
   void for_rows(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn) override;
   /// "lf-kv1 <type> L.. H.. D.. B.. <compute dtype> wpe:<hash>": the store's layout and the

@@ -22,6 +22,10 @@ struct engine_chunk {
   std::int64_t count = 0;
   const std::vector<cache::block_id>* table = nullptr;  ///< covers [0, start + count)
   bool want_logits = false;              ///< return logits of the chunk's last position
+  /// With want_logits: logits of the chunk's last `logits_count` positions (in position order),
+  /// as consecutive logits() rows. More than 1 only for an engine whose multi_logits() is true
+  /// (speculative decoding verifies proposed tokens this way).
+  std::int64_t logits_count = 1;
   cache::adapter_id adapter = cache::base_model;        ///< LoRA adapter of the sequence
 };
 
@@ -33,9 +37,15 @@ public:
   /// One forward over every chunk; throws on failure (the loop fails the step's requests).
   virtual void step(const std::vector<engine_chunk>& chunks) = 0;
 
-  /// After step(): float logits of the i-th chunk with want_logits (vocab_size() of them). The
-  /// caller may modify them (the sampler does) until the next step().
+  /// After step(): float logits of the i-th row wanted (vocab_size() of them): the chunks with
+  /// want_logits in order, logits_count rows each. The caller may modify them (the sampler does)
+  /// until the next step().
   virtual float* logits(std::size_t i) = 0;
+
+  /// Whether this engine honours engine_chunk::logits_count > 1 (several rows of one chunk, each
+  /// as it would be were that position the chunk's last). Without it the serving loop does not
+  /// speculate.
+  virtual bool multi_logits() const { return false; }
 
   virtual std::size_t vocab_size() const = 0;
 
