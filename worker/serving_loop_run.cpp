@@ -110,8 +110,8 @@ void serving_loop::run_continuous_step() {
       verify.back().insert(verify.back().end(), lr.draft.begin(), lr.draft.begin() + c.draft);
       data = verify.back().data();
     }
-    chunks.push_back({data, c.start, c.count, &blocks_.block_table(c.id), c.samples, 1 + std::int64_t{c.draft},
-                      sched_.adapter(c.id)});
+    chunks.push_back({data, c.start, c.count, &blocks_.block_table(c.id), c.samples, sched_.adapter(c.id),
+                      1 + std::int64_t{c.draft}});
     if (!lr.started) {
       lr.started = true;
       lr.scheduled = now;

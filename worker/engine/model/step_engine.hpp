@@ -22,11 +22,12 @@ struct engine_chunk {
   std::int64_t count = 0;
   const std::vector<cache::block_id>* table = nullptr;  ///< covers [0, start + count)
   bool want_logits = false;              ///< return logits of the chunk's last position
+  cache::adapter_id adapter = cache::base_model;        ///< LoRA adapter of the sequence
   /// With want_logits: logits of the chunk's last `logits_count` positions (in position order),
   /// as consecutive logits() rows. More than 1 only for an engine whose multi_logits() is true
-  /// (speculative decoding verifies proposed tokens this way).
+  /// (speculative decoding verifies proposed tokens this way). Last, so that the chunks written
+  /// before it (the GPU engine's tools and tests) keep their meaning.
   std::int64_t logits_count = 1;
-  cache::adapter_id adapter = cache::base_model;        ///< LoRA adapter of the sequence
 };
 
 /// A model that runs steps over the paged KV cache.
