@@ -91,7 +91,7 @@ TEST_CASE("the automatic rule speculates where the step is bandwidth-bound and n
   CHECK_FALSE(m.pays(1, 1, 2.0, 0));  // nothing proposed: nothing to decide
 }
 
-TEST_CASE("a decode with proposals computes 1 + draft positions; complete() keeps the accepted prefix",
+TEST_CASE("a decode with proposals computes 1 + draft positions, complete() keeps the accepted prefix",
           "[speculation][scheduler]") {
   harness h{scheduler_config{4, 16}, 64};
   h.add(0, iota_tokens(6), 20);
