@@ -1,5 +1,7 @@
 #include "constrain/grammar.hpp"
 
+#include "core/utf8.hpp"
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -42,16 +44,9 @@ using byte_seq = std::vector<std::pair<std::uint8_t, std::uint8_t>>;
 int utf8_len(std::uint32_t cp) { return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; }
 
 std::vector<std::uint8_t> encode(std::uint32_t cp) {
-  switch (utf8_len(cp)) {
-    case 1: return {static_cast<std::uint8_t>(cp)};
-    case 2: return {static_cast<std::uint8_t>(0xC0 | (cp >> 6)), static_cast<std::uint8_t>(0x80 | (cp & 0x3F))};
-    case 3:
-      return {static_cast<std::uint8_t>(0xE0 | (cp >> 12)), static_cast<std::uint8_t>(0x80 | ((cp >> 6) & 0x3F)),
-              static_cast<std::uint8_t>(0x80 | (cp & 0x3F))};
-    default:
-      return {static_cast<std::uint8_t>(0xF0 | (cp >> 18)), static_cast<std::uint8_t>(0x80 | ((cp >> 12) & 0x3F)),
-              static_cast<std::uint8_t>(0x80 | ((cp >> 6) & 0x3F)), static_cast<std::uint8_t>(0x80 | (cp & 0x3F))};
-  }
+  std::string bytes;
+  append_utf8(bytes, static_cast<char32_t>(cp));
+  return {bytes.begin(), bytes.end()};
 }
 
 void split(std::uint32_t lo, std::uint32_t hi, std::vector<byte_seq>& out) {

@@ -1,5 +1,7 @@
 #include "constrain/json_value.hpp"
 
+#include "core/utf8.hpp"
+
 #include <stdexcept>
 
 namespace lf::constrain {
@@ -36,23 +38,6 @@ struct parser {
     if (s.substr(i, w.size()) != w)
       fail("unexpected character");
     i += w.size();
-  }
-  static void put_utf8(std::string& out, unsigned cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
   }
   unsigned hex4() {
     if (i + 4 > s.size())
@@ -105,7 +90,7 @@ struct parser {
           } else if (cp >= 0xD800 && cp <= 0xDFFF) {
             fail("unpaired surrogate");
           }
-          put_utf8(out, cp);
+          append_utf8(out, static_cast<char32_t>(cp));
           break;
         }
         default: fail("bad escape");

@@ -1,5 +1,7 @@
 #include "constrain/syntax.hpp"
 
+#include "core/utf8.hpp"
+
 #include <cctype>
 #include <stdexcept>
 
@@ -11,21 +13,7 @@ using ranges_t = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
 
 std::string utf8(std::uint32_t cp) {
   std::string out;
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
+  append_utf8(out, static_cast<char32_t>(cp));
   return out;
 }
 

@@ -22,4 +22,7 @@ bool is_valid_utf8(std::string_view s);
 /// Hugging Face's GPT-2 tokenizer uses). text_stream produces exactly this text, piece by piece.
 std::string replace_invalid_utf8(std::string_view bytes);
 
+/// Appends code point `cp` (at most U+10FFFF; the caller checks) to `out` as 1-4 bytes of UTF-8.
+void append_utf8(std::string& out, char32_t cp);
+
 } // namespace lf
