@@ -198,6 +198,59 @@ TEST_CASE("[gpu] logits match the CPU engine's f32 path through chunked prefill,
   }
 }
 
+TEST_CASE("[gpu] several logits rows of one chunk (speculative verification) match the CPU engine's") {
+  bench b(small_config());
+  auto gpu = b.gpu();
+  std::vector<sequence> seqs;
+  for (int i = 0; i < 4; ++i)
+    seqs.push_back(b.make_sequence(i, 6 + 5 * i));
+  // Prefill each prompt but its last 5 tokens, then one step where each chunk of 5 wants the
+  // logits of its last 1, 3, 5 and 5 positions (a decode row with 0, 2 or 4 proposed tokens).
+  for (int phase = 0; phase < 2; ++phase) {
+    std::vector<engine_chunk> chunks;
+    std::vector<std::int64_t> counts = {1, 3, 5, 5};
+    for (std::size_t i = 0; i < seqs.size(); ++i) {
+      auto& s = seqs[i];
+      engine_chunk c;
+      c.tokens = s.tokens.data() + s.done;
+      c.start = static_cast<std::int64_t>(s.done);
+      c.count = phase == 0 ? static_cast<std::int64_t>(s.tokens.size() - 5) : 5;
+      c.table = &s.table;
+      c.want_logits = phase == 1 || i % 2 == 0;
+      c.logits_count = phase == 1 ? counts[i] : 1;
+      chunks.push_back(c);
+      s.done += static_cast<std::size_t>(c.count);
+    }
+    b.cpu->step(chunks);
+    gpu->step(chunks);
+    std::size_t rows = 0;
+    for (const auto& c : chunks)
+      rows += c.want_logits ? static_cast<std::size_t>(c.logits_count) : 0;
+    const auto V = b.cpu->vocab_size();
+    double worst = 0;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float *ref = b.cpu->logits(r), *got = gpu->logits(r);
+      double scale = 1.0;
+      for (std::size_t k = 0; k < V; ++k)
+        scale = std::max(scale, static_cast<double>(std::fabs(ref[k])));
+      for (std::size_t k = 0; k < V; ++k)
+        worst = std::max(worst, std::fabs(static_cast<double>(got[k]) - ref[k]) / scale);
+      CHECK(argmax(got, V) == argmax(ref, V));
+    }
+    INFO("phase " << phase << ", rows " << rows);
+    CHECK(rows == (phase == 0 ? 2u : 14u));
+    CHECK(worst <= 1e-4);
+  }
+  engine_chunk bad;
+  bad.tokens = seqs[0].tokens.data();
+  bad.count = 2;
+  bad.table = &seqs[0].table;
+  bad.want_logits = true;
+  bad.logits_count = 3;
+  CHECK_THROWS_WITH(gpu->step({bad}), Catch::Contains("more positions"));
+  CHECK(gpu->multi_logits());
+}
+
 TEST_CASE("[gpu] graph replay computes what eager launches compute, at every padded batch size") {
   bench b(small_config());
   auto graphs = b.gpu(true), eager = b.gpu(false);

@@ -12,7 +12,8 @@ using namespace lf;
 
 namespace {
 
-worker::worker_settings settings(const std::string& device) {
+worker::worker_settings settings(const std::string& device,
+                                 worker::speculation_mode spec = worker::speculation_mode::off) {
   worker::worker_settings s;
   s.model_dir = std::string(LF_SOURCE_DIR) + "/models/default";
   s.device = device;
@@ -22,6 +23,7 @@ worker::worker_settings settings(const std::string& device) {
   s.kv_cache_mb = 256;
   s.max_seqs = 8;
   s.max_batched_tokens = 64;  // prompts are chunked
+  s.speculation = spec;
   return s;
 }
 
@@ -80,6 +82,25 @@ TEST_CASE("[gpu] a worker on cuda:0 writes the CPU worker's greedy text") {
   }
   WARN("seeded samples repeated on the GPU for " << repeated << " of " << prompts.size() << " prompts");
   WARN("seeded samples equal on both devices for " << same << " of " << prompts.size() << " prompts");
+}
+
+TEST_CASE("[gpu] a worker on cuda:0 speculating (n-gram) writes the plain CPU worker's greedy text") {
+  const std::vector<std::string> prompts = {
+    "Repeat after me: the cat sat on the mat. The cat sat on the mat. The cat", "A list: one, two, three, one, two,",
+    "The quick brown fox", "Once upon a time, in a land far away,"};
+  worker::worker_runtime cpu(settings("cpu"));
+  worker::worker_runtime gpu(settings("cuda:0", worker::speculation_mode::on));
+  const auto a = generate(cpu, prompts, 0.0f);
+  const auto b = generate(gpu, prompts, 0.0f);
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    INFO("prompt " << i << ": " << gpu.tokenizer().decode(b[i]));
+    CHECK(a[i] == b[i]);
+  }
+  const auto st = gpu.loop().load().speculation;
+  WARN("speculation on the GPU: " << st.proposed << " proposed, " << st.accepted << " accepted, " << st.rows
+                                  << " verifications");
+  CHECK(st.rows > 0);
+  CHECK(st.accepted > 0);
 }
 
 TEST_CASE("[gpu] settings that a GPU worker cannot run are refused with a reason") {

@@ -46,6 +46,7 @@ public:
   void step(const std::vector<engine_chunk>& chunks) override;
   float* logits(std::size_t i) override;
   std::size_t vocab_size() const override { return static_cast<std::size_t>(w_.config.vocab_size); }
+  bool multi_logits() const override { return true; }
   void for_rows(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn) override {
     host_pool_.parallel_for(n, fn);
   }

@@ -41,8 +41,10 @@ void engine_impl::step(const std::vector<engine_chunk>& chunks) {
       if (ch.tokens[k] < 0 || ch.tokens[k] >= c.vocab_size)
         throw std::invalid_argument("cuda engine: token id " + std::to_string(ch.tokens[k])
                                     + " is outside the vocabulary");
+    if (ch.want_logits && (ch.logits_count < 1 || ch.logits_count > ch.count))
+      throw std::invalid_argument("cuda engine: a chunk wants logits of more positions than it has");
     total += ch.count;
-    wanted += ch.want_logits ? 1 : 0;
+    wanted += ch.want_logits ? static_cast<int>(ch.logits_count) : 0;
     decode = decode && ch.count == 1;
   }
   if (chunks.empty())
@@ -79,12 +81,14 @@ void engine_impl::step(const std::vector<engine_chunk>& chunks) {
       slt[row] = slot[i];
     }
     t_at += need;
-    if (ch.want_logits) {
-      if (graph) {
-        logit_row_.push_back(row - 1);
-      } else {
-        lidx[logit_row_.size()] = row - 1;
-        logit_row_.push_back(static_cast<int>(logit_row_.size()));
+    if (ch.want_logits) {  // the chunk's last logits_count rows, in position order
+      for (auto r = row - static_cast<int>(ch.logits_count); r < row; ++r) {
+        if (graph) {
+          logit_row_.push_back(r);
+        } else {
+          lidx[logit_row_.size()] = r;
+          logit_row_.push_back(static_cast<int>(logit_row_.size()));
+        }
       }
     }
   }
