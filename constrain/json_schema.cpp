@@ -21,7 +21,9 @@ expr cls(ranges_t r) { return expr::chars(std::move(r)); }
 /// The shared JSON rules (names start with "json-").
 void add_base(rule_set& rs) {
   auto hex = cls({{'0', '9'}, {'A', 'F'}, {'a', 'f'}});
-  rs.rules.emplace_back("json-ws", expr::repeat(cls({{'\t', '\n'}, {' ', ' '}}), 0, 16));
+  // Whitespace: at most one space between tokens (outlines' default, as TGI uses it). Newlines
+  // and indentation are left out: given them, small models pad with tabs until max_tokens.
+  rs.rules.emplace_back("json-ws", opt(lit(" ")));
   rs.rules.emplace_back(
       "json-char",
       alt({cls(complement({{0, 0x1F}, {'"', '"'}, {'\\', '\\'}})),
