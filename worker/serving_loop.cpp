@@ -58,6 +58,7 @@ serving_loop::serving_loop(engine::step_engine& engine, const text::tokenizer& t
       adapter_news_ = true;
       cv_.notify_one();
     });
+  prebuild_vocab_trie();
   thread_ = std::thread([this] { run(); });
 }
 

@@ -32,6 +32,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -52,6 +53,7 @@ class tokenizer;
 
 namespace lf::constrain {
 class constraint_cache;
+class vocab_trie;
 }
 
 namespace lf::engine {
@@ -89,6 +91,11 @@ struct serving_config {
   /// The automatic rule's guess before it has measured a fit: speculate while at most this many
   /// rows decode.
   std::uint32_t speculation_auto_rows = 8;
+  /// Structured output: build the vocabulary's byte trie (66-120 ms for GPT-2's vocabulary) on a
+  /// thread of its own when the loop starts, so that the first constrained request does not stall
+  /// every row of the loop while it is built. Off by default (tests make hundreds of loops that
+  /// never constrain): the trie is then built at the first constrained request.
+  bool prebuild_vocab_trie = false;
 };
 
 /// A snapshot of the loop's load, for the router and `status`.
@@ -231,6 +238,7 @@ private:
   /// Structured output (serving_loop_constrain.cpp): gives `lr` its constraint's automaton and
   /// start state; false (the request ended with invalid_request) when it does not compile.
   bool start_constraint(request_id id, live_request& lr);
+  void prebuild_vocab_trie();  // serving_config::prebuild_vocab_trie
   /// Moves `lr`'s automaton past `token` (the end of text excepted); false when the token is
   /// not allowed there, which only a broken invariant can cause (the request then ends).
   static bool constraint_step(live_request& lr, std::int32_t token);
@@ -298,6 +306,9 @@ private:
   /// Compiled constraints over the tokenizer's vocabulary, made at the first constrained
   /// request; at most constraint_cache_size of them (least recently used dropped).
   std::unique_ptr<constrain::constraint_cache> constraints_;
+  /// serving_config::prebuild_vocab_trie: the trie being built; taken by the first constrained
+  /// request (which waits only if it came before the build ended). The destructor waits for it.
+  std::future<std::shared_ptr<const constrain::vocab_trie>> vocab_trie_;
   std::thread thread_;
 };
 

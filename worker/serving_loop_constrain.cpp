@@ -15,14 +15,23 @@
 
 namespace lf::worker {
 
+std::shared_ptr<const constrain::vocab_trie> make_vocab_trie(const text::tokenizer& tok, std::int32_t eos_id) {
+  std::vector<std::string> bytes;
+  bytes.reserve(tok.vocab_size());
+  for (std::size_t i = 0; i < tok.vocab_size(); ++i)
+    bytes.push_back(tok.decode_token(static_cast<std::int32_t>(i)));
+  return std::make_shared<const constrain::vocab_trie>(std::move(bytes), eos_id);
+}
+
+void serving_loop::prebuild_vocab_trie() {
+  if (cfg_.prebuild_vocab_trie)
+    vocab_trie_ = std::async(std::launch::async, make_vocab_trie, std::cref(tok_), cfg_.eos_id);
+}
+
 bool serving_loop::start_constraint(request_id id, live_request& lr) {
   try {
     if (!constraints_) {
-      std::vector<std::string> bytes;
-      bytes.reserve(tok_.vocab_size());
-      for (std::size_t i = 0; i < tok_.vocab_size(); ++i)
-        bytes.push_back(tok_.decode_token(static_cast<std::int32_t>(i)));
-      auto vocab = std::make_shared<const constrain::vocab_trie>(std::move(bytes), cfg_.eos_id);
+      auto vocab = vocab_trie_.valid() ? vocab_trie_.get() : make_vocab_trie(tok_, cfg_.eos_id);
       // Bounds per compiled constraint: 4096 states (1 KiB of transitions each) and 256 masks
       // (vocab / 8 bytes each, 6.3 KB for GPT-2): about 5.6 MiB, 180 MiB for the whole cache.
       constrain::token_automaton::limits lim;

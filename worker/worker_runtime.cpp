@@ -162,6 +162,7 @@ struct worker_runtime::impl {
     c.speculative_tokens = s.speculative_tokens;
     c.seed = s.seed;
     c.eos_id = eos;
+    c.prebuild_vocab_trie = true;  // a worker's first constrained request does not stall its loop
     return c;
   }
 };

@@ -90,6 +90,35 @@ TEST_CASE("constrained requests follow their constraint, greedy and sampled", "[
   CHECK(stopped >= 12);
 }
 
+TEST_CASE("a loop that builds the vocabulary trie at start writes what the lazy one writes", "[serving_loop][constrain]") {
+  // prebuild_vocab_trie (what workers use): the trie is built on its own thread when the loop
+  // starts; requests submitted at once wait for it, later ones find it ready.
+  std::vector<std::string> texts[2];
+  for (const bool prebuild : {false, true}) {
+    fake_engine eng;
+    collector col;
+    auto cfg = config();
+    cfg.prebuild_vocab_trie = prebuild;
+    serving_loop loop(eng, tok(), cfg);
+    int key = 0;
+    for (const auto& [kind, text] : constraints)
+      lf::test::submit(loop, constrained(kind, text, 30, 0.8f, 11 + static_cast<std::uint64_t>(key)), col.make(key++));
+    REQUIRE(col.wait_for(static_cast<std::size_t>(key)));
+    loop.stop(true);
+    for (int k = 0; k < key; ++k) {
+      REQUIRE(col.result(k).outcome == request_outcome::finished);
+      texts[prebuild].push_back(col.result(k).text);
+    }
+  }
+  CHECK(texts[0] == texts[1]);
+  // A loop that never sees a constrained request still stops cleanly with its trie built.
+  fake_engine eng;
+  auto cfg = config();
+  cfg.prebuild_vocab_trie = true;
+  serving_loop idle(eng, tok(), cfg);
+  idle.stop(true);
+}
+
 TEST_CASE("a constrained request resumes exactly from any number of its tokens", "[serving_loop][constrain]") {
   fake_engine eng;
   collector first;
