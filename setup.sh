@@ -37,35 +37,63 @@ if [ "$action" = test ] || [ "$action" = build ]; then
   )
 fi
 
-# The tests also drive the HTTP gateway with curl, the official `openai` npm package (Node.js) and
-# headless Chromium (the dashboard).
 # The aarch64 kernel tables are tested cross-compiled, under qemu-user.
-if [ "$action" = test ] || [ "$action" = cross ]; then
+if [ "$action" = cross ]; then
   packages+=(g++-aarch64-linux-gnu qemu-user)
 fi
+# What only the tests run (not the build) is installed in the background while the build runs:
+# the aarch64 cross compiler and qemu-user, curl, the official `openai` npm package's Node.js,
+# headless Chromium (the dashboard) and openssl (the TLS tests make a self-signed certificate).
+late_packages=()
 if [ "$action" = test ]; then
-  packages+=(curl chromium openssl)     # openssl: the TLS tests make a self-signed certificate
+  late_packages+=(g++-aarch64-linux-gnu qemu-user curl chromium openssl)
   # Node.js only: Debian's npm would pull in ~700 packages (4 minutes of installing on a fresh
   # machine); without npm, tests/http/install_packages.py installs the lock file's packages.
-  command -v node > /dev/null || packages+=(nodejs)
+  command -v node > /dev/null || late_packages+=(nodejs)
 fi
 
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
+not_installed() {  # not_installed PACKAGE...: prints those that are not installed
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+  done
+}
+mapfile -t missing < <(not_installed "${packages[@]}")
+mapfile -t late_missing < <(not_installed "${late_packages[@]}")
+sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+# --force-unsafe-io: dpkg skips its fsync per unpacked file (as Debian's Docker images do);
+# measured on a fresh bookworm root (2 vCPUs, .debs already downloaded), the test packages
+# installed in 189 and 211 s instead of 525 and 353 s (runs in turn). An install cut short by a
+# crash is redone by running this script again.
+apt_install() { $sudo apt-get install -y -qq --no-install-recommends -o DPkg::Options::=--force-unsafe-io "$@"; }
+if ((${#missing[@]} + ${#late_missing[@]})); then
+  $sudo apt-get update -qq
+fi
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
-  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq
-  # --force-unsafe-io: dpkg skips its fsync per unpacked file (as Debian's Docker images do);
-  # measured on a fresh bookworm root (2 vCPUs, .debs already downloaded), the test packages
-  # installed in 189 and 211 s instead of 525 and 353 s (runs in turn). An
-  # install cut short by a crash is redone by running this script again.
-  $sudo apt-get install -y -qq --no-install-recommends -o DPkg::Options::=--force-unsafe-io "${missing[@]}"
+  apt_install "${missing[@]}"
   phase_done "installing packages"
 fi
+late_pid=""
+late_log=build/setup-late-packages.log
+if ((${#late_missing[@]})); then
+  echo "setup: installing ${late_missing[*]} in the background while building (log: $late_log)"
+  mkdir -p build
+  apt_install "${late_missing[@]}" > "$late_log" 2>&1 &
+  late_pid=$!
+fi
+late_wait() {  # the background install must have succeeded before the tests run
+  [ -n "$late_pid" ] || return 0
+  local t0=$SECONDS
+  if ! wait "$late_pid"; then
+    cat "$late_log" >&2
+    echo "setup: installing ${late_missing[*]} failed (log above)" >&2
+    exit 1
+  fi
+  late_pid=""
+  echo "setup: waited $((SECONDS - t0)) s for the background install of ${late_missing[*]}"
+}
 
 # The HTTP tests' npm packages (the openai SDK, ...), again whenever package-lock.json changes.
 lock_sum=$(sha256sum tests/http/package-lock.json | cut -d' ' -f1)
@@ -102,6 +130,8 @@ bin="build/$preset/tools"
 case "$action" in
   build) ;;
   test)
+    late_wait
+    phase_start=$SECONDS
     ctest --preset "$preset" -j "${JOBS:-$(nproc)}" --timeout 1500
     phase_done "testing"
     ;;
