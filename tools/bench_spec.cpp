@@ -3,7 +3,7 @@
 //
 //   bench_spec --model DIR [--draft DIR] [--threads N] [--dtype int8|f32] [--kv-dtype T]
 //              [--streams 1,4,32] [--workload grounded|chat] [--modes off,on,auto,draft,draft-auto]
-//              [--tokens N] [--repeats R] [--speculative-tokens K] [--json FILE]
+//              [--tokens N] [--repeats R] [--speculative-tokens K] [--draft-threads N] [--json FILE]
 //
 // Modes: off; on / auto: n-gram proposals always / by the automatic rule; draft / draft-auto: the
 // draft model's (--draft: the same vocabulary, in the same dtype, its own K/V pool; prompts are
@@ -180,6 +180,7 @@ int main(int argc, char** argv) try {
   tools::args a(argc, argv, 1);
   const auto model_dir = a.required("model");
   const auto draft_dir = a.str("draft");
+  const int draft_threads = static_cast<int>(a.integer("draft-threads", 1));
   const int threads = static_cast<int>(a.integer("threads", 2));
   const auto dtype = parse_compute_dtype(a.str("dtype", "int8"));
   const auto kt = tools::kv_dtype_flag(a, "bf16");
@@ -194,7 +195,7 @@ int main(int argc, char** argv) try {
   cpu_model model(load_cpu_weights(model_dir, dtype), threads);
   std::unique_ptr<cpu_model> draft;
   if (!draft_dir.empty())
-    draft = std::make_unique<cpu_model>(load_cpu_weights(draft_dir, dtype), threads);
+    draft = std::make_unique<cpu_model>(load_cpu_weights(draft_dir, dtype), draft_threads > 0 ? draft_threads : threads);
   auto tok = text::tokenizer::from_dir(model_dir);
   auto context = static_cast<std::size_t>(model.config().n_positions);
   if (draft)

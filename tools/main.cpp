@@ -23,7 +23,7 @@ commands:
               [--dtype int8|bf16|f32] [--kv-dtype bf16|int8|f32] [--kv-cache-mb MB] [--max-seqs N]
               [--max-batched-tokens N]
               [--speculation off|on|auto] [--speculative-tokens N] [--draft-model DIR]
-              [--speculation-method ngram|draft|auto] [--draft-kv-cache-mb MB]
+              [--speculation-method ngram|draft|auto] [--draft-kv-cache-mb MB] [--draft-threads N]
               [--adapter-cache-mb MB] [--max-adapters N (per worker)]
               [--max-inflight-per-worker N] [--max-queue-wait-ms MS (30000)]
               [--curve-secret-key Z85 --curve-public-key Z85]   (CURVE on the gateway)

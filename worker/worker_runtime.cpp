@@ -138,16 +138,16 @@ struct worker_runtime::impl {
     }
     auto cfg = make_config(settings, settings.num_blocks, tok.eos_id());
     if (!s.draft_model.empty())
-      load_draft(cfg, dtype, threads);
+      load_draft(cfg, dtype);
     loop = std::make_unique<serving_loop>(*runner, tok, cfg, adapters.get(), draft_runner.get());
   }
 
   /// The draft model of settings.draft_model, its pool sized by draft_kv_cache_mb, into `cfg`.
-  void load_draft(serving_config& cfg, engine::compute_dtype dtype, int threads) {
+  void load_draft(serving_config& cfg, engine::compute_dtype dtype) {
     const auto& s = settings;
     if (!std::filesystem::is_directory(s.draft_model))
       throw std::runtime_error("draft model directory " + s.draft_model + " does not exist");
-    draft_model = std::make_unique<engine::cpu_model>(engine::load_cpu_weights(s.draft_model, dtype), threads);
+    draft_model = std::make_unique<engine::cpu_model>(engine::load_cpu_weights(s.draft_model, dtype), s.draft_threads);
     const auto& dc = draft_model->config();
     if (dc.vocab_size != config.vocab_size)
       throw std::invalid_argument("draft_model " + s.draft_model + " has a vocabulary of "

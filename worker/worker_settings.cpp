@@ -78,6 +78,8 @@ std::string check_settings(const worker_settings& s) {
     return "speculation_method \"draft\" needs a draft_model";
   if (!s.draft_model.empty() && s.draft_kv_cache_mb == 0)
     return "draft_kv_cache_mb must be > 0";
+  if (s.draft_threads < 1)
+    return "draft_threads must be >= 1 (got " + std::to_string(s.draft_threads) + ")";
   if (!s.draft_model.empty() && s.device != "cpu")
     return "draft_model runs on the CPU engine only (device is \"" + s.device + "\")";
   if (s.mode != batching_mode::continuous && s.static_batch == 0)

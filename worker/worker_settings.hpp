@@ -96,6 +96,10 @@ struct worker_settings {
   std::string speculation_method = "auto";
   /// The draft model's K/V pool (MB; a row that does not fit falls back to n-gram lookup).
   std::size_t draft_kv_cache_mb = 64;
+  /// Threads of the draft model's own pool (it runs between the model's steps, not beside them).
+  /// 1: a small model's steps are too short to pay for a fork-join per operation (measured:
+  /// docs/benchmarks.md, "Speculative decoding").
+  int draft_threads = 1;
 };
 
 /// The method `s` speculates with (its "auto" resolved); check_settings has checked it.
