@@ -285,6 +285,7 @@ TEST_CASE("a request resumed mid-speculation with the draft model continues exac
   const auto reqs = requests();
   auto [first, first_load] = run_all(compute_dtype::int8, lf::kernels::kv_type::bf16, speculation_mode::off, reqs);
   auto cfg = loop_config(speculation_mode::on);
+  lf::test::collector again;  // before the loop: it outlives every callback
   draft_set draft(512);
   cfg.method = speculation_method::draft;
   cfg.draft_blocks = 512;
@@ -292,7 +293,6 @@ TEST_CASE("a request resumed mid-speculation with the draft model continues exac
   cfg.draft_context = static_cast<std::uint32_t>(fx().mc.n_positions);
   engine_set e(compute_dtype::int8, lf::kernels::kv_type::bf16, cfg);
   serving_loop loop(e.runner, fx().tok, cfg, e.mgr.get(), &draft.runner);
-  lf::test::collector again;
   std::vector<std::pair<std::size_t, std::size_t>> cuts;
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     const auto n = first->result(static_cast<int>(i)).tokens.size();
