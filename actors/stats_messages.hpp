@@ -50,6 +50,9 @@ struct worker_load {
   std::uint32_t adapter_slots_free = 0;  ///< adapter slots neither resident nor loading (prefetch goes there)
   /// Speculative decoding: tokens proposed, accepted, verifications and the tokens they emitted.
   std::uint64_t spec_proposed = 0, spec_accepted = 0, spec_rows = 0, spec_emitted = 0;
+  /// Of the proposals, the tokens a draft model made, and the time it took (ms, cumulative).
+  std::uint64_t spec_draft_tokens = 0;
+  double spec_draft_ms = 0;
 };
 
 template <class Inspector>
@@ -57,7 +60,8 @@ typename Inspector::result_type inspect(Inspector& f, worker_load& x) {
   return f(caf::meta::type_name("lf.worker_load"), x.wid, x.waiting, x.running, x.waiting_tokens,
            x.running_tokens, x.free_blocks, x.total_blocks, x.finished, x.failed, x.cancelled,
            x.adapters, x.preemptions, x.adapter_loads, x.servable, x.name, x.paused, x.loads_by_adapter,
-           x.adapter_slots_free, x.spec_proposed, x.spec_accepted, x.spec_rows, x.spec_emitted);
+           x.adapter_slots_free, x.spec_proposed, x.spec_accepted, x.spec_rows, x.spec_emitted,
+           x.spec_draft_tokens, x.spec_draft_ms);
 }
 
 /// The router's measurements of the requests one worker served; worker 0 (an invalid id):

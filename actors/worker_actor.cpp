@@ -111,6 +111,8 @@ worker_load snapshot(const worker_state& st) {
   w.spec_accepted = l.speculation.accepted;
   w.spec_rows = l.speculation.rows;
   w.spec_emitted = l.speculation.emitted;
+  w.spec_draft_tokens = l.speculation.draft_proposed;
+  w.spec_draft_ms = l.speculation.draft_ms;
   if (st.backend.adapter_slots_free)
     w.adapter_slots_free = st.backend.adapter_slots_free();
   return w;

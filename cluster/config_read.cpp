@@ -45,6 +45,10 @@ void read_workers(toml_reader& r, worker_group& w, bool with_count, parse_state&
       st.add(r.key_path("speculation"), "must be \"off\", \"on\" or \"auto\" (got \"" + *p + "\")");
   }
   r.set("speculative_tokens", s.speculative_tokens, 1, worker::max_speculative_tokens);
+  r.set_path("draft_model", s.draft_model);
+  r.set("speculation_method", s.speculation_method);
+  r.set("draft_kv_cache_mb", s.draft_kv_cache_mb, 1, 1 << 20);
+  r.set("draft_threads", s.draft_threads, 1, 256);
   r.set("adapter_cache_mb", s.adapter_cache_mb, 1, 1 << 20);
   r.set("max_adapters", s.max_adapters, 1, 1 << 16);
   r.set_duration("report_interval_ms", w.report_interval, 10, 60'000);

@@ -187,6 +187,11 @@ std::string render_prometheus(const actors::router_stats& rs, const http_side& h
               [](const wl& l) { return l.spec_rows; });
   load_metric("spec_decode_num_emitted_tokens_total", "counter", "Tokens emitted by rows that carried proposals.",
               [](const wl& l) { return l.spec_emitted; });
+  load_metric("spec_decode_num_draft_model_tokens_total", "counter",
+              "Proposed tokens that came from the worker's draft model (the rest from n-gram lookup).",
+              [](const wl& l) { return l.spec_draft_tokens; });
+  load_metric("spec_decode_draft_model_seconds_total", "counter", "Time the worker's draft model spent proposing.",
+              [](const wl& l) { return l.spec_draft_ms / 1000.0; });
   load_metric("spec_decode_draft_acceptance_rate", "gauge", "Accepted / proposed tokens so far (0-1).",
               [](const wl& l) { return l.spec_proposed ? double(l.spec_accepted) / double(l.spec_proposed) : 0.0; });
   load_metric("adapter_loads_total", "counter", "LoRA adapters loaded.", [](const wl& l) { return l.adapter_loads; });
@@ -251,7 +256,9 @@ std::string render_stats_json(const actors::router_stats& rs, const http_side& h
                         {{"proposed", l.spec_proposed},
                          {"accepted", l.spec_accepted},
                          {"acceptance_rate", l.spec_proposed ? double(l.spec_accepted) / double(l.spec_proposed) : 0.0},
-                         {"tokens_per_step", l.spec_rows ? double(l.spec_emitted) / double(l.spec_rows) : 0.0}}}});
+                         {"tokens_per_step", l.spec_rows ? double(l.spec_emitted) / double(l.spec_rows) : 0.0},
+                         {"draft_model_tokens", l.spec_draft_tokens},
+                         {"draft_model_ms", l.spec_draft_ms}}}});
   }
   // Workers gone: their last state only, so the page can show them as lost.
   for (const auto& m : rs.metrics)

@@ -1,10 +1,13 @@
-// bench_spec: what speculative decoding with n-gram (prompt-lookup) proposals buys, through the
-// worker's serving loop on one model (a program, not a test).
+// bench_spec: what speculative decoding with n-gram (prompt-lookup) proposals or a draft model
+// buys, through the worker's serving loop on one model (a program, not a test).
 //
-//   bench_spec --model DIR [--threads N] [--dtype int8|f32] [--kv-dtype T] [--streams 1,4,32]
-//              [--workload grounded|chat] [--modes off,on,auto] [--tokens N] [--repeats R]
-//              [--speculative-tokens K] [--json FILE]
+//   bench_spec --model DIR [--draft DIR] [--threads N] [--dtype int8|f32] [--kv-dtype T]
+//              [--streams 1,4,32] [--workload grounded|chat] [--modes off,on,auto,draft,draft-auto]
+//              [--tokens N] [--repeats R] [--speculative-tokens K] [--draft-threads N] [--json FILE]
 //
+// Modes: off; on / auto: n-gram proposals always / by the automatic rule; draft / draft-auto: the
+// draft model's (--draft: the same vocabulary, in the same dtype, its own K/V pool; prompts are
+// cut to fit its context too).
 // Closed loop: `streams` clients, each sending its next request when the last one ended
 // (max(2 * streams, 6) requests a run; 32 streams: 32 requests), greedy, `tokens` tokens out
 // (ignore_eos, so every mode generates the same tokens: speculation never changes them).
@@ -19,7 +22,9 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -93,8 +98,9 @@ struct run_out {
   std::vector<std::vector<std::int32_t>> outputs;
 };
 
-run_out run(cpu_model& model, const text::tokenizer& tok, kernels::kv_type kt, serving_config cfg,
-            const std::vector<std::vector<std::int32_t>>& ps, std::size_t streams, int out_tokens) {
+run_out run(cpu_model& model, cpu_model* draft, const text::tokenizer& tok, kernels::kv_type kt,
+            serving_config cfg, const std::vector<std::vector<std::int32_t>>& ps, std::size_t streams,
+            int out_tokens) {
   const auto& mc = model.config();
   cfg.block_size = 16;
   cfg.num_blocks = static_cast<std::uint32_t>(streams * ((mc.n_positions + 15) / 16) + 16);
@@ -102,7 +108,17 @@ run_out run(cpu_model& model, const text::tokenizer& tok, kernels::kv_type kt, s
   cfg.sched.max_batched_tokens = 512;
   kernels::kv_cache kv(kv_shape_of(mc, 16, cfg.num_blocks, kt));
   cpu_runner runner(model, kv);
-  serving_loop loop(runner, tok, cfg);
+  std::unique_ptr<kernels::kv_cache> draft_kv;
+  std::unique_ptr<cpu_runner> draft_runner;
+  if (draft && cfg.method == speculation_method::draft) {
+    const auto& dc = draft->config();
+    cfg.draft_block_size = 16;
+    cfg.draft_context = static_cast<std::uint32_t>(dc.n_positions);
+    cfg.draft_blocks = static_cast<std::uint32_t>(streams * ((dc.n_positions + 15) / 16) + 16);
+    draft_kv = std::make_unique<kernels::kv_cache>(kv_shape_of(dc, 16, cfg.draft_blocks, kt));
+    draft_runner = std::make_unique<cpu_runner>(*draft, *draft_kv);
+  }
+  serving_loop loop(runner, tok, cfg, nullptr, draft_runner.get());
   const std::size_t n = streams >= 32 ? streams : std::max<std::size_t>(2 * streams, 6);
   run_out out;
   out.outputs.resize(n);
@@ -163,41 +179,62 @@ std::vector<std::string> split(const std::string& s) {
 int main(int argc, char** argv) try {
   tools::args a(argc, argv, 1);
   const auto model_dir = a.required("model");
+  const auto draft_dir = a.str("draft");
+  const int draft_threads = static_cast<int>(a.integer("draft-threads", 1));
   const int threads = static_cast<int>(a.integer("threads", 2));
   const auto dtype = parse_compute_dtype(a.str("dtype", "int8"));
   const auto kt = tools::kv_dtype_flag(a, "bf16");
   const auto workload = a.str("workload", "grounded");
   const auto streams = split(a.str("streams", "1,4,32"));
-  const auto modes = split(a.str("modes", "off,on,auto"));
+  const auto modes = split(a.str("modes", draft_dir.empty() ? "off,on,auto" : "off,on,draft,draft-auto"));
   const int out_tokens = static_cast<int>(a.integer("tokens", 64));
   const int repeats = static_cast<int>(a.integer("repeats", 3));
   const auto spec_tokens = static_cast<std::uint32_t>(a.integer("speculative-tokens", 4));
   const auto json_out = a.str("json");
   a.finish();
   cpu_model model(load_cpu_weights(model_dir, dtype), threads);
+  std::unique_ptr<cpu_model> draft;
+  if (!draft_dir.empty())
+    draft = std::make_unique<cpu_model>(load_cpu_weights(draft_dir, dtype), draft_threads > 0 ? draft_threads : threads);
   auto tok = text::tokenizer::from_dir(model_dir);
-  const auto ps = prompts(workload, tok, static_cast<std::size_t>(model.config().n_positions), out_tokens);
+  auto context = static_cast<std::size_t>(model.config().n_positions);
+  if (draft)
+    context = std::min(context, static_cast<std::size_t>(draft->config().n_positions));
+  const auto ps = prompts(workload, tok, context, out_tokens);
+  if (draft)
+    std::cout << "draft " << draft_dir << " (" << draft->config().n_layer << " layers, " << draft->config().n_embd
+              << " embd, context " << draft->config().n_positions << ")\n";
   std::cout << "model " << model_dir << " (" << model.config().n_layer << " layers, " << model.config().n_embd
             << " embd), dtype " << to_string(dtype) << ", kv " << kernels::to_string(kt) << ", threads " << threads
             << ", workload " << workload << " (" << ps.size() << " prompts, " << out_tokens << " tokens out)\n";
   nlohmann::json js = nlohmann::json::array();
   for (const auto& s : streams) {
     const auto n = static_cast<std::size_t>(std::stoul(s));
-    std::map<std::string, std::vector<double>> tps, acc, per_row;
+    std::map<std::string, std::vector<double>> tps, acc, per_row, draft_share;
     std::vector<std::vector<std::int32_t>> reference;
     bool identical = true;
     for (int r = 0; r < repeats; ++r)
       for (const auto& mode_name : modes) {
         serving_config cfg;
-        cfg.speculation = *parse_speculation_mode(mode_name);
+        const bool with_draft = mode_name.rfind("draft", 0) == 0;
+        if (with_draft && !draft)
+          throw std::invalid_argument("mode " + mode_name + " needs --draft DIR");
+        const auto m = with_draft ? (mode_name == "draft" ? std::optional<speculation_mode>(speculation_mode::on)
+                                                          : parse_speculation_mode(mode_name.substr(6)))
+                                  : parse_speculation_mode(mode_name);
+        if (!m)
+          throw std::invalid_argument("unknown mode " + mode_name + " (off, on, auto, draft, draft-auto)");
+        cfg.speculation = *m;
+        cfg.method = with_draft ? speculation_method::draft : speculation_method::ngram;
         cfg.speculative_tokens = spec_tokens;
-        const auto o = run(model, tok, kt, cfg, ps, n, out_tokens);
+        const auto o = run(model, draft.get(), tok, kt, cfg, ps, n, out_tokens);
         if (reference.empty())
           reference = o.outputs;
         identical = identical && o.outputs == reference;
         tps[mode_name].push_back(o.tokens / o.wall_s);
         acc[mode_name].push_back(o.spec.acceptance_rate());
         per_row[mode_name].push_back(o.spec.tokens_per_row());
+        draft_share[mode_name].push_back(o.wall_s > 0 ? o.spec.draft_ms / 1000.0 / o.wall_s : 0.0);
       }
     const double base = median(tps[modes.front()]);
     for (const auto& mode_name : modes) {
@@ -205,12 +242,13 @@ int main(int argc, char** argv) try {
       std::cout << "streams " << std::setw(2) << n << "  " << std::setw(4) << mode_name << "  " << std::fixed
                 << std::setprecision(1) << std::setw(7) << t << " tok/s  x" << std::setprecision(2) << t / base
                 << "  acceptance " << median(acc[mode_name]) << "  tokens/row " << median(per_row[mode_name])
-                << "  runs";
+                << "  draft time " << median(draft_share[mode_name]) << "  runs";
       for (auto x : tps[mode_name])
         std::cout << " " << std::setprecision(1) << x;
       std::cout << "\n";
       js.push_back({{"streams", n}, {"mode", mode_name}, {"tok_s", t}, {"ratio", t / base},
                     {"acceptance", median(acc[mode_name])}, {"tokens_per_row", median(per_row[mode_name])},
+                    {"draft_time_share", median(draft_share[mode_name])},
                     {"runs", tps[mode_name]}});
     }
     std::cout << "streams " << n << ": outputs " << (identical ? "identical in every mode and run" : "DIFFER")

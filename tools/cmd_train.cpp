@@ -8,7 +8,9 @@
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
 #include "tools/train/trainer.hpp"
+#include "tools/train/widen_model.hpp"
 #include "worker/engine/reference/model_writer.hpp"
+#include "worker/engine/reference/weights.hpp"
 
 namespace lf::tools {
 
@@ -191,6 +193,29 @@ int cmd_make_model(int argc, char** argv) {
   std::cout << "wrote " << out << ": " << o.config.n_layer << " layers, " << o.config.n_head
             << " heads, " << o.config.n_embd << " embd, context " << o.config.n_positions << ", "
             << dt << "\n";
+  return 0;
+}
+
+int cmd_widen_model(int argc, char** argv) {
+  args a(argc, argv, 2);
+  const auto from = a.required("from");
+  const auto out = a.required("out");
+  widen_options o;
+  o.layers = static_cast<int>(a.integer("layers", 12));
+  o.embd = static_cast<int>(a.integer("embd", 768));
+  o.context = static_cast<int>(a.integer("context", 1024));
+  o.noise = a.real("noise", 0.0);
+  o.seed = static_cast<std::uint64_t>(a.integer("seed", 0));
+  a.finish();
+  if (o.noise < 0)
+    throw std::invalid_argument("--noise must be >= 0");
+  auto w = widen_gpt2(engine::load_gpt2_weights(from), o);
+  engine::save_gpt2_checkpoint(w, out, engine::dtype::f32);
+  for (const char* f : {"vocab.json", "merges.txt"})
+    if (fs::exists(fs::path(from) / f))
+      fs::copy_file(fs::path(from) / f, fs::path(out) / f, fs::copy_options::overwrite_existing);
+  std::cout << "wrote " << out << ": " << o.layers << " layers, " << w.config.n_head << " heads, " << o.embd
+            << " embd, context " << o.context << ", noise " << o.noise << " (from " << from << ")\n";
   return 0;
 }
 

@@ -25,6 +25,8 @@ int cmd_generate(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_make_adapter(int argc, char** argv);
 int cmd_make_model(int argc, char** argv);
+/// `widen-model`: a bigger GPT-2 computing what a small one does (tools/train/widen_model.hpp).
+int cmd_widen_model(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
 int cmd_client(int argc, char** argv);
 int cmd_status(int argc, char** argv);

@@ -22,7 +22,9 @@ commands:
               [--device cpu|cuda|cuda:N (GPU: f32)]
               [--dtype int8|bf16|f32] [--kv-dtype bf16|int8|f32] [--kv-cache-mb MB] [--max-seqs N]
               [--max-batched-tokens N]
-              [--speculation off|on|auto] [--speculative-tokens N] [--adapter-cache-mb MB] [--max-adapters N (per worker)]
+              [--speculation off|on|auto] [--speculative-tokens N] [--draft-model DIR]
+              [--speculation-method ngram|draft|auto] [--draft-kv-cache-mb MB] [--draft-threads N]
+              [--adapter-cache-mb MB] [--max-adapters N (per worker)]
               [--max-inflight-per-worker N] [--max-queue-wait-ms MS (30000)]
               [--curve-secret-key Z85 --curve-public-key Z85]   (CURVE on the gateway)
               [--mode continuous|static|static_no_cache] [--no-prefix-cache] [--block-size N]
@@ -113,6 +115,10 @@ commands:
               write a random PEFT LoRA adapter for the base model in DIR
   make-model  --out DIR [--layers N --heads N --embd N --context N --seed S --dtype f32|f16|bf16
               --init-std X --prefix]   write a random GPT-2 checkpoint with the tokenizer files
+  widen-model --from DIR --out DIR [--layers N --embd N --context N --noise SIGMA --seed S]
+              a bigger GPT-2 computing exactly what DIR's does (tiled activations, identity
+              layers); --noise perturbs it (relative to each tensor's std) so it disagrees
+              sometimes: a speculative-decoding target for DIR as its draft
   train       --corpus FILE[,FILE] --out DIR [--layers N --heads N --embd N --context N --steps N
               --batch N --micro-batch N --lr X --warmup N --val-fraction F --mix-power P
               --eval-every N --eval-tokens N --dropout P --seed S --threads N --dtype bf16|f32
@@ -145,7 +151,7 @@ std::string command_usage(const std::string& cmd) {
 
 /// The subcommands of lorafleet-train.
 bool torch_command(const std::string& cmd) {
-  return cmd == "train" || cmd == "train-lora" || cmd == "eval-loss" || cmd == "make-model";
+  return cmd == "train" || cmd == "train-lora" || cmd == "eval-loss" || cmd == "make-model" || cmd == "widen-model";
 }
 
 /// Replaces this process with lorafleet-train (same arguments); returns only if that fails.
@@ -159,7 +165,7 @@ int run_in_train_program(const std::string& cmd, char** argv) {
   execv(target.c_str(), argv);
   const int err = errno;
   std::cerr << "lorafleet " << cmd << ": error: this command runs in " << target.string()
-            << " (the commands that need libtorch: train, train-lora, eval-loss, make-model), which "
+            << " (the commands that need libtorch: train, train-lora, eval-loss, make-model, widen-model), which "
             << (err == ENOENT ? std::string("is not built") : "cannot run: " + std::string(std::strerror(err)))
             << "; `./setup.sh build` installs libtorch-dev and builds it\n";
   return 1;

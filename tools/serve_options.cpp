@@ -72,6 +72,11 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
   w.speculation = *sm;
   w.speculative_tokens = static_cast<std::uint32_t>(
     a.integer_in("speculative-tokens", defaults.speculative_tokens, 1, worker::max_speculative_tokens));
+  w.draft_model = a.str("draft-model", "");
+  w.speculation_method = a.str("speculation-method", defaults.speculation_method);
+  w.draft_kv_cache_mb = static_cast<std::size_t>(
+    a.integer_in("draft-kv-cache-mb", static_cast<std::int64_t>(defaults.draft_kv_cache_mb), 1, 1 << 20));
+  w.draft_threads = static_cast<int>(a.integer_in("draft-threads", defaults.draft_threads, 1, 256));
   w.adapter_cache_mb = static_cast<std::size_t>(
     a.integer_in("adapter-cache-mb", static_cast<std::int64_t>(defaults.adapter_cache_mb), 1, 1 << 20));
   w.max_adapters = static_cast<std::uint32_t>(a.integer_in("max-adapters", defaults.max_adapters, 1, 1 << 20));

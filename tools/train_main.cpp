@@ -19,7 +19,9 @@ int main(int argc, char** argv) {
     return run_command(cmd, [&] { return lf::tools::cmd_eval_loss(argc, argv); });
   if (cmd == "make-model")
     return run_command(cmd, [&] { return lf::tools::cmd_make_model(argc, argv); });
-  std::cerr << "usage: lorafleet-train train|train-lora|eval-loss|make-model [options]"
+  if (cmd == "widen-model")
+    return run_command(cmd, [&] { return lf::tools::cmd_widen_model(argc, argv); });
+  std::cerr << "usage: lorafleet-train train|train-lora|eval-loss|make-model|widen-model [options]"
                " (see lorafleet --help)\n";
   return 2;
 }

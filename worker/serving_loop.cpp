@@ -2,6 +2,7 @@
 #include "worker/serving_loop_state.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <unordered_set>
 
 #include "constrain/constraint.hpp"
@@ -45,9 +46,17 @@ serving_config for_mode(serving_config cfg) {
 } // namespace
 
 serving_loop::serving_loop(engine::step_engine& engine, const text::tokenizer& tok,
-                           serving_config cfg, cache::adapter_manager* adapters)
+                           serving_config cfg, cache::adapter_manager* adapters, engine::step_engine* draft)
   : engine_(engine), tok_(tok), adapters_(adapters), cfg_(for_mode(cfg)),
     blocks_({cfg_.num_blocks, cfg_.block_size, cfg_.prefix_cache}), sched_(cfg_.sched, blocks_) {
+  if (draft) {
+    if (draft->vocab_size() != engine.vocab_size())
+      throw std::invalid_argument("the draft model's vocabulary (" + std::to_string(draft->vocab_size())
+                                  + " tokens) differs from the model's (" + std::to_string(engine.vocab_size()) + ")");
+    if (cfg_.draft_blocks == 0 || cfg_.draft_block_size == 0 || cfg_.draft_context == 0)
+      throw std::invalid_argument("a draft model needs draft_blocks, draft_block_size and draft_context > 0");
+    draft_ = std::make_unique<draft_proposer>(*draft, cfg_.draft_blocks, cfg_.draft_block_size, cfg_.draft_context);
+  }
   load_.total_blocks = cfg.num_blocks;
   load_.free_blocks = cfg.num_blocks;
   if (cfg_.prefix_cache)
@@ -250,6 +259,8 @@ void serving_loop::end(request_id id, request_result res) {
 
   auto lr = std::move(it->second);
   live_.erase(it);
+  if (draft_)
+    draft_->forget(cache::seq_id{id.value()});
   if (lr->holds_adapter)
     adapters_->release(lr->adapter);
   auto now = clock_type::now();

@@ -42,6 +42,7 @@
 #include "cache/adapter_manager.hpp"
 #include "cache/block_manager.hpp"
 #include "worker/engine/model/step_engine.hpp"
+#include "worker/draft_proposer.hpp"
 #include "worker/request.hpp"
 #include "worker/scheduler.hpp"
 #include "worker/speculation.hpp"
@@ -91,6 +92,11 @@ struct serving_config {
   /// The automatic rule's guess before it has measured a fit: speculate while at most this many
   /// rows decode.
   std::uint32_t speculation_auto_rows = 8;
+  /// Where proposals come from: n-gram lookup, or the draft engine the loop was given (n-gram
+  /// lookup for the rows the draft cannot serve). `draft` without a draft engine is n-gram.
+  speculation_method method = speculation_method::ngram;
+  /// The draft engine's K/V pool (must equal its store's), its block size and its context.
+  std::uint32_t draft_blocks = 0, draft_block_size = 16, draft_context = 0;
   /// Structured output: build the vocabulary's byte trie (66-120 ms for GPT-2's vocabulary) on a
   /// thread of its own when the loop starts, so that the first constrained request does not stall
   /// every row of the loop while it is built. Off by default (tests make hundreds of loops that
@@ -119,6 +125,8 @@ struct load_report {
   std::uint64_t pauses = 0;
   /// Speculative decoding: tokens proposed and accepted, verifications and what they emitted.
   speculation_stats speculation;
+  /// The draft model's K/V pool (zeros without a draft model): blocks free and in all.
+  std::uint32_t draft_free_blocks = 0, draft_total_blocks = 0;
 };
 
 /// See the file comment.
@@ -129,8 +137,13 @@ public:
   /// manager's adapters (cpu_runner constructed with adapters->lookup()). The loop sets the
   /// manager's listener (one loop per manager). Throws std::invalid_argument for an invalid
   /// scheduler config.
+  ///
+  /// `draft`: a draft model for speculative decoding (cfg.method draft; worker/draft_proposer.hpp),
+  /// over its own K/V pool of cfg.draft_blocks blocks; must outlive the loop. Throws
+  /// std::invalid_argument when its vocabulary differs from `engine`'s, or its pool or context
+  /// is 0.
   serving_loop(engine::step_engine& engine, const text::tokenizer& tok, serving_config cfg,
-               cache::adapter_manager* adapters = nullptr);
+               cache::adapter_manager* adapters = nullptr, engine::step_engine* draft = nullptr);
 
   /// stop(false): cancels what is left, then joins the thread.
   ~serving_loop();
@@ -213,6 +226,9 @@ private:
   /// Speculative decoding: fills each decoding request's `draft` (proposals for this step), or
   /// leaves them empty where its policy, its limits or the automatic rule say no.
   void propose_drafts();
+  /// The draft model's proposals for `wants` into their requests' `draft` (n-gram lookup where
+  /// it has none); frees the draft blocks of sequences that no longer decode.
+  void run_draft_model(const std::vector<draft_want>& wants);
   /// Samples every sampling chunk of `plan` (verifying its proposals, if any) into `emitted`:
   /// the tokens each chunk emits, in order (empty: not a sampling chunk; {0} for a row whose
   /// logits were invalid, which is listed in `broken`), with their log-probabilities. A
@@ -298,6 +314,10 @@ private:
 
   std::unordered_map<request_id, std::unique_ptr<live_request>> live_;  // loop thread only
   step_cost_model step_cost_;  // the automatic speculation rule's measurements; loop thread only
+  /// The draft model's proposer (null without one), and its measured cost per proposed token
+  /// (exponentially weighted; the automatic rule's overhead); loop thread only.
+  std::unique_ptr<draft_proposer> draft_;
+  double draft_ms_per_token_ = 0;
   std::deque<request_id> static_queue_;  // static modes: waiting for a batch; loop thread only
   std::uint64_t settled_seen_ = 0;                                      // loop thread only
   std::optional<cache::adapter_id> turn_;  // single-adapter mode, this step; loop thread only

@@ -278,6 +278,10 @@ void serving_loop::publish_load() {
   load_.prefix_hit_rate = st.hit_rate();
   load_.preemptions = l.preemptions;
   load_.adapters = ad;
+  if (draft_) {
+    load_.draft_free_blocks = draft_->free_blocks();
+    load_.draft_total_blocks = draft_->num_blocks();
+  }
   ++load_.steps;
 }
 

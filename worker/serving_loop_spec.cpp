@@ -13,9 +13,16 @@
 namespace lf::worker {
 
 void serving_loop::propose_drafts() {
+  const bool use_draft = draft_ && cfg_.method == speculation_method::draft;
+  if (draft_)  // a sequence preempted or paused since the last step gives its draft blocks back
+    draft_->retain([this](cache::seq_id id) {
+      return sched_.contains(id) && !sched_.paused(id) && sched_.phase(id) == seq_phase::decoding;
+    });
   // Requests under the automatic rule, and what their proposals would cost and bring.
   std::vector<live_request*> automatic;
-  std::uint32_t rows = 0, extra = 0;
+  std::vector<draft_want> wants;
+  std::vector<bool> want_automatic;
+  std::uint32_t rows = 0, extra = 0, draft_extra = 0;
   double gain = 0;
   for (auto seq : sched_.running()) {
     if (sched_.phase(seq) != seq_phase::decoding)
@@ -29,6 +36,9 @@ void serving_loop::propose_drafts() {
     if (mode == speculation_mode::off || lr.automaton)
       continue;
     std::size_t k = lr.spec_len.next();
+    // Never past max_tokens (the scheduler would cut them; the draft model need not make them).
+    const auto most = static_cast<std::size_t>(std::max(0, lr.req.params().max_tokens));
+    k = std::min<std::size_t>(k, most > lr.generated.size() + 1 ? most - lr.generated.size() - 1 : 0);
     // Never past the client's credits: every emitted token must be within its allowance.
     if (!lr.credits.unlimited()) {
       const auto room = lr.credits.bound() > lr.generated.size() + 1 ? lr.credits.bound() - lr.generated.size() - 1 : 0;
@@ -36,22 +46,64 @@ void serving_loop::propose_drafts() {
     }
     if (k == 0)
       continue;
-    lr.draft = propose_ngram(sched_.tokens(seq), k, cfg_.ngram);
-    if (mode == speculation_mode::automatic && !lr.draft.empty()) {
+    std::size_t proposed = k;
+    if (use_draft) {
+      // The draft model runs below, once the automatic rule has said which rows speculate.
+      wants.push_back({seq, &sched_.tokens(seq), static_cast<std::uint32_t>(k)});
+      want_automatic.push_back(mode == speculation_mode::automatic);
+      if (mode == speculation_mode::automatic)
+        draft_extra += static_cast<std::uint32_t>(k);
+    } else {
+      lr.draft = propose_ngram(sched_.tokens(seq), k, cfg_.ngram);
+      proposed = lr.draft.size();
+    }
+    if (mode == speculation_mode::automatic && proposed > 0) {
       automatic.push_back(&lr);
-      extra += static_cast<std::uint32_t>(lr.draft.size());
-      gain += lr.spec_len.acceptance() * static_cast<double>(lr.draft.size());
+      extra += static_cast<std::uint32_t>(proposed);
+      gain += lr.spec_len.acceptance() * static_cast<double>(proposed);
     }
   }
-  if (automatic.empty())
-    return;
-  // The step's size without the proposals: one token per decoding row, plus prefill up to the budget.
-  const auto l = sched_.get_load();
-  const auto budget = sched_.config().max_batched_tokens;
-  const auto tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(budget, rows + l.waiting_tokens));
-  if (!step_cost_.pays(tokens, rows, gain, extra, cfg_.speculation_auto_rows))
-    for (auto* lr : automatic)
-      lr->draft.clear();
+  if (!automatic.empty()) {
+    // The step's size without the proposals: one token per decoding row, plus prefill up to the budget.
+    const auto l = sched_.get_load();
+    const auto budget = sched_.config().max_batched_tokens;
+    const auto tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(budget, rows + l.waiting_tokens));
+    if (!step_cost_.pays(tokens, rows, gain, extra, cfg_.speculation_auto_rows, draft_ms_per_token_ * draft_extra)) {
+      for (auto* lr : automatic)
+        lr->draft.clear();
+      // Nor does the draft model run for them.
+      std::vector<draft_want> kept;
+      for (std::size_t i = 0; i < wants.size(); ++i)
+        if (!want_automatic[i])
+          kept.push_back(wants[i]);
+      wants.swap(kept);
+    }
+  }
+  if (!wants.empty())
+    run_draft_model(wants);
+}
+
+void serving_loop::run_draft_model(const std::vector<draft_want>& wants) {
+  const auto before = draft_->counters();
+  auto proposals = draft_->propose(wants);
+  const auto& after = draft_->counters();
+  for (std::size_t i = 0; i < wants.size(); ++i) {
+    auto& lr = *live_.at(request_id{wants[i].id.value()});
+    lr.draft = std::move(proposals[i]);
+    if (lr.draft.empty())  // the draft could not serve it: n-gram lookup instead
+      lr.draft = propose_ngram(*wants[i].tokens, wants[i].k, cfg_.ngram);
+  }
+  const auto ms = after.ms - before.ms;
+  const auto made = after.proposed - before.proposed;
+  if (made > 0) {
+    const double per = ms / static_cast<double>(made);
+    draft_ms_per_token_ = draft_ms_per_token_ == 0 ? per : 0.9 * draft_ms_per_token_ + 0.1 * per;
+  }
+  std::lock_guard<std::mutex> g(mtx_);
+  load_.speculation.draft_rows += after.rows - before.rows;
+  load_.speculation.draft_proposed += made;
+  load_.speculation.draft_refused += after.refused - before.refused;
+  load_.speculation.draft_ms += ms;
 }
 
 void serving_loop::sample_rows(const step_plan& plan, std::vector<std::vector<std::int32_t>>& emitted,

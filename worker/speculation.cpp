@@ -55,6 +55,18 @@ std::optional<speculation_mode> parse_speculation_mode(std::string_view s) {
   return std::nullopt;
 }
 
+std::string_view to_string(speculation_method m) {
+  return m == speculation_method::draft ? "draft" : "ngram";
+}
+
+std::optional<speculation_method> parse_speculation_method(std::string_view s) {
+  if (s == "ngram")
+    return speculation_method::ngram;
+  if (s == "draft")
+    return speculation_method::draft;
+  return std::nullopt;
+}
+
 void draft_length::update(std::uint32_t proposed, std::uint32_t accepted) {
   if (proposed == 0)
     return;
@@ -91,7 +103,7 @@ std::optional<std::pair<double, double>> step_cost_model::fit() const {
 }
 
 bool step_cost_model::pays(std::uint32_t step_tokens, std::uint32_t rows, double expected_gain, std::uint32_t extra,
-                           std::uint32_t fallback_rows) const {
+                           std::uint32_t fallback_rows, double overhead_ms) const {
   if (extra == 0 || rows == 0)
     return false;
   const auto f = fit();
@@ -99,7 +111,7 @@ bool step_cost_model::pays(std::uint32_t step_tokens, std::uint32_t rows, double
     return rows <= fallback_rows;
   const auto [a, b] = *f;
   const double plain = a + b * step_tokens;
-  const double spec = a + b * (double(step_tokens) + extra);
+  const double spec = a + b * (double(step_tokens) + extra) + overhead_ms;
   if (!(plain > 0))
     return false;
   return (rows + expected_gain) * plain > rows * spec;

@@ -58,6 +58,18 @@ std::string_view to_string(speculation_mode m);
 /// Parses to_string's spellings; std::nullopt otherwise.
 std::optional<speculation_mode> parse_speculation_mode(std::string_view s);
 
+/// Where a worker's proposals come from (worker_settings::speculation_method).
+enum class speculation_method {
+  ngram,  ///< n-gram lookup over the request's own tokens (propose_ngram)
+  draft,  ///< the worker's draft model (worker/draft_proposer.hpp); n-gram lookup where it cannot
+};
+
+/// "ngram", "draft".
+std::string_view to_string(speculation_method m);
+
+/// Parses to_string's spellings; std::nullopt otherwise.
+std::optional<speculation_method> parse_speculation_method(std::string_view s);
+
 /// The most tokens a request or a worker may ask to propose per step.
 inline constexpr std::uint32_t max_speculative_tokens = 16;
 
@@ -103,9 +115,11 @@ public:
   /// (a, b) once the steps seen vary enough in size to fit them (a, b >= 0); nullopt before.
   std::optional<std::pair<double, double>> fit() const;
 
-  /// Whether speculating pays (see the class comment). Without a fit: rows <= fallback_rows.
+  /// Whether speculating pays (see the class comment); `overhead_ms`: what making the proposals
+  /// costs besides the step (a draft model's forwards), added to the speculative step's time.
+  /// Without a fit: rows <= fallback_rows.
   bool pays(std::uint32_t step_tokens, std::uint32_t rows, double expected_gain, std::uint32_t extra,
-            std::uint32_t fallback_rows = 8) const;
+            std::uint32_t fallback_rows = 8, double overhead_ms = 0) const;
 
 private:
   double decay_;
@@ -118,6 +132,11 @@ struct speculation_stats {
   std::uint64_t accepted = 0;  ///< of those, accepted
   std::uint64_t rows = 0;      ///< verifications (decode rows that carried proposals)
   std::uint64_t emitted = 0;   ///< tokens those rows emitted (accepted + one each)
+  /// The draft model (speculation_method::draft): rows it proposed for, tokens it proposed,
+  /// rows it could not serve (its pool full, past its context; they fell back to n-gram lookup)
+  /// and the time it took (milliseconds, cumulative).
+  std::uint64_t draft_rows = 0, draft_proposed = 0, draft_refused = 0;
+  double draft_ms = 0;
 
   /// accepted / proposed; 0 before any.
   double acceptance_rate() const noexcept { return proposed ? double(accepted) / double(proposed) : 0.0; }

@@ -88,6 +88,10 @@ struct worker_runtime::impl {
   std::shared_ptr<registry_copy> registry = std::make_shared<registry_copy>();
   std::unique_ptr<cache::adapter_manager> adapters;
   std::unique_ptr<engine::step_engine> runner;
+  // The draft model for speculative decoding (draft_model set): its own weights, pool and K/V.
+  std::unique_ptr<engine::cpu_model> draft_model;
+  std::unique_ptr<kernels::kv_cache> draft_kv;
+  std::unique_ptr<engine::cpu_runner> draft_runner;
   std::string gpu_name;  ///< the GPU's name when the model runs on one
   std::unique_ptr<serving_loop> loop;
   mutable std::mutex listed_m;
@@ -132,8 +136,34 @@ struct worker_runtime::impl {
       runner = std::make_unique<engine::cpu_runner>(*model, *kv, adapters->lookup());
       settings.num_blocks = kv->shape().num_blocks;
     }
-    loop = std::make_unique<serving_loop>(*runner, tok, make_config(settings, settings.num_blocks, tok.eos_id()),
-                                          adapters.get());
+    auto cfg = make_config(settings, settings.num_blocks, tok.eos_id());
+    if (!s.draft_model.empty())
+      load_draft(cfg, dtype);
+    loop = std::make_unique<serving_loop>(*runner, tok, cfg, adapters.get(), draft_runner.get());
+  }
+
+  /// The draft model of settings.draft_model, its pool sized by draft_kv_cache_mb, into `cfg`.
+  void load_draft(serving_config& cfg, engine::compute_dtype dtype) {
+    const auto& s = settings;
+    if (!std::filesystem::is_directory(s.draft_model))
+      throw std::runtime_error("draft model directory " + s.draft_model + " does not exist");
+    draft_model = std::make_unique<engine::cpu_model>(engine::load_cpu_weights(s.draft_model, dtype), s.draft_threads);
+    const auto& dc = draft_model->config();
+    if (dc.vocab_size != config.vocab_size)
+      throw std::invalid_argument("draft_model " + s.draft_model + " has a vocabulary of "
+                                  + std::to_string(dc.vocab_size) + " tokens, the model "
+                                  + std::to_string(config.vocab_size) + ": a draft must share the vocabulary");
+    auto k = engine::kv_shape_of(dc, static_cast<int>(s.block_size), 0, *kernels::parse_kv_type(s.kv_dtype));
+    k.num_blocks = static_cast<std::uint32_t>(
+      std::max<std::uint64_t>(1, kernels::kv_cache::blocks_for_budget(s.draft_kv_cache_mb << 20, k)));
+    draft_kv = std::make_unique<kernels::kv_cache>(k);
+    draft_runner = std::make_unique<engine::cpu_runner>(*draft_model, *draft_kv);
+    cfg.draft_blocks = k.num_blocks;
+    cfg.draft_block_size = s.block_size;
+    cfg.draft_context = static_cast<std::uint32_t>(dc.n_positions);
+    log::info("worker", "draft model " + s.draft_model,
+              {{"layers", dc.n_layer}, {"embd", dc.n_embd}, {"context", dc.n_positions}, {"kv_blocks", k.num_blocks},
+               {"method", std::string(to_string(cfg.method))}});
   }
 
   /// Registered keys' files, from the registry copy.
@@ -160,6 +190,7 @@ struct worker_runtime::impl {
     c.static_batch = s.static_batch;
     c.speculation = s.speculation;
     c.speculative_tokens = s.speculative_tokens;
+    c.method = method_of(s);
     c.seed = s.seed;
     c.eos_id = eos;
     c.prebuild_vocab_trie = true;  // a worker's first constrained request does not stall its loop
@@ -272,6 +303,8 @@ std::string worker_runtime::describe() const {
          + std::string(kernels::active_table().name) + " on "
          + kernels::describe(kernels::host_features());
   }
+  if (!s.draft_model.empty())
+    d += ", draft model " + s.draft_model + " (" + std::to_string(impl_->draft_kv->shape().num_blocks) + " K/V blocks)";
   return d;
 }
 

@@ -72,11 +72,27 @@ std::string check_settings(const worker_settings& s) {
   if (s.speculative_tokens < 1 || s.speculative_tokens > max_speculative_tokens)
     return "speculative_tokens must be 1 to " + std::to_string(max_speculative_tokens) + " (got "
            + std::to_string(s.speculative_tokens) + ")";
+  if (s.speculation_method != "auto" && !parse_speculation_method(s.speculation_method))
+    return "speculation_method must be ngram, draft or auto (got \"" + s.speculation_method + "\")";
+  if (s.speculation_method == "draft" && s.draft_model.empty())
+    return "speculation_method \"draft\" needs a draft_model";
+  if (!s.draft_model.empty() && s.draft_kv_cache_mb == 0)
+    return "draft_kv_cache_mb must be > 0";
+  if (s.draft_threads < 1)
+    return "draft_threads must be >= 1 (got " + std::to_string(s.draft_threads) + ")";
+  if (!s.draft_model.empty() && s.device != "cpu")
+    return "draft_model runs on the CPU engine only (device is \"" + s.device + "\")";
   if (s.mode != batching_mode::continuous && s.static_batch == 0)
     return "static_batch must be > 0";
   if (!s.adapter_dir.empty() && (s.adapter_cache_mb == 0 || s.max_adapters == 0))
     return "adapter_cache_mb and max_adapters must be > 0";
   return {};
+}
+
+speculation_method method_of(const worker_settings& s) {
+  if (s.speculation_method == "auto")
+    return s.draft_model.empty() ? speculation_method::ngram : speculation_method::draft;
+  return parse_speculation_method(s.speculation_method).value_or(speculation_method::ngram);
 }
 
 request_limits model_limits(const worker_settings& s) {

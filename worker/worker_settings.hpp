@@ -86,7 +86,24 @@ struct worker_settings {
   /// The most tokens proposed per request per step (1 to max_speculative_tokens); each request's
   /// length then adapts to its acceptance.
   std::uint32_t speculative_tokens = 4;
+  /// A draft model for speculative decoding (worker/draft_proposer.hpp): a smaller GPT-2
+  /// checkpoint with the target's vocabulary, run on the CPU beside it in `dtype`, its K/V in
+  /// kv_dtype. Empty: none.
+  std::string draft_model;
+  /// Where proposals come from: "ngram" (lookup in the request's own tokens), "draft" (the draft
+  /// model; n-gram lookup for the rows it cannot serve: its pool full, past its context) or
+  /// "auto" (draft when draft_model is set, else ngram).
+  std::string speculation_method = "auto";
+  /// The draft model's K/V pool (MB; a row that does not fit falls back to n-gram lookup).
+  std::size_t draft_kv_cache_mb = 64;
+  /// Threads of the draft model's own pool (it runs between the model's steps, not beside them).
+  /// 1: a small model's steps are too short to pay for a fork-join per operation (measured:
+  /// docs/benchmarks.md, "Speculative decoding").
+  int draft_threads = 1;
 };
+
+/// The method `s` speculates with (its "auto" resolved); check_settings has checked it.
+speculation_method method_of(const worker_settings& s);
 
 /// Checks `device` and what it implies (dtype, kv_dtype and mode for a GPU): an error message
 /// naming the setting, or an empty string. Whether this build has CUDA is the runtime's to say.

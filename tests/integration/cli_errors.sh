@@ -38,6 +38,10 @@ expect 2 "--max-seqs must be in" serve --max-seqs 0
 expect 2 "--block-size must be in" serve --block-size 0
 expect 2 "--kv-cache-mb must be in" serve --kv-cache-mb 0
 expect 2 "must not exceed --max-batched-tokens" serve --max-seqs 64 --max-batched-tokens 32
+expect 2 "speculation_method must be ngram, draft or auto (got \"lookup\")" serve --speculation-method lookup
+expect 2 "speculation_method \"draft\" needs a draft_model" serve --speculation-method draft
+expect 2 "--draft-threads must be in" serve --draft-threads 0
+expect 1 "draft model directory /nonexistent/draft does not exist" serve --threads 1 --listen tcp://127.0.0.1:0 --draft-model /nonexistent/draft
 expect 2 "--drain-timeout expects an integer" serve --drain-timeout nan
 expect 2 "unknown option --bogus" serve --bogus 1
 expect 1 "does not exist" serve --model /nonexistent/model

@@ -69,7 +69,7 @@ LF_FIELDS(request_ended, rids);
 LF_FIELDS(adapter_load_cost, name, loads, last_load_ms, bytes);
 LF_FIELDS(worker_load, wid, waiting, running, waiting_tokens, running_tokens, free_blocks, total_blocks, finished,
           failed, cancelled, adapters, preemptions, adapter_loads, servable, name, paused, loads_by_adapter,
-          adapter_slots_free, spec_proposed, spec_accepted, spec_rows, spec_emitted);
+          adapter_slots_free, spec_proposed, spec_accepted, spec_rows, spec_emitted, spec_draft_tokens, spec_draft_ms);
 LF_FIELDS(worker_metrics, wid, name, live, m, state);
 LF_FIELDS(router_stats, workers, queued, inflight, accepted, overloaded, rejected, completed, failed, cancelled,
           timed_out, replaced, worker_lost, resumed, draining, accepting, kv_shipped, kv_shipped_tokens,
@@ -185,6 +185,8 @@ worker_load load() {
   l.spec_accepted = 30;
   l.spec_rows = 10;
   l.spec_emitted = 40;
+  l.spec_draft_tokens = 24;
+  l.spec_draft_ms = 12.5;
   return l;
 }
 

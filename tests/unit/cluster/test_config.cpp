@@ -140,6 +140,10 @@ prefix_cache = false
 prefix_cache_isolation = "shared"
 speculation = "on"
 speculative_tokens = 6
+draft_model = "small"
+speculation_method = "draft"
+draft_kv_cache_mb = 32
+draft_threads = 2
 adapter_cache_mb = 64
 max_adapters = 4
 report_interval_ms = 20
@@ -209,6 +213,12 @@ report_interval_ms = 20
   CHECK(g.workers.settings.max_batched_tokens == 128);
   CHECK(g.workers.settings.speculation == worker::speculation_mode::on);
   CHECK(g.workers.settings.speculative_tokens == 6);
+  CHECK(g.workers.settings.draft_model == (d.dir.path() / "small").string());
+  CHECK(g.workers.settings.speculation_method == "draft");
+  CHECK(worker::method_of(g.workers.settings) == worker::speculation_method::draft);
+  CHECK(worker::method_of(head.workers.settings) == worker::speculation_method::ngram);  // no draft model
+  CHECK(g.workers.settings.draft_kv_cache_mb == 32);
+  CHECK(g.workers.settings.draft_threads == 2);
   CHECK(head.workers.settings.speculation == worker::speculation_mode::automatic);  // the default
   CHECK(g.workers.settings.dtype == "bf16");
   CHECK(g.workers.settings.block_size == 32);

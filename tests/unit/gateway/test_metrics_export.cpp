@@ -27,6 +27,8 @@ actors::router_stats sample_stats() {
   l.spec_accepted = 10;
   l.spec_rows = 8;
   l.spec_emitted = 18;
+  l.spec_draft_tokens = 12;
+  l.spec_draft_ms = 1500;
   l.loads_by_adapter = {{"kjv", 2, 250.0, 4096}, {"pirate", 1, 80.0, 4096}};
   rs.loads.push_back(l);
   actors::worker_metrics m;
@@ -80,6 +82,8 @@ TEST_CASE("Prometheus text: typed metrics, per-worker labels, cumulative buckets
   CHECK(has_line(text, R"(lorafleet:spec_decode_num_draft_tokens_total{worker="node-a/1",worker_id="1"} 40)"));
   CHECK(has_line(text, R"(lorafleet:spec_decode_num_accepted_tokens_total{worker="node-a/1",worker_id="1"} 10)"));
   CHECK(has_line(text, R"(lorafleet:spec_decode_draft_acceptance_rate{worker="node-a/1",worker_id="1"} 0.25)"));
+  CHECK(has_line(text, R"(lorafleet:spec_decode_num_draft_model_tokens_total{worker="node-a/1",worker_id="1"} 12)"));
+  CHECK(has_line(text, R"(lorafleet:spec_decode_draft_model_seconds_total{worker="node-a/1",worker_id="1"} 1.5)"));
   CHECK(has_line(text, R"(lorafleet:adapter_resident{worker="node-a/1",worker_id="1",adapter="kjv"} 1)"));
   CHECK(has_line(text, R"(lorafleet:adapter_loads_by_name_total{worker="node-a/1",worker_id="1",adapter="pirate"} 1)"));
   CHECK(has_line(text, R"(lorafleet:adapter_last_load_seconds{worker="node-a/1",worker_id="1",adapter="kjv"} 0.25)"));

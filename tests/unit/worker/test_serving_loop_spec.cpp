@@ -64,6 +64,18 @@ struct engine_set {
       runner(model, kv, mgr->lookup()) {}
 };
 
+/// The draft model: the same tiny GPT-2 in int8 (so it agrees with an f32 or bf16 target on
+/// most greedy tokens, not all), base model only, over its own pool.
+struct draft_set {
+  cpu_model model;
+  lf::kernels::kv_cache kv;
+  cpu_runner runner;
+  explicit draft_set(std::uint32_t blocks)
+    : model(load_cpu_weights(fx().dir, compute_dtype::int8), 2),
+      kv({fx().mc.n_layer, fx().mc.n_head, fx().mc.head_dim(), 4, blocks, lf::kernels::kv_type::bf16}),
+      runner(model, kv) {}
+};
+
 serving_config loop_config(speculation_mode mode) {
   serving_config cfg;
   cfg.num_blocks = 256;
@@ -78,12 +90,22 @@ serving_config loop_config(speculation_mode mode) {
 }
 
 /// Runs `reqs` on a fresh loop (all at once) and returns the collector and the loop's report.
+/// `draft_blocks` > 0: with the draft model over a pool of that many blocks.
 std::pair<std::unique_ptr<lf::test::collector>, load_report> run_all(compute_dtype dt, lf::kernels::kv_type kt,
                                                                       speculation_mode mode,
-                                                                      const std::vector<lf::request_draft>& reqs) {
-  const auto cfg = loop_config(mode);
+                                                                      const std::vector<lf::request_draft>& reqs,
+                                                                      std::uint32_t draft_blocks = 0) {
+  auto cfg = loop_config(mode);
+  std::unique_ptr<draft_set> draft;
+  if (draft_blocks > 0) {
+    draft = std::make_unique<draft_set>(draft_blocks);
+    cfg.method = speculation_method::draft;
+    cfg.draft_blocks = draft_blocks;
+    cfg.draft_block_size = 4;
+    cfg.draft_context = static_cast<std::uint32_t>(fx().mc.n_positions);
+  }
   engine_set e(dt, kt, cfg);
-  serving_loop loop(e.runner, fx().tok, cfg, e.mgr.get());
+  serving_loop loop(e.runner, fx().tok, cfg, e.mgr.get(), draft ? &draft->runner : nullptr);
   auto c = std::make_unique<lf::test::collector>();
   for (std::size_t i = 0; i < reqs.size(); ++i)
     lf::test::submit(loop, reqs[i], c->make(static_cast<int>(i)));
@@ -91,13 +113,15 @@ std::pair<std::unique_ptr<lf::test::collector>, load_report> run_all(compute_dty
   loop.stop(true);
   auto l = loop.load();
   CHECK(l.free_blocks == l.total_blocks);
+  CHECK(l.draft_free_blocks == l.draft_total_blocks);  // every request's draft blocks freed at its end
+  CHECK(l.draft_total_blocks == draft_blocks);
   return {std::move(c), l};
 }
 
-void check_identity(compute_dtype dt, lf::kernels::kv_type kt) {
+void check_identity(compute_dtype dt, lf::kernels::kv_type kt, std::uint32_t draft_blocks = 0) {
   const auto reqs = requests();
   auto [plain, plain_load] = run_all(dt, kt, speculation_mode::off, reqs);
-  auto [spec, spec_load] = run_all(dt, kt, speculation_mode::on, reqs);
+  auto [spec, spec_load] = run_all(dt, kt, speculation_mode::on, reqs, draft_blocks);
   CHECK(plain_load.speculation.proposed == 0);
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     const auto k = static_cast<int>(i);
@@ -119,6 +143,11 @@ void check_identity(compute_dtype dt, lf::kernels::kv_type kt) {
   CHECK(s.accepted > 0);
   CHECK(s.accepted < s.proposed);
   CHECK(s.emitted == s.accepted + s.rows);
+  if (draft_blocks > 0) {
+    INFO("draft rows " << s.draft_rows << ", draft tokens " << s.draft_proposed << ", refused " << s.draft_refused);
+    CHECK(s.draft_proposed > 0);
+    CHECK(s.draft_ms > 0);
+  }
 }
 
 } // namespace
@@ -219,4 +248,73 @@ TEST_CASE("credits bound what speculation emits: a request pauses exactly at its
   for (std::size_t i = 0; i < reqs.size(); ++i)
     CHECK(c.result(static_cast<int>(i)).tokens == plain->result(static_cast<int>(i)).tokens);
   loop.stop(true);
+}
+
+TEST_CASE("a draft model's proposals change no output: f32 weights and K/V", "[serving_loop][model][speculation][draft]") {
+  check_identity(compute_dtype::f32, lf::kernels::kv_type::f32, 512);
+}
+
+TEST_CASE("a draft model's proposals change no output: bf16 weights and K/V", "[serving_loop][model][speculation][draft]") {
+  check_identity(compute_dtype::bf16, lf::kernels::kv_type::bf16, 512);
+}
+
+TEST_CASE("a draft model's proposals change no output: int8 weights, bf16 K/V", "[serving_loop][model][speculation][draft]") {
+  check_identity(compute_dtype::int8, lf::kernels::kv_type::bf16, 512);
+}
+
+TEST_CASE("a draft model's proposals change no output: int8 K/V", "[serving_loop][model][speculation][draft]") {
+  check_identity(compute_dtype::int8, lf::kernels::kv_type::int8, 512);
+}
+
+TEST_CASE("a draft pool too small for every row: the rest fall back to n-gram lookup, output unchanged",
+          "[serving_loop][model][speculation][draft]") {
+  const auto reqs = requests();
+  auto [plain, plain_load] = run_all(compute_dtype::f32, lf::kernels::kv_type::f32, speculation_mode::off, reqs);
+  auto [spec, spec_load] = run_all(compute_dtype::f32, lf::kernels::kv_type::f32, speculation_mode::on, reqs, 40);
+  CHECK(spec_load.speculation.draft_refused > 0);
+  CHECK(spec_load.speculation.draft_proposed > 0);
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    INFO("request " << i);
+    CHECK(spec->result(static_cast<int>(i)).tokens == plain->result(static_cast<int>(i)).tokens);
+    CHECK(spec->events(static_cast<int>(i)) == plain->events(static_cast<int>(i)));
+  }
+}
+
+TEST_CASE("a request resumed mid-speculation with the draft model continues exactly",
+          "[serving_loop][model][speculation][draft][resume]") {
+  const auto reqs = requests();
+  auto [first, first_load] = run_all(compute_dtype::int8, lf::kernels::kv_type::bf16, speculation_mode::off, reqs);
+  auto cfg = loop_config(speculation_mode::on);
+  lf::test::collector again;  // before the loop: it outlives every callback
+  draft_set draft(512);
+  cfg.method = speculation_method::draft;
+  cfg.draft_blocks = 512;
+  cfg.draft_block_size = 4;
+  cfg.draft_context = static_cast<std::uint32_t>(fx().mc.n_positions);
+  engine_set e(compute_dtype::int8, lf::kernels::kv_type::bf16, cfg);
+  serving_loop loop(e.runner, fx().tok, cfg, e.mgr.get(), &draft.runner);
+  std::vector<std::pair<std::size_t, std::size_t>> cuts;
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    const auto n = first->result(static_cast<int>(i)).tokens.size();
+    for (auto at : {std::size_t{1}, n / 2 + 1})
+      if (at <= n)
+        cuts.emplace_back(i, at);
+  }
+  for (std::size_t k = 0; k < cuts.size(); ++k) {
+    auto toks = first->result(static_cast<int>(cuts[k].first)).tokens;
+    toks.resize(cuts[k].second);
+    loop.submit(lf::test::validated(reqs[cuts[k].first]), std::nullopt, again.make(static_cast<int>(k)),
+                std::move(toks));
+  }
+  REQUIRE(again.wait_for(cuts.size(), std::chrono::seconds(180)));
+  for (std::size_t k = 0; k < cuts.size(); ++k) {
+    const auto i = static_cast<int>(cuts[k].first);
+    INFO("request " << i << " resumed after " << cuts[k].second << " tokens");
+    CHECK(again.result(static_cast<int>(k)).tokens == first->result(i).tokens);
+    CHECK(again.result(static_cast<int>(k)).text == first->result(i).text);
+  }
+  loop.stop(true);
+  CHECK(loop.load().speculation.draft_proposed > 0);
+  CHECK(loop.load().free_blocks == loop.load().total_blocks);
+  CHECK(loop.load().draft_free_blocks == 512);
 }

@@ -47,7 +47,10 @@ private:
   std::vector<std::vector<float>> rows_;
 };
 
-std::vector<std::vector<std::int32_t>> run(speculation_mode mode, int n, load_report& report) {
+/// `draft_blocks` > 0: a second law_engine drafts (greedy: the cycle a -> b -> c -> d) over a
+/// pool of that many blocks.
+std::vector<std::vector<std::int32_t>> run(speculation_mode mode, int n, load_report& report,
+                                           std::uint32_t draft_blocks = 0) {
   serving_config cfg;
   cfg.num_blocks = 4096;
   cfg.block_size = 4;
@@ -56,8 +59,14 @@ std::vector<std::vector<std::int32_t>> run(speculation_mode mode, int n, load_re
   cfg.speculation = mode;
   cfg.speculative_tokens = 4;
   cfg.ngram.min_ngram = 1;
-  law_engine eng;
-  serving_loop loop(eng, lf::test::repo_tokenizer(), cfg);
+  law_engine eng, draft;
+  if (draft_blocks > 0) {
+    cfg.method = speculation_method::draft;
+    cfg.draft_blocks = draft_blocks;
+    cfg.draft_block_size = 4;
+    cfg.draft_context = 1024;
+  }
+  serving_loop loop(eng, lf::test::repo_tokenizer(), cfg, nullptr, draft_blocks > 0 ? &draft : nullptr);
   lf::test::collector c;
   for (int i = 0; i < n; ++i) {
     lf::request_draft d;
@@ -71,6 +80,7 @@ std::vector<std::vector<std::int32_t>> run(speculation_mode mode, int n, load_re
   loop.stop(true);
   report = loop.load();
   CHECK(report.free_blocks == report.total_blocks);
+  CHECK(report.draft_free_blocks == draft_blocks);
   std::vector<std::vector<std::int32_t>> out;
   for (int i = 0; i < n; ++i)
     out.push_back(c.result(i).tokens);
@@ -124,4 +134,45 @@ TEST_CASE("sampled speculative decoding keeps the model's distribution and every
             * (third[static_cast<std::size_t>(c)] - want[static_cast<std::size_t>(c)]) / want[static_cast<std::size_t>(c)];
   INFO("third token chi-square " << chi3);
   CHECK(chi3 < 16.27);
+}
+
+TEST_CASE("draft-model proposals keep every seed's exact output, and a full draft pool falls back to n-gram",
+          "[serving_loop][speculation][draft]") {
+  constexpr int n = 400;
+  load_report plain_load;
+  const auto plain = run(speculation_mode::off, n, plain_load);
+  for (std::uint32_t blocks : {4096u, 12u}) {
+    INFO("draft pool of " << blocks << " blocks");
+    load_report l;
+    const auto got = run(speculation_mode::on, n, l, blocks);
+    CHECK(got == plain);
+    const auto& s = l.speculation;
+    INFO("proposed " << s.proposed << ", accepted " << s.accepted << ", draft rows " << s.draft_rows << ", refused "
+                     << s.draft_refused);
+    CHECK(s.draft_rows > 0);
+    CHECK(s.draft_proposed > 0);
+    CHECK(s.accepted > 0);
+    CHECK(s.accepted < s.proposed);
+    CHECK(l.failed == 0);
+    if (blocks == 12u)
+      CHECK(s.draft_refused > 0);  // those rows took n-gram proposals instead
+    else
+      CHECK(s.draft_refused == 0);
+  }
+}
+
+TEST_CASE("a draft model whose vocabulary differs is refused at start", "[serving_loop][draft]") {
+  class small_vocab final : public lf::engine::step_engine {
+  public:
+    void step(const std::vector<lf::engine::engine_chunk>&) override {}
+    float* logits(std::size_t) override { return nullptr; }
+    std::size_t vocab_size() const override { return 50; }
+  } other;
+  law_engine eng;
+  serving_config cfg;
+  cfg.num_blocks = 16;
+  cfg.draft_blocks = 16;
+  cfg.draft_context = 64;
+  CHECK_THROWS_WITH(serving_loop(eng, lf::test::repo_tokenizer(), cfg, nullptr, &other),
+                    Catch::Contains("vocabulary"));
 }
