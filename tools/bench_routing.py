@@ -204,12 +204,18 @@ def main():
     ap.add_argument("--workloads", default="chat,nosharing")
     ap.add_argument("--out", default="/tmp/bench-routing")
     ap.add_argument("--svg", default="")
+    ap.add_argument("--replot", action="store_true", help="no runs: redraw --svg from --out's summary.json")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     pols = args.policies.split(",")
     wls = args.workloads.split(",")
     runs = {}
-    for rnd in range(args.rounds):
+    if args.replot:
+        with open(os.path.join(args.out, "summary.json")) as f:
+            for k, v in json.load(f).items():
+                p, wl = k.rsplit("/", 1)
+                runs[(p, wl)] = v["rounds"]
+    for rnd in range(0 if args.replot else args.rounds):
         order = pols[rnd % len(pols):] + pols[:rnd % len(pols)]
         for wl in wls:
             for p in order:

@@ -27,7 +27,7 @@ commands:
               [--curve-secret-key Z85 --curve-public-key Z85]   (CURVE on the gateway)
               [--mode continuous|static|static_no_cache] [--no-prefix-cache] [--block-size N]
               [--prefix-cache-isolation tenant|shared (tenant: named tenants never share blocks)]
-              [--policy round_robin|least_loaded|adapter_affinity|priced|cache_aware] [--queue-limit N]
+              [--policy round_robin|least_loaded|adapter_affinity|priced|cache_aware (default)] [--queue-limit N]
               [--max-concurrent-loads N (priced; 2)] [--placement-aging-ms MS (priced; 1000)]
               [--load-price-weight W (priced; 1)] [--decode-share F (priced; 0)]
               [--balance-abs N (cache_aware; 2)] [--balance-rel F (cache_aware; 1.5)] [--balance-scope prefix|all]

@@ -76,7 +76,7 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
     a.integer_in("adapter-cache-mb", static_cast<std::int64_t>(defaults.adapter_cache_mb), 1, 1 << 20));
   w.max_adapters = static_cast<std::uint32_t>(a.integer_in("max-adapters", defaults.max_adapters, 1, 1 << 20));
   w = worker::resolve_for_process(std::move(w), s.workers);
-  const auto policy = a.str("policy", "least_loaded");
+  const auto policy = a.str("policy", "cache_aware");  // the default: docs/benchmarks.md, "Cache-aware routing"
   auto p = router::parse_placement_policy(policy);
   if (!p)
     throw std::invalid_argument("--policy must be round_robin, least_loaded, adapter_affinity, priced or cache_aware (got '" + policy
