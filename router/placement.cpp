@@ -138,9 +138,15 @@ std::optional<actors::worker_id> placer::cache_aware(const std::vector<worker_vi
       least = w.inflight;
   if (!least)
     return std::nullopt;
+  // Only the requests that share this one's cached prefix there count: the guard spreads a hot
+  // prefix, not a conversation's history (a worker holding nothing of it is never passed over;
+  // the estimate weighs its load).
+  // (balance_on_prefix false: all of a worker's requests count, cached prefix or not.)
   const auto too_busy = [&](const worker_view& w) {
-    return w.inflight > *least + opts_.balance_abs
-           && static_cast<double>(w.inflight) > opts_.balance_rel * static_cast<double>(*least);
+    if (opts_.balance_on_prefix && w.cached_prefix_tokens == 0)
+      return false;
+    const auto n = opts_.balance_on_prefix ? w.sharing : w.inflight;
+    return n > *least + opts_.balance_abs && static_cast<double>(n) > opts_.balance_rel * static_cast<double>(*least);
   };
   std::vector<worker_view> eligible;
   eligible.reserve(workers.size());

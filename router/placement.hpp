@@ -19,11 +19,17 @@
 ///                     (router/prefix_index.hpp): the prompt tokens still to compute on a worker
 ///                     after the longest prefix it holds, at its measured prefill rate, + the
 ///                     prefills and decode steps ahead there + the adapter's load price where it is
-///                     not resident. Load guard (SGLang's cache-aware router): a worker whose
-///                     in-flight count exceeds both the least busy one's + `balance_abs` and
+///                     not resident. Load guard, on the prefix: a worker whose requests in flight
+///                     *that share the prefix this request would reuse there* (`sharing`) exceed
+///                     both the least busy worker's in-flight count + `balance_abs` and
 ///                     `balance_rel` times it is not chosen, so one hot prefix cannot pile every
 ///                     request onto the worker holding it (the next ones go elsewhere and warm a
-///                     second copy)
+///                     second copy), while a conversation's follow-up, whose history no other
+///                     request in flight shares, stays with its history however busy that worker
+///                     is with other prompts (the estimate still weighs that work). (A first
+///                     guard counted all of a worker's requests, as SGLang's cache-aware router
+///                     does: it sent follow-ups away from their history at every small burst;
+///                     docs/benchmarks.md, "Cache-aware routing".)
 ///
 /// A worker whose inflight count reached its capacity is never chosen; when every worker is full
 /// (or there is none) the answer is "none" and the request waits in the admission queue.
@@ -63,6 +69,9 @@ struct worker_view {
   /// priced: adapters with requests placed there, and the most it has been seen to hold at once
   /// (its adapter slots as far as the router knows; 0: none seen yet).
   std::uint32_t adapters_in_use = 0, adapter_slots = 0;
+  /// cache_aware's guard: requests in flight there whose prompts share the prefix this request
+  /// would reuse there (its cached_prefix_tokens; 0 where nothing of it is cached there).
+  std::uint32_t sharing = 0;
   service_speed speed;
 };
 
@@ -83,10 +92,15 @@ struct placement_options {
   /// priced: a request that has waited this long may start one more load, and its load price
   /// has halved (age_weight); 0: no aging.
   double aging_ms = 1000;
-  /// cache_aware's load guard: a worker is passed over when its in-flight count exceeds the
-  /// least busy eligible worker's by more than balance_abs AND is more than balance_rel times it.
+  /// cache_aware's load guard: a worker is passed over when its requests in flight that share
+  /// the request's cached prefix there (worker_view::sharing) exceed the least busy eligible
+  /// worker's in-flight count by more than balance_abs AND are more than balance_rel times it.
   std::uint32_t balance_abs = 2;
   double balance_rel = 1.5;
+  /// cache_aware's load guard counts, on each worker, only the requests sharing the request's
+  /// cached prefix there (true: worker_view::sharing), or all its requests in flight (false: the
+  /// first guard, as SGLang's; kept to measure against).
+  bool balance_on_prefix = true;
 };
 
 /// Chooses workers; keeps the round-robin cursor. Not thread-safe (one router owns it).

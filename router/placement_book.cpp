@@ -114,7 +114,8 @@ std::vector<worker_view> placement_book::views(const std::string& adapter) const
 
 std::optional<actors::worker_id> placement_book::choose(const std::string& adapter, std::uint32_t prompt_tokens,
                                                         double waited_ms,
-                                                        const std::map<actors::worker_id, std::uint32_t>& cached) {
+                                                        const std::map<actors::worker_id, std::uint32_t>& cached,
+                                                        const std::map<actors::worker_id, std::uint64_t>& keys) {
   placement_request q;
   q.needs_adapter = !adapter.empty();
   q.prompt_tokens = prompt_tokens;
@@ -127,13 +128,24 @@ std::optional<actors::worker_id> placement_book::choose(const std::string& adapt
     for (auto& v : vs)
       if (auto it = cached.find(v.id); it != cached.end())
         v.cached_prefix_tokens = it->second;
+  for (auto& v : vs) {
+    auto k = keys.find(v.id);
+    if (k == keys.end())
+      continue;
+    const auto& held = books_.at(v.id).inflight_blocks;
+    if (auto h = held.find(k->second); h != held.end())
+      v.sharing = h->second;
+  }
   return placer_.choose(vs, q);
 }
 
 void placement_book::place(actors::worker_id wid, placement_ticket& t, std::uint64_t prompt_tokens,
                            std::uint64_t max_tokens, std::uint64_t streamed, cost_clock::time_point now,
-                           std::uint64_t cached) {
+                           std::uint64_t cached, std::vector<std::uint64_t> blocks) {
   auto& w = books_.at(wid);
+  t.blocks = std::move(blocks);
+  for (auto h : t.blocks)
+    ++w.inflight_blocks[h];
   if (w.inflight++ == 0)
     w.speed.busy(now, true);
   w.load_tokens += t.cost;
@@ -150,9 +162,15 @@ void placement_book::place(actors::worker_id wid, placement_ticket& t, std::uint
 
 void placement_book::unplace(actors::worker_id wid, placement_ticket& t, cost_clock::time_point now) {
   auto it = books_.find(wid);
-  if (it == books_.end())
+  if (it == books_.end()) {
+    t.blocks.clear();
     return;
+  }
   auto& w = it->second;
+  for (auto h : t.blocks)
+    if (auto b = w.inflight_blocks.find(h); b != w.inflight_blocks.end() && --b->second == 0)
+      w.inflight_blocks.erase(b);
+  t.blocks.clear();
   if (--w.inflight == 0)
     w.speed.busy(now, false);
   w.load_tokens -= std::min(w.load_tokens, t.cost);

@@ -30,6 +30,9 @@ struct placement_ticket {
   /// priced placement: what this placement added to its worker's prompt_ahead (until its first
   /// token there) and output_ahead (less each token streamed).
   std::uint64_t prompt_ahead = 0, output_ahead = 0;
+  /// cache_aware: its prompt's block hashes in its worker's chain (prefix_index's), counted in
+  /// that worker's inflight_blocks while it is placed there.
+  std::vector<std::uint64_t> blocks;
 };
 
 /// One registered worker as placement sees it.
@@ -47,6 +50,9 @@ struct worker_book {
   worker_speed_meter speed;  ///< its prefill/decode rates, from the tokens it streams
   std::uint32_t adapter_slots = 0;  ///< the most adapters its reports listed at once
   bool draining = false;  ///< drained: nothing is placed here any more
+  /// cache_aware's guard: block hash -> requests placed here whose prompts contain it. Bounded by
+  /// the requests placed here (at most the router's capacity) x the blocks of a prompt.
+  std::map<std::uint64_t, std::uint32_t> inflight_blocks;
 
   /// `key` is resident here by its last load report.
   bool resident(const std::string& key) const;
@@ -98,18 +104,23 @@ public:
   /// A worker for a request for `adapter` that prefills `prompt_tokens` (its prompt and the
   /// tokens it streamed before a move), after waiting `waited_ms` since its admission. `cached`:
   /// the request's prompt tokens each worker's prefix cache holds (the router's prefix index;
-  /// the priced and cache_aware policies credit them).
+  /// the priced and cache_aware policies credit them). `keys`: per worker, the hash of the last
+  /// block of that cached prefix; cache_aware's guard counts the requests placed there whose
+  /// prompts contain it (worker_view::sharing).
   std::optional<actors::worker_id> choose(const std::string& adapter, std::uint32_t prompt_tokens,
                                           double waited_ms,
-                                          const std::map<actors::worker_id, std::uint32_t>& cached = {});
+                                          const std::map<actors::worker_id, std::uint32_t>& cached = {},
+                                          const std::map<actors::worker_id, std::uint64_t>& keys = {});
   /// What the placer sees: one view per worker that takes requests.
   std::vector<worker_view> views(const std::string& adapter) const;
 
   /// Puts `t` on `w` at `now`: a request of `prompt_tokens` with at most `max_tokens` of output,
   /// `streamed` of them sent already (a resumed request prefills those too), `cached` of whose
-  /// leading tokens `w`'s prefix cache holds (only the rest counts as prefill work ahead there).
+  /// leading tokens `w`'s prefix cache holds (only the rest counts as prefill work ahead there),
+  /// `blocks`: its block hashes in `w`'s chain (kept in the ticket, counted for the guard).
   void place(actors::worker_id w, placement_ticket& t, std::uint64_t prompt_tokens, std::uint64_t max_tokens,
-             std::uint64_t streamed, cost_clock::time_point now, std::uint64_t cached = 0);
+             std::uint64_t streamed, cost_clock::time_point now, std::uint64_t cached = 0,
+             std::vector<std::uint64_t> blocks = {});
   /// Takes `t` off `w`'s books (nothing when `w` is gone).
   void unplace(actors::worker_id w, placement_ticket& t, cost_clock::time_point now);
   /// A token of `t` arrived from `w` at `now`: its work ahead shrinks, `w`'s meter counts it.

@@ -35,7 +35,9 @@ void router_state::on_prefix_events(actors::prefix_events& msg) {
 cached_tokens router_state::cached_of(const validated_request& req, const std::vector<std::int32_t>& sent) const {
   cached_tokens out;
   const auto policy = placement_.options().policy;
-  if ((policy != placement_policy::priced && policy != placement_policy::cache_aware) || prefix_.entries() == 0)
+  // cache_aware's guard needs the blocks of every request placed, also before any is cached.
+  const bool guard = policy == placement_policy::cache_aware;
+  if ((policy != placement_policy::priced && !guard) || (prefix_.entries() == 0 && !guard))
     return out;
   std::vector<std::int32_t> tokens = req.prompt();
   tokens.insert(tokens.end(), sent.begin(), sent.end());
@@ -53,9 +55,15 @@ cached_tokens router_state::cached_of(const validated_request& req, const std::v
                                           req.tenant());
     // The last-token rule: a worker reuses at most (L - 1) / block_size blocks.
     const auto hashes = cache::public_block_hashes(tokens, bs, salt, tag, (tokens.size() - 1) / bs);
-    for (auto [wid, blocks] : prefix_.longest_prefixes(hashes))
-      if (members.count(wid) != 0)
-        out[wid] = blocks * bs;
+    if (prefix_.entries() > 0)
+      for (auto [wid, blocks] : prefix_.longest_prefixes(hashes))
+        if (members.count(wid) != 0 && blocks > 0) {
+          out.tokens[wid] = blocks * bs;
+          out.keys[wid] = hashes[blocks - 1];
+        }
+    if (guard)
+      for (const auto& m : members)
+        out.blocks[m.first] = hashes;
   }
   return out;
 }

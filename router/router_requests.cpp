@@ -95,7 +95,7 @@ void router_state::submit(actors::generate_request& req) {
     cached_tokens cached;
     if (tenant_room && !queue_.next(eligible())) {
       cached = cached_of(valid, {});
-      wid = placement_.choose(valid.adapter(), prompt_tokens, 0.0, cached);
+      wid = placement_.choose(valid.adapter(), prompt_tokens, 0.0, cached.tokens, cached.keys);
     }
     if (!wid && queue_.queued(tenant) >= cfg_.tenants.limits_of(tenant).max_queued) {
       ++counters_.overloaded;
@@ -139,7 +139,7 @@ void router_state::submit(actors::generate_request& req) {
     ++counters_.accepted;
     tenancy_.accepted(e.tenancy);
     if (wid) {
-      place(e, workers_.at(*wid), cached.count(*wid) ? cached.at(*wid) : 0);
+      place(e, workers_.at(*wid), cached);
     } else {
       queue_.push(rid, tenant);
       note_load();
@@ -149,14 +149,15 @@ void router_state::submit(actors::generate_request& req) {
   }
 }
 
-void router_state::place(route_entry& e, worker_entry& w, std::uint32_t cached) {
+void router_state::place(route_entry& e, worker_entry& w, const cached_tokens& cached) {
   e.state = route_state::placed;
   e.worker = w.id;
   const auto now = router_clock::now();
   if (!e.times.placed)
     e.times.placed = now;
   placement_.place(w.id, e.placing, e.req.prompt().size(),
-                   static_cast<std::uint64_t>(std::max(0, e.req.params().max_tokens)), e.sent.size(), now, cached);
+                   static_cast<std::uint64_t>(std::max(0, e.req.params().max_tokens)), e.sent.size(), now, cached.on(w.id),
+                   cached.blocks_on(w.id));
   tenancy_.placed(e.tenancy, queue_.counters());
   note_load();
   std::uint32_t left = 0;
@@ -232,7 +233,7 @@ void router_state::dispatch() {
     if (!wid)
       break;  // every worker is full; the head waits, and so does everyone behind it
     queue_.remove(*head);
-    place(e, workers_.at(*wid), cached.count(*wid) ? cached.at(*wid) : 0);
+    place(e, workers_.at(*wid), cached);
   }
   dispatching_ = false;
   for (auto& [rid, why] : late)
@@ -385,7 +386,7 @@ void router_state::sink_lost(const caf::actor_addr& addr) {
 std::optional<actors::worker_id> router_state::choose(const route_entry& e, const cached_tokens& cached) {
   const auto waited = std::chrono::duration<double, std::milli>(router_clock::now() - e.times.accepted).count();
   return placement_.choose(e.req.adapter(), static_cast<std::uint32_t>(e.req.prompt().size() + e.sent.size()),
-                           waited, cached);
+                           waited, cached.tokens, cached.keys);
 }
 
 admission_queue<actors::route_id>::eligible_fn router_state::eligible() const {

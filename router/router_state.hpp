@@ -71,8 +71,24 @@ struct worker_entry {
   bool tenant_isolation = true;
 };
 
-/// The request's prompt tokens each worker's prefix cache holds (router_cache.cpp).
-using cached_tokens = std::map<actors::worker_id, std::uint32_t>;
+/// What the prefix index says of one request (router_cache.cpp), per worker: the leading prompt
+/// tokens its prefix cache holds, the hash of the last of those blocks (cache_aware's guard counts
+/// the requests in flight there sharing it), and the request's block hashes in that worker's chain.
+struct cached_tokens {
+  std::map<actors::worker_id, std::uint32_t> tokens;
+  std::map<actors::worker_id, std::uint64_t> keys;
+  std::map<actors::worker_id, std::vector<std::uint64_t>> blocks;
+  /// tokens[w], 0 when absent.
+  std::uint32_t on(actors::worker_id w) const {
+    auto it = tokens.find(w);
+    return it == tokens.end() ? 0 : it->second;
+  }
+  /// blocks[w], empty when absent.
+  std::vector<std::uint64_t> blocks_on(actors::worker_id w) const {
+    auto it = blocks.find(w);
+    return it == blocks.end() ? std::vector<std::uint64_t>{} : it->second;
+  }
+};
 
 /// The adapter registry and its log file (nullptr: memory only), opened by spawn_router.
 struct adapter_store {
@@ -150,10 +166,12 @@ private:
   void flush_batches();
   /// The entry `rid` if `wid` owns it (events of a stale owner are dropped).
   route_entry* owned(actors::route_id rid, actors::worker_id wid);
-  /// `cached`: the prompt tokens `w`'s prefix cache holds (only the rest counts as work there).
-  void place(route_entry& e, worker_entry& w, std::uint32_t cached = 0);
+  /// `cached`: the prefix index on `e` (what `w`'s prefix cache holds counts as no work there;
+  /// its block hashes there go on the books for cache_aware's guard).
+  void place(route_entry& e, worker_entry& w, const cached_tokens& cached = {});
   /// Per worker, the leading prompt tokens (of `prompt` then `sent`) its prefix cache holds, by
-  /// the prefix index, within the last-token rule; empty unless the policy credits them.
+  /// the prefix index, within the last-token rule; empty unless the policy credits them (the
+  /// block hashes only for cache_aware).
   cached_tokens cached_of(const validated_request& req, const std::vector<std::int32_t>& sent) const;
   /// Takes `e` off its worker's books (counts, adapters); the entry keeps its worker id.
   void unplace(route_entry& e);

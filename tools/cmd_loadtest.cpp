@@ -155,9 +155,18 @@ int cmd_loadtest(int argc, char** argv) {
   std::unique_ptr<cluster::local_cluster> cluster;
   std::string endpoint = a.positional().empty() ? std::string{} : a.positional()[0];
   std::optional<cluster::cluster_settings> cs;
+  // --via http: drive the self-hosted cluster through its OpenAI HTTP gateway (on a free
+  // loopback port unless --http names one) instead of the ZeroMQ one.
+  const auto via = a.str("via", "zmq");
+  if (via != "zmq" && via != "http")
+    throw std::invalid_argument("--via must be zmq or http (got '" + via + "')");
+  if (a.has("via") && !self_host)
+    throw std::invalid_argument("--via needs --self-host (otherwise the ENDPOINT's scheme picks the protocol)");
   if (self_host) {
     cs = cluster_settings_from(a, "adapter-dir");
     cs->gateway.endpoint = "tcp://127.0.0.1:*";
+    if (via == "http" && cs->http.listen.empty())
+      cs->http.listen = "127.0.0.1:0";
   }
   workload_config w;
   const auto mode = a.str("arrival", "closed");
@@ -248,7 +257,7 @@ int cmd_loadtest(int argc, char** argv) {
     std::cerr << "loadtest: starting an in-process cluster (" << cs->workers << " worker(s) on "
               << cs->worker.model_dir << ")\n";
     cluster = std::make_unique<cluster::local_cluster>(*cs);
-    endpoint = cluster->endpoint();
+    endpoint = via == "http" ? "http://" + cluster->http_address() : cluster->endpoint();
   }
   if (endpoint.empty())
     throw std::invalid_argument("give the cluster's ENDPOINT, or --self-host");

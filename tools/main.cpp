@@ -29,10 +29,10 @@ commands:
               [--curve-secret-key Z85 --curve-public-key Z85]   (CURVE on the gateway)
               [--mode continuous|static|static_no_cache] [--no-prefix-cache] [--block-size N]
               [--prefix-cache-isolation tenant|shared (tenant: named tenants never share blocks)]
-              [--policy round_robin|least_loaded|adapter_affinity|priced|cache_aware] [--queue-limit N]
+              [--policy round_robin|least_loaded|adapter_affinity|priced|cache_aware (default)] [--queue-limit N]
               [--max-concurrent-loads N (priced; 2)] [--placement-aging-ms MS (priced; 1000)]
               [--load-price-weight W (priced; 1)] [--decode-share F (priced; 0)]
-              [--balance-abs N (cache_aware; 2)] [--balance-rel F (cache_aware; 1.5)]
+              [--balance-abs N (cache_aware; 2)] [--balance-rel F (cache_aware; 1.5)] [--balance-scope prefix|all]
               [--scheduling vtc|fcfs (across tenants)] [--deadline-admission on|off]
               [--deadline-margin F (0.1)]
               [--adapter-roots DIR,DIR (default: --adapters) --adapter-log FILE --max-adapter-rank R
@@ -83,7 +83,7 @@ commands:
               the calm cluster, KV blocks and RSS; print a summary; exit 1 on any violation
   keygen      --out DIR [--name NAME] [--force]   write a CURVE key pair NAME.public / NAME.secret
   loadtest    ENDPOINT | http://HOST:PORT [--model-name NAME] | --self-host [serve flags;
-              --adapter-dir DIR for the server's adapters;
+              --adapter-dir DIR for the server's adapters; --via zmq|http: which gateway;
               the server logs at --log-level warn unless given]
               [--arrival closed|poisson] [--concurrency N] [--seed S] [--temperature T]
               [--rate R --burstiness B] [--sweep-concurrency 1,2,4 | --sweep-rate 1,2,4]

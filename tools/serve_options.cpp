@@ -81,7 +81,7 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
     a.integer_in("adapter-cache-mb", static_cast<std::int64_t>(defaults.adapter_cache_mb), 1, 1 << 20));
   w.max_adapters = static_cast<std::uint32_t>(a.integer_in("max-adapters", defaults.max_adapters, 1, 1 << 20));
   w = worker::resolve_for_process(std::move(w), s.workers);
-  const auto policy = a.str("policy", "least_loaded");
+  const auto policy = a.str("policy", "cache_aware");  // the default: docs/benchmarks.md, "Cache-aware routing"
   auto p = router::parse_placement_policy(policy);
   if (!p)
     throw std::invalid_argument("--policy must be round_robin, least_loaded, adapter_affinity, priced or cache_aware (got '" + policy
@@ -94,6 +94,10 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
   s.router.placement.balance_abs = static_cast<std::uint32_t>(
     a.integer_in("balance-abs", s.router.placement.balance_abs, 0, 1 << 20));
   s.router.placement.balance_rel = a.real_above("balance-rel", s.router.placement.balance_rel, 1, true, 1000);
+  const auto scope = a.str("balance-scope", "prefix");
+  if (scope != "prefix" && scope != "all")
+    throw std::invalid_argument("--balance-scope must be prefix or all (got '" + scope + "')");
+  s.router.placement.balance_on_prefix = scope == "prefix";
   s.router.placement.aging_ms =
     static_cast<double>(a.integer_in("placement-aging-ms", static_cast<std::int64_t>(s.router.placement.aging_ms), 0, 86'400'000));
   s.router.max_queue = static_cast<std::size_t>(a.integer_in("queue-limit", 256, 0, 1'000'000));

@@ -24,6 +24,9 @@ expect 2 "--workers needs a value" serve --workers
 expect 2 "--threads must be in" serve --threads -1
 expect 2 "unknown option --blas-threads" serve --blas-threads 2
 expect 2 "--policy must be" serve --policy bogus
+expect 2 "--balance-scope must be prefix or all (got 'some')" serve --balance-scope some
+expect 2 "--balance-abs must be in" serve --balance-abs -1
+expect 2 "--balance-rel must be" serve --balance-rel 0.5
 expect 2 "--scheduling must be fcfs or vtc (got 'fair')" serve --scheduling fair
 expect 2 "--deadline-admission must be on or off" serve --deadline-admission yes
 expect 2 "--drain-kv must be ship or recompute" serve --drain-kv teleport
@@ -65,6 +68,8 @@ expect 2 "cannot read the config file" soak /nonexistent.toml
 expect 2 "ENDPOINT" loadtest
 expect 2 "http client: the port must be a number" loadtest http://127.0.0.1:abc
 expect 2 "--arrival must be closed or poisson (got 'bogus')" loadtest $ep --arrival bogus
+expect 2 "--via must be zmq or http (got 'curl')" loadtest --self-host --via curl
+expect 2 "--via needs --self-host" loadtest $ep --via http
 expect 2 "--concurrency must be in" loadtest $ep --concurrency 0
 expect 2 "--requests must be in" loadtest $ep --requests 0
 expect 2 "--rate must be > 0" loadtest $ep --arrival poisson --rate -1

@@ -17,6 +17,13 @@ for a in a b; do
 done
 "$bin" loadtest --self-host --model "$tmp/model" --adapter-dir "$tmp/adapters" --workers 1 --threads 1 \
   --kv-cache-mb 32 --requests 8 --concurrency 4 --input 16 --output 8 --adapters a,b --quiet --out "$tmp/mix"
+# The multi-turn chat workload (each turn resends the history), over ZeroMQ and over the OpenAI
+# HTTP gateway (/v1/chat/completions), cache-aware placement: follow-ups are served from the cache.
+for via in zmq http; do
+  "$bin" loadtest --self-host --via $via --model "$tmp/model" --workers 2 --threads 1 --kv-cache-mb 32 \
+    --policy cache_aware --workload chat --conversations 6 --turns 3 --group-size 3 --system 32 --user 8 \
+    --output 8 --rate 20 --think-s 0.05 --goodput-ttft-ms 5000 --quiet --out "$tmp/chat-$via"
+done
 /usr/bin/python3 - "$tmp" <<'PY'
 import csv, json, sys, xml.etree.ElementTree as ET
 d = sys.argv[1]
@@ -37,5 +44,13 @@ assert len(rows) == 30 and all(r["status"] == "done" and int(r["tokens_out"]) ==
 for f in ("sweep.svg", "one.svg"):
     root = ET.parse(f"{d}/{f}").getroot()
     assert root.tag.endswith("svg"), root.tag
+for via in ("zmq", "http"):
+    c = json.load(open(f"{d}/chat-{via}.json"))
+    assert c["workload"] == "chat" and c["endpoint"].startswith("http://" if via == "http" else "tcp://"), c
+    assert c["sent"] == 18 and c["completed"] == 18 and c["lost"] == 0 and c["refused"] == 0, c
+    assert c["conversations_finished"] == 6 and c["conversations_cut"] == 0, c
+    # turns 2 and 3 resend their history: some of it comes from the prefix cache
+    assert c["cached_input_tokens"] > 0 and c["computed_tokens"] > 0, c
+    assert c["cached_input_tokens"] + c["computed_tokens"] == c["input_tokens"], c
 print("loadtest outputs: ok")
 PY

@@ -21,7 +21,7 @@ TEST_CASE("a minimal config gets the documented defaults", "[cluster][config]") 
   CHECK(c.model_dir == (d.dir.path() / "model").string());
   CHECK(c.tokenizer_dir.empty());
   CHECK(c.gateway_listen == "tcp://127.0.0.1:5555");
-  CHECK(c.router_cfg.placement.policy == router::placement_policy::least_loaded);
+  CHECK(c.router_cfg.placement.policy == router::placement_policy::cache_aware);  // config files' default
   CHECK(c.router_cfg.ship_kv);
   CHECK(c.heartbeat_interval == std::chrono::milliseconds(1000));
   CHECK(c.heartbeat_timeout == std::chrono::milliseconds(5000));

@@ -128,6 +128,41 @@ TEST_CASE("values out of range or not in the allowed set", "[cluster][config][er
         == "nodes[1].workers.max_batched_tokens");
 }
 
+TEST_CASE("the cache_aware load guard's keys", "[cluster][config][errors]") {
+  config_dir d;
+  auto i = d.issue(with("\n[router]\nbalance_abs = -1\n"));
+  CHECK(i.key == "router.balance_abs");
+  CHECK_THAT(i.reason, Contains("out of range"));
+  i = d.issue(with("\n[router]\nbalance_abs = 1.5\n"));
+  CHECK(i.key == "router.balance_abs");
+  CHECK(i.reason == "expected an integer, got a float");
+  i = d.issue(with("\n[router]\nbalance_abs = \"2\"\n"));
+  CHECK(i.key == "router.balance_abs");
+  CHECK(i.reason == "expected an integer, got a string");
+  i = d.issue(with("\n[router]\nbalance_rel = 0.5\n"));
+  CHECK(i.key == "router.balance_rel");
+  CHECK_THAT(i.reason, Contains("out of range"));
+  i = d.issue(with("\n[router]\nbalance_rel = 5000\n"));
+  CHECK(i.key == "router.balance_rel");
+  CHECK_THAT(i.reason, Contains("out of range"));
+  i = d.issue(with("\n[router]\nbalance_rel = \"1.5\"\n"));
+  CHECK(i.key == "router.balance_rel");
+  CHECK(i.reason == "expected a number, got a string");
+  i = d.issue(with("\n[router]\nbalance_scope = \"everything\"\n"));
+  CHECK(i.key == "router.balance_scope");
+  CHECK_THAT(i.reason, Contains("\"prefix\" or \"all\""));
+  i = d.issue(with("\n[router]\nbalance_scope = 1\n"));
+  CHECK(i.key == "router.balance_scope");
+  CHECK_THAT(i.reason, Contains("expected a string"));
+  // In range, they load.
+  auto c = d.load(with("\n[router]\nplacement = \"cache_aware\"\nbalance_abs = 0\nbalance_rel = 1\n"
+                       "balance_scope = \"all\"\n"));
+  CHECK(c.router_cfg.placement.balance_abs == 0);
+  CHECK(c.router_cfg.placement.balance_rel == 1);
+  CHECK_FALSE(c.router_cfg.placement.balance_on_prefix);
+  CHECK(d.load(test::minimal_config).router_cfg.placement.balance_on_prefix);
+}
+
 TEST_CASE("tenants and scheduling", "[cluster][config][errors]") {
   config_dir d;
   auto i = d.issue(with("\n[router]\nscheduling = \"fair\"\n"));

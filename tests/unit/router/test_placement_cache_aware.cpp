@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <numeric>
 #include <vector>
@@ -62,18 +63,29 @@ struct fleet {
     REQUIRE(ix.apply(w, b) == index_outcome::applied);
   }
 
-  /// Places a request of `prompt` (max 32 tokens out) and returns where it went.
+  /// Places a request of `prompt` (max 32 tokens out) as the router does (cached tokens and the
+  /// last cached block's hash per worker; the prompt's blocks on the chosen worker's books) and
+  /// returns where it went. The ticket stays in `tickets` (the request stays in flight).
   worker_id place(const std::vector<std::int32_t>& prompt) {
-    const auto c = cached(ix, prompt);
-    auto w = book.choose("", static_cast<std::uint32_t>(prompt.size()), 0, c);
+    const auto hs = hashes(prompt);
+    std::map<worker_id, std::uint32_t> c;
+    std::map<worker_id, std::uint64_t> keys;
+    for (auto [w, n] : ix.longest_prefixes(hs))
+      if (n > 0) {
+        c[w] = n * block;
+        keys[w] = hs[n - 1];
+      }
+    auto w = book.choose("", static_cast<std::uint32_t>(prompt.size()), 0, c, keys);
     REQUIRE(w);
-    placement_ticket t;
+    auto& t = tickets.emplace_back();
     t.cost = prompt.size() + 32;
     const auto hit = c.count(*w) ? c.at(*w) : 0;
-    book.place(*w, t, prompt.size(), 32, 0, now, hit);
+    book.place(*w, t, prompt.size(), 32, 0, now, hit, hs);
     now += std::chrono::milliseconds(5);
     return *w;
   }
+
+  std::deque<placement_ticket> tickets;
 };
 
 placement_options policy(placement_policy p) {
@@ -152,20 +164,28 @@ TEST_CASE("a hot prefix stays spread over the workers under the load guard", "[p
   CHECK(unguarded[worker_id{1}] > guarded[worker_id{1}] + 4);
 }
 
+namespace {
+
+/// A worker whose in-flight requests all share the request's cached prefix (a hot prefix).
+worker_view hot_view(std::uint32_t id, std::uint32_t inflight, std::uint64_t cached) {
+  worker_view v;
+  v.id = worker_id{id};
+  v.inflight = inflight;
+  v.sharing = cached > 0 ? inflight : 0;
+  v.capacity = 8;
+  v.cached_prefix_tokens = cached;
+  v.speed = {1.0, 1.0};
+  return v;
+}
+
+} // namespace
+
 TEST_CASE("the guard measures against the least busy worker with room", "[placement][cache_aware]") {
   placement_options o = policy(placement_policy::cache_aware);
   o.balance_abs = 2;
   o.balance_rel = 1.5;
   placer p(o);
-  auto view = [](std::uint32_t id, std::uint32_t inflight, std::uint64_t cached) {
-    worker_view v;
-    v.id = worker_id{id};
-    v.inflight = inflight;
-    v.capacity = 8;
-    v.cached_prefix_tokens = cached;
-    v.speed = {1.0, 1.0};
-    return v;
-  };
+  const auto view = hot_view;
   placement_request r;
   r.prompt_tokens = 1000;
   // Worker 1 holds everything but has 3 more requests than worker 2 (3 > 0 + 2, 3 > 1.5 * 0).
@@ -176,6 +196,88 @@ TEST_CASE("the guard measures against the least busy worker with room", "[placem
   CHECK(p.choose({view(1, 5, 992), view(2, 8, 0), view(3, 7, 0)}, r) == worker_id{1});
   // Everyone full: nobody.
   CHECK_FALSE(p.choose({view(1, 8, 992), view(2, 8, 0)}, r));
+}
+
+TEST_CASE("the guard counts only the requests that share the cached prefix", "[placement][cache_aware]") {
+  placer p(policy(placement_policy::cache_aware));  // balance_abs 2, balance_rel 1.5
+  placement_request r;
+  r.prompt_tokens = 1000;
+  // Worker 1 holds 992 tokens of this prompt (a conversation's history) and has 5 requests in
+  // flight, none of which shares it (other conversations): 5 > 0 + 2 would have passed it over
+  // by counts; the estimate (8 tokens to compute + 5 rows against 1000 tokens) keeps it.
+  auto busy = hot_view(1, 5, 992);
+  busy.sharing = 0;
+  CHECK(p.choose({busy, hot_view(2, 0, 0)}, r) == worker_id{1});
+  // The same worker whose 5 requests all share that prefix (a hot one): passed over.
+  busy.sharing = 5;
+  CHECK(p.choose({busy, hot_view(2, 0, 0)}, r) == worker_id{2});
+  // Sharing within the bound (2 more than the least busy worker's 0): kept.
+  busy.sharing = 2;
+  CHECK(p.choose({busy, hot_view(2, 0, 0)}, r) == worker_id{1});
+  // The first guard (balance_scope "all") counted all 5 and passed it over.
+  auto all = policy(placement_policy::cache_aware);
+  all.balance_on_prefix = false;
+  busy.sharing = 0;
+  CHECK(placer(all).choose({busy, hot_view(2, 0, 0)}, r) == worker_id{2});
+  // A worker with nothing of it cached is never passed over by the guard (there is no prefix to
+  // share there): 3 rows against an idle worker with 5000 prompt tokens ahead, by the estimate.
+  auto cold = hot_view(1, 3, 0);
+  cold.sharing = 3;
+  auto far = hot_view(2, 0, 0);
+  far.prompt_ahead = 5000;
+  CHECK(p.choose({cold, far}, r) == worker_id{1});
+}
+
+TEST_CASE("a follow-up stays with its history while its worker is busy with other conversations",
+          "[placement][cache_aware]") {
+  // Worker 3 computed a conversation's history (512 tokens); 4 other conversations' first turns
+  // (unrelated prompts, 64 tokens each) are then placed there and still in flight, the other
+  // workers idle. The follow-up (history + 40 tokens) shares nothing with them: it stays.
+  const auto history = tokens(512, 1000);
+  auto turn2 = history;
+  for (auto t : tokens(40, 7))
+    turn2.push_back(t);
+  fleet f(policy(placement_policy::cache_aware));
+  f.stored(worker_id{3}, hashes(history));
+  for (int i = 0; i < 4; ++i) {
+    const auto other = tokens(64, 50000 + 100 * i);
+    placement_ticket t;
+    t.cost = 96;
+    f.book.place(worker_id{3}, t, 64, 32, 0, f.now, 0, hashes(other));
+  }
+  REQUIRE(f.book.find(worker_id{3})->inflight == 4);
+  CHECK(f.place(turn2) == worker_id{3});
+  // The first guard, on all requests in flight (4 > 0 + 2): the follow-up went to an idle worker.
+  auto all = policy(placement_policy::cache_aware);
+  all.balance_on_prefix = false;
+  fleet g(all);
+  g.stored(worker_id{3}, hashes(history));
+  for (int i = 0; i < 4; ++i) {
+    placement_ticket t;
+    g.book.place(worker_id{3}, t, 64, 32, 0, g.now, 0, hashes(tokens(64, 50000 + 100 * i)));
+  }
+  CHECK(g.place(turn2) != worker_id{3});
+}
+
+TEST_CASE("a request's blocks leave its worker's books with it", "[placement][cache_aware]") {
+  placement_book book(policy(placement_policy::cache_aware));
+  book.add(worker_id{1}, 8, {});
+  const auto a = hashes(tokens(64, 1000));  // 4 blocks
+  auto b = a;
+  b.push_back(77);  // shares a's 4 blocks, then one of its own
+  placement_ticket ta, tb;
+  book.place(worker_id{1}, ta, 64, 8, 0, cost_clock::now(), 0, a);
+  book.place(worker_id{1}, tb, 80, 8, 0, cost_clock::now(), 0, b);
+  const auto& held = book.find(worker_id{1})->inflight_blocks;
+  CHECK(held.size() == 5);
+  CHECK(held.at(a[3]) == 2);
+  CHECK(held.at(77) == 1);
+  // The guard's view: sharing a's last block there = 2 requests.
+  book.unplace(worker_id{1}, ta, cost_clock::now());
+  CHECK(held.at(a[3]) == 1);
+  CHECK(ta.blocks.empty());
+  book.unplace(worker_id{1}, tb, cost_clock::now());
+  CHECK(book.find(worker_id{1})->inflight_blocks.empty());
 }
 
 TEST_CASE("a placement on a holder counts only the uncached prompt as work ahead", "[placement][cache_aware]") {
