@@ -150,6 +150,28 @@ void check_identity(compute_dtype dt, lf::kernels::kv_type kt, std::uint32_t dra
   }
 }
 
+/// Resubmits each of `reqs` to `loop` with the first `at` tokens `first` gave it, for every `at`
+/// that `points(n)` names within its n tokens (at most n); `again` gets them as keys 0, 1, ...
+/// Returns the (request, at) pair of each key.
+std::vector<std::pair<std::size_t, std::size_t>> resubmit_cut(
+    serving_loop& loop, const std::vector<lf::request_draft>& reqs, lf::test::collector& first,
+    lf::test::collector& again, const std::function<std::vector<std::size_t>(std::size_t)>& points) {
+  std::vector<std::pair<std::size_t, std::size_t>> cuts;
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    const auto n = first.result(static_cast<int>(i)).tokens.size();
+    for (auto at : points(n))
+      if (at <= n)
+        cuts.emplace_back(i, at);
+  }
+  for (std::size_t k = 0; k < cuts.size(); ++k) {
+    auto toks = first.result(static_cast<int>(cuts[k].first)).tokens;
+    toks.resize(cuts[k].second);
+    loop.submit(lf::test::validated(reqs[cuts[k].first]), std::nullopt, again.make(static_cast<int>(k)),
+                std::move(toks));
+  }
+  return cuts;
+}
+
 } // namespace
 
 TEST_CASE("speculative decoding changes no output: f32 weights and K/V", "[serving_loop][model][speculation]") {
@@ -194,19 +216,9 @@ TEST_CASE("a request resumed mid-speculation continues exactly, on a worker that
     engine_set e(compute_dtype::f32, lf::kernels::kv_type::f32, cfg);
     serving_loop loop(e.runner, fx().tok, cfg, e.mgr.get());
     lf::test::collector again;
-    std::vector<std::pair<std::size_t, std::size_t>> cuts;  // (request, resumed after)
-    for (std::size_t i = 0; i < reqs.size(); ++i) {
-      const auto n = first->result(static_cast<int>(i)).tokens.size();
-      for (auto at : {std::size_t{1}, n / 3, n / 2 + 1, n > 0 ? n - 1 : 0})
-        if (at <= n)
-          cuts.emplace_back(i, at);
-    }
-    for (std::size_t k = 0; k < cuts.size(); ++k) {
-      auto toks = first->result(static_cast<int>(cuts[k].first)).tokens;
-      toks.resize(cuts[k].second);
-      loop.submit(lf::test::validated(reqs[cuts[k].first]), std::nullopt, again.make(static_cast<int>(k)),
-                  std::move(toks));
-    }
+    const auto cuts = resubmit_cut(loop, reqs, *first, again, [](std::size_t n) {
+      return std::vector<std::size_t>{1, n / 3, n / 2 + 1, n > 0 ? n - 1 : 0};
+    });
     REQUIRE(again.wait_for(cuts.size(), std::chrono::seconds(180)));
     for (std::size_t k = 0; k < cuts.size(); ++k) {
       const auto i = static_cast<int>(cuts[k].first);
@@ -293,19 +305,8 @@ TEST_CASE("a request resumed mid-speculation with the draft model continues exac
   cfg.draft_context = static_cast<std::uint32_t>(fx().mc.n_positions);
   engine_set e(compute_dtype::int8, lf::kernels::kv_type::bf16, cfg);
   serving_loop loop(e.runner, fx().tok, cfg, e.mgr.get(), &draft.runner);
-  std::vector<std::pair<std::size_t, std::size_t>> cuts;
-  for (std::size_t i = 0; i < reqs.size(); ++i) {
-    const auto n = first->result(static_cast<int>(i)).tokens.size();
-    for (auto at : {std::size_t{1}, n / 2 + 1})
-      if (at <= n)
-        cuts.emplace_back(i, at);
-  }
-  for (std::size_t k = 0; k < cuts.size(); ++k) {
-    auto toks = first->result(static_cast<int>(cuts[k].first)).tokens;
-    toks.resize(cuts[k].second);
-    loop.submit(lf::test::validated(reqs[cuts[k].first]), std::nullopt, again.make(static_cast<int>(k)),
-                std::move(toks));
-  }
+  const auto cuts = resubmit_cut(loop, reqs, *first, again,
+                                 [](std::size_t n) { return std::vector<std::size_t>{1, n / 2 + 1}; });
   REQUIRE(again.wait_for(cuts.size(), std::chrono::seconds(180)));
   for (std::size_t k = 0; k < cuts.size(); ++k) {
     const auto i = static_cast<int>(cuts[k].first);
