@@ -70,6 +70,9 @@ private:
 /// cluster-configs/NAME with the model directory, the CAF ports and the gateway port replaced.
 std::string config_from(const std::string& name, const temp_dir& dir);
 
+/// cluster-configs/three-nodes.toml as config_from writes it (a launched_cluster's config).
+inline std::string three_nodes(const temp_dir& dir) { return config_from("three-nodes.toml", dir); }
+
 /// What one request saw.
 struct request_record {
   int terminals = 0;         ///< done + error + cancelled

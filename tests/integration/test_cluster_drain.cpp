@@ -13,8 +13,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-auto three_nodes = [](const temp_dir& d) { return config_from("three-nodes.toml", d); };
-
 /// Every request ended exactly once with done and nothing followed; returns how many.
 int check_all_done(const std::vector<std::unique_ptr<load_client>>& clients) {
   int done = 0;

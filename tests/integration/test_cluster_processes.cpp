@@ -30,8 +30,6 @@ double sum_finished(const std::map<std::string, double>& s, const std::set<int>&
   return n;
 }
 
-auto three_nodes = [](const temp_dir& d) { return config_from("three-nodes.toml", d); };
-
 /// Every request has exactly one terminal reply and nothing after it; returns (done, errors).
 std::pair<int, int> check_terminals(const std::vector<std::unique_ptr<load_client>>& clients,
                                     const std::set<serve_errc>& allowed_errors) {

@@ -12,10 +12,6 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-double ms_between(clock_type::time_point a, clock_type::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
 clock_type::duration seconds(double s) {
   return std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(s));
 }

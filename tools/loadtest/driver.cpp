@@ -14,10 +14,6 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-double ms_between(clock_type::time_point a, clock_type::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
 /// Everything the callbacks share; outlives the client's callbacks through shared_ptr.
 struct run_state {
   std::mutex m;

@@ -16,6 +16,11 @@
 
 namespace lf::loadtest {
 
+/// Milliseconds from `a` to `b` on the steady clock (the drivers' latency unit).
+inline double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
 /// How to send.
 struct driver_options {
   arrival_mode mode = arrival_mode::closed;

@@ -84,6 +84,10 @@ LF_FIELDS(worker_prefetch, key);
 
 } // namespace lf::test
 
+// The file's own namespace: its helpers may share names with other test files'
+// (test targets build as unity batches).
+namespace test_message_round_trip {
+
 namespace {
 
 struct config : caf::actor_system_config {
@@ -306,3 +310,5 @@ TEST_CASE("a seedless request stays seedless across nodes", "[messages][round_tr
   r.draft.params.seed.reset();
   CHECK_FALSE(round_trip(sys, r).draft.params.seed);
 }
+
+} // namespace test_message_round_trip

@@ -26,6 +26,10 @@ using namespace lf::cache;
       FAIL("op " << op_ << ": " #cond);                                                            \
   } while (false)
 
+// The file's own namespace: its helpers may share names with other test files'
+// (test targets build as unity batches).
+namespace test_block_manager_random {
+
 namespace {
 
 using tokens = std::vector<std::int32_t>;
@@ -309,3 +313,5 @@ TEST_CASE("random workloads keep every invariant and never reuse wrong K/V", "[c
     }
   }
 }
+
+} // namespace test_block_manager_random

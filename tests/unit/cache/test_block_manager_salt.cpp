@@ -12,6 +12,10 @@
 
 using namespace lf::cache;
 
+// The file's own namespace: its helpers may share names with other test files'
+// (test targets build as unity batches).
+namespace test_block_manager_salt {
+
 namespace {
 
 using tokens = std::vector<std::int32_t>;
@@ -118,3 +122,5 @@ TEST_CASE("request_salt: tenant isolation salts named tenants only, shared salts
   CHECK_FALSE(parse_prefix_isolation("Tenant"));
   CHECK(to_string(prefix_isolation::shared) == "shared");
 }
+
+} // namespace test_block_manager_salt

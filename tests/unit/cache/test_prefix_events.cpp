@@ -15,6 +15,10 @@
 
 using namespace lf::cache;
 
+// The file's own namespace: its helpers may share names with other test files'
+// (test targets build as unity batches).
+namespace test_prefix_events {
+
 namespace {
 
 using tokens = std::vector<std::int32_t>;
@@ -165,3 +169,5 @@ TEST_CASE("attaching a log after blocks were indexed is refused", "[prefix_event
   prefix_event_log log;
   CHECK_THROWS_AS(bm.attach_events(&log), std::logic_error);
 }
+
+} // namespace test_prefix_events

@@ -8,6 +8,10 @@
 
 using namespace lf::loadtest;
 
+// The file's own namespace: its helpers may share names with other test files'
+// (test targets build as unity batches).
+namespace test_loadtest_chat {
+
 namespace {
 
 /// "t<salt>:<n>": equal salts give equal text, as the load tester's text maker does.
@@ -82,3 +86,5 @@ TEST_CASE("a chat plan refuses empty shapes", "[loadtest][chat]") {
   c.rate = 0;
   CHECK_THROWS_AS(plan_chat(c, fake_text), std::invalid_argument);
 }
+
+} // namespace test_loadtest_chat

@@ -10,6 +10,10 @@
 
 using namespace lf::loadtest;
 
+// The file's own namespace: its helpers may share names with other test files'
+// (test targets build as unity batches).
+namespace test_loadtest_tenants {
+
 namespace {
 
 std::string fake_text(std::uint32_t n, std::uint64_t) { return std::string(n, 'x'); }
@@ -136,3 +140,5 @@ TEST_CASE("the service picture and the JSON name every tenant", "[loadtest][tena
   CHECK(j["tenants"].size() == 2);
   CHECK(j["tenants"][1]["name"] == "b");
 }
+
+} // namespace test_loadtest_tenants

@@ -7,6 +7,10 @@
 using namespace lf::router;
 using namespace std::chrono_literals;
 
+// The file's own namespace: its helpers may share names with other test files'
+// (test targets build as unity batches).
+namespace test_availability {
+
 namespace {
 const availability::clock::time_point t0{};
 }
@@ -55,3 +59,5 @@ TEST_CASE("availability: a worker back ends the outage, the next outage has its 
   CHECK_FALSE(a.expired(t0 + 2s));
   CHECK(a.expired(t0 + 2900ms));
 }
+
+} // namespace test_availability

@@ -8,6 +8,10 @@
 using namespace lf::router;
 using lf::actors::worker_id;
 
+// The file's own namespace: its helpers may share names with other test files'
+// (test targets build as unity batches).
+namespace test_placement_book {
+
 namespace {
 
 const cost_clock::time_point t0{};
@@ -171,3 +175,5 @@ TEST_CASE("placement book: adapters by report, spread, prefetch targets", "[plac
   CHECK(book.prefetch("kjv@1", 5).empty());
   CHECK(book.least_loaded() == w1);
 }
+
+} // namespace test_placement_book

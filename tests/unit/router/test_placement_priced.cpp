@@ -6,6 +6,10 @@
 using namespace lf::router;
 using lf::actors::worker_id;
 
+// The file's own namespace: its helpers may share names with other test files'
+// (test targets build as unity batches).
+namespace test_placement_priced {
+
 namespace {
 
 /// A worker with `rows` requests placed on it and `prompt` prompt tokens not yet prefilled, at
@@ -132,3 +136,5 @@ TEST_CASE("priced: a cold load goes where an adapter slot is free", "[placement]
   full.adapter_slots = 0;
   CHECK(pick(p, {full, room}, req(5)) == 1);
 }
+
+} // namespace test_placement_priced

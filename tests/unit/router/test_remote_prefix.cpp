@@ -12,6 +12,10 @@ using namespace lf::actors;
 using namespace lf::router;
 using lf::test::client;
 
+// The file's own namespace: its helpers may share names with other test files'
+// (test targets build as unity batches).
+namespace test_remote_prefix {
+
 namespace {
 
 struct node_config : caf::actor_system_config {
@@ -103,3 +107,5 @@ TEST_CASE("prefix-cache events cross nodes: index, gap and snapshot, loss", "[cl
   caf::anon_send_exit(router, caf::exit_reason::user_shutdown);
   backend.loop->stop(false);
 }
+
+} // namespace test_remote_prefix

@@ -8,6 +8,10 @@
 using namespace lf::router;
 using namespace std::chrono_literals;
 
+// The file's own namespace: its helpers may share names with other test files'
+// (test targets build as unity batches).
+namespace test_tenant_ledger {
+
 namespace {
 
 const tenant_ledger::clock::time_point t0{};
@@ -117,3 +121,5 @@ TEST_CASE("tenant ledger: deadline admission", "[tenant_ledger]") {
   CHECK_FALSE(lax.deadline_refusal({"", 10, 8, 1, 1}, true));
   CHECK_FALSE(lax.too_late(q, t0, t0, t0));
 }
+
+} // namespace test_tenant_ledger

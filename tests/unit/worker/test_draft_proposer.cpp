@@ -13,6 +13,10 @@
 using namespace lf::worker;
 using lf::cache::seq_id;
 
+// The file's own namespace: its helpers may share names with other test files'
+// (test targets build as unity batches).
+namespace test_draft_proposer {
+
 namespace {
 
 constexpr std::size_t vocab = 97;
@@ -177,3 +181,5 @@ TEST_CASE("a failing draft forward gives no proposals and starts every sequence 
   eng.fail = false;
   CHECK(d.propose({{seq_id{1}, &a, 2}})[0] == reference(a, 2));
 }
+
+} // namespace test_draft_proposer

@@ -17,6 +17,10 @@ using lf::test::fake_engine;
 using lf::test::req;
 using lf::test::recording_sink;
 
+// The file's own namespace: its helpers may share names with other test files'
+// (test targets build as unity batches).
+namespace test_serving_loop_batch {
+
 namespace {
 
 serving_config small_config() {
@@ -210,3 +214,5 @@ TEST_CASE("a request refused by a stopped loop reaches its sink as one terminal 
   REQUIRE(e.terminal());
   CHECK(e.result->error == lf::serve_errc::shutting_down);
 }
+
+} // namespace test_serving_loop_batch

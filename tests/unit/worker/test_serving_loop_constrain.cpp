@@ -14,6 +14,10 @@ using namespace lf::worker;
 using lf::test::collector;
 using lf::test::fake_engine;
 
+// The file's own namespace: its helpers may share names with other test files'
+// (test targets build as unity batches).
+namespace test_serving_loop_constrain {
+
 namespace {
 
 const lf::text::tokenizer& tok() { return lf::test::repo_tokenizer(); }
@@ -161,3 +165,5 @@ TEST_CASE("a bad constraint or a resumed token outside it ends only its request"
   CHECK(col.result(2).outcome == request_outcome::finished);
   CHECK((col.result(2).text == "yes" || col.result(2).text == "no"));
 }
+
+} // namespace test_serving_loop_constrain

@@ -12,6 +12,10 @@ using namespace lf::worker;
 using lf::test::collector;
 using lf::test::fake_engine;
 
+// The file's own namespace: its helpers may share names with other test files'
+// (test targets build as unity batches).
+namespace test_serving_loop_credit {
+
 namespace {
 
 const lf::text::tokenizer& tok() { return lf::test::repo_tokenizer(); }
@@ -104,3 +108,5 @@ TEST_CASE("a paused request can be cancelled or time out, and no allowance means
   CHECK(loop.load().paused == 0);
   CHECK(loop.load().free_blocks == loop.load().total_blocks);
 }
+
+} // namespace test_serving_loop_credit

@@ -21,6 +21,10 @@
 using namespace lf::worker;
 using namespace lf::engine;
 
+// The file's own namespace: its helpers may share names with other test files'
+// (test targets build as unity batches).
+namespace test_serving_loop_kv_ship {
+
 namespace {
 
 lf::test::model_fixture& fx() { return lf::test::model_fx(); }
@@ -229,3 +233,5 @@ TEST_CASE("a cancel without ship_kv is a plain cancellation", "[serving_loop][mo
   CHECK(col.result(0).error == lf::serve_errc::cancelled);
   CHECK(a.loop.load().kv_exported_tokens == 0);
 }
+
+} // namespace test_serving_loop_kv_ship

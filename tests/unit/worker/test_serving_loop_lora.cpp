@@ -17,6 +17,10 @@ using namespace lf::engine;
 using lf::text::tokenizer;
 using lf::cache::adapter_id;
 
+// The file's own namespace: its helpers may share names with other test files'
+// (test targets build as unity batches).
+namespace test_serving_loop_lora {
+
 namespace {
 
 struct fixture {
@@ -166,3 +170,5 @@ TEST_CASE("static batches and the single-adapter baseline give the same tokens",
   single.single_adapter_batches = true;
   check_against_alone(single);
 }
+
+} // namespace test_serving_loop_lora

@@ -19,6 +19,10 @@ using lf::cache::adapter_state;
 using lf::serve_errc;
 using namespace std::chrono_literals;
 
+// The file's own namespace: its helpers may share names with other test files'
+// (test targets build as unity batches).
+namespace test_serving_loop_lora_fake {
+
 namespace {
 
 const lf::text::tokenizer& tok() {
@@ -206,3 +210,5 @@ TEST_CASE("a running request pins its adapter, the next one loads after it ends"
   CHECK(s.evictions == 1);
   CHECK(mgr->resident_names() == std::vector<std::string>{"b"});
 }
+
+} // namespace test_serving_loop_lora_fake

@@ -18,6 +18,10 @@
 using namespace lf::worker;
 using namespace lf::engine;
 
+// The file's own namespace: its helpers may share names with other test files'
+// (test targets build as unity batches).
+namespace test_serving_loop_resume {
+
 namespace {
 
 lf::test::model_fixture& fx() { return lf::test::model_fx(); }
@@ -136,3 +140,5 @@ TEST_CASE("the static modes resume exactly too (a resumed request joins a batch 
   SECTION("static batching") { check_resumption(compute_dtype::f32, lf::kernels::kv_type::f32, batching_mode::static_batch); }
   SECTION("no KV cache") { check_resumption(compute_dtype::f32, lf::kernels::kv_type::f32, batching_mode::static_no_cache); }
 }
+
+} // namespace test_serving_loop_resume

@@ -15,6 +15,10 @@
 using namespace lf::worker;
 using namespace lf::engine;
 
+// The file's own namespace: its helpers may share names with other test files'
+// (test targets build as unity batches).
+namespace test_serving_loop_spec {
+
 namespace {
 
 lf::test::model_fixture& fx() { return lf::test::model_fx(); }
@@ -319,3 +323,5 @@ TEST_CASE("a request resumed mid-speculation with the draft model continues exac
   CHECK(loop.load().free_blocks == loop.load().total_blocks);
   CHECK(loop.load().draft_free_blocks == 512);
 }
+
+} // namespace test_serving_loop_spec

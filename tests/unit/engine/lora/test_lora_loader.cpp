@@ -16,6 +16,10 @@ using lf::serve_errc;
 using Catch::Contains;
 namespace fs = std::filesystem;
 
+// The file's own namespace: its helpers may share names with other test files'
+// (test targets build as unity batches).
+namespace test_lora_loader {
+
 namespace {
 
 struct fixture {
@@ -112,3 +116,5 @@ TEST_CASE("broken adapters fail with a code and a reason", "[lora][loader]") {
   CHECK(mgr->stats().failures == 4);
   mgr->release(good.id);
 }
+
+} // namespace test_lora_loader
