@@ -2,6 +2,7 @@
 // index, and a conversation's next turn lands on the worker holding its history.
 #include "tests/unit/router/cluster_fixture.hpp"
 
+#include <map>
 #include <set>
 
 using namespace lf;
@@ -84,4 +85,43 @@ TEST_CASE("least_loaded, for contrast, sends the next turns to the first idle wo
   CHECK(cl.log[3].done->usage.cached_tokens == 0);
   // The index is kept whatever the policy (the events cost little); only placement ignores it.
   CHECK(cl.stats().prefix_blocks > 0);
+}
+
+TEST_CASE("a hot system prompt spreads over the workers, and its requests leave the guard's books",
+          "[cluster][prefix]") {
+  cluster c(policy(placement_policy::cache_aware),
+            {test::fake_worker(), test::fake_worker(), test::fake_worker(), test::fake_worker()});
+  client cl(c.sys, c.router);
+  const std::string system = openings[0];
+  // One request warms a worker with the system prompt.
+  cl.submit(test::greedy(1, system, 4));
+  REQUIRE(cl.run_until_terminals(1));
+  REQUIRE(cl.log[1].done);
+  const auto warm = cl.log[1].done->worker;
+  // A burst of 12 requests behind the same system prompt, all at once: the prefix credit alone
+  // would put every one on the warm worker; the guard spreads them once it has 2 more of them in
+  // flight than the least busy worker.
+  for (std::uint64_t i = 0; i < 12; ++i)
+    cl.submit(test::greedy(10 + i, system + " Question number " + std::to_string(i) + ": what then?", 4));
+  REQUIRE(cl.run_until_terminals(13));
+  std::map<std::uint32_t, int> per_worker;
+  for (std::uint64_t i = 0; i < 12; ++i) {
+    REQUIRE(cl.log[10 + i].done);
+    ++per_worker[cl.log[10 + i].done->worker.value()];
+  }
+  CHECK(per_worker.size() >= 3);
+  for (const auto& [w, n] : per_worker) {
+    INFO("worker " << w << " took " << n << " of 12");
+    CHECK(n <= 6);
+  }
+  CHECK(per_worker.count(warm.value()) == 1);
+  // The burst is over. One request at a time now lands where the system prompt is cached and
+  // reuses it.
+  const auto prompt_blocks = (test::tokenizer().encode(system).size() / 8) * 8;
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    cl.submit(test::greedy(30 + i, system + " One more, alone: " + std::to_string(i), 4));
+    REQUIRE(cl.run_until_terminals(14 + i));
+    REQUIRE(cl.log[30 + i].done);
+    CHECK(cl.log[30 + i].done->usage.cached_tokens >= prompt_blocks - 8);
+  }
 }
