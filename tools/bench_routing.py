@@ -112,8 +112,12 @@ def run(args, spec, workload, rnd):
         launch, endpoint = launched(args, spec, tmp)
         target = [endpoint]
     else:
-        target = ["--self-host", "--workers", str(args.workers), "--threads", "1", "--policy", policy, "--via",
-                  args.via] + flags
+        target = ["--self-host", "--workers", str(args.workers), "--threads", str(args.threads), "--policy", policy,
+                  "--via", args.via] + flags
+        if args.model:
+            target += ["--model", args.model]
+        if args.kv_cache_mb:
+            target += ["--kv-cache-mb", str(args.kv_cache_mb)]
     rate = args.rate if chat else args.rate * args.turns
     cmd = [args.lorafleet, "loadtest"] + target + ["--workload", "chat", "--quiet",
            "--conversations", str(args.conversations if chat else args.conversations * args.turns),
@@ -195,6 +199,9 @@ def main():
     ap.add_argument("--rate", type=float, default=2, help="conversations per second (chat)")
     ap.add_argument("--think", type=float, default=0.5)
     ap.add_argument("--slo", type=float, default=200, help="goodput: TTFT at most this (ms)")
+    ap.add_argument("--model", default="", help="model folder for --self-host (default: the embedded default model)")
+    ap.add_argument("--threads", type=int, default=1, help="threads per worker (--self-host)")
+    ap.add_argument("--kv-cache-mb", type=int, default=0, help="K/V pool per worker (--self-host; 0: the default)")
     ap.add_argument("--block-size", type=int, default=0)
     ap.add_argument("--max-seqs", type=int, default=0)
     ap.add_argument("--policies", default=",".join(POLICIES), help="comma-separated; flags with + (see above)")
