@@ -160,11 +160,11 @@ def svg(med, path, policies, title=""):
     pw = (w - pad) / len(panels)
     s = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">',
          f'<rect width="{w}" height="{h}" fill="white"/>']
-    for i, (wl, key, title) in enumerate(panels):
+    for i, (wl, key, label) in enumerate(panels):
         x0 = pad / 2 + i * pw
         vals = [med[(p, wl)][key] for p in POLICIES]
         top = max(vals) * 1.15 or 1
-        s.append(f'<text x="{x0 + pw / 2}" y="18" text-anchor="middle">{title}</text>')
+        s.append(f'<text x="{x0 + pw / 2}" y="18" text-anchor="middle">{label}</text>')
         bw = (pw - 20) / len(POLICIES)
         for k, p in enumerate(POLICIES):
             v = med[(p, wl)][key]
