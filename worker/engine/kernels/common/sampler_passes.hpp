@@ -1,7 +1,8 @@
 #pragma once
 // The sampler's passes over a row of logits, written so a compiler vectorizes them 16 lanes at a
 // time (GCC vector extensions): each kernel table instantiates them in a translation unit compiled
-// with its own flags (one AVX-512 register, two AVX2 or four NEON / SSE registers per 16 lanes).
+// with its own flags (one AVX-512 register, two AVX2 or four NEON / SSE registers per 16 lanes,
+// as vectors of the register's width).
 // Everything here has internal linkage, so a table's copy never stands in for another's.
 //
 // The results do not depend on the vector width: the maximum and the first index are exact, exp
@@ -42,31 +43,46 @@ inline float exp_nonpositive(float z) {
   return live ? p * scale : 0.0f;
 }
 
-typedef float lanes_f32 __attribute__((vector_size(64)));
-typedef std::int32_t lanes_i32 __attribute__((vector_size(64)));
+/// 16 lanes a step, held in vectors of the including file's register width: GCC lowers a vector
+/// wider than the registers one lane at a time (a 64-byte vector under AVX2 compiled to scalar code
+/// with stack spills, 10x slower), so the width follows the flags and a step takes k of them.
+#if defined(__AVX512F__)
+constexpr std::size_t vector_bytes = 64;
+#elif defined(__AVX__)
+constexpr std::size_t vector_bytes = 32;
+#else
+constexpr std::size_t vector_bytes = 16;  // SSE2, NEON
+#endif
+typedef float vec_f32 __attribute__((vector_size(vector_bytes)));
+typedef std::int32_t vec_i32 __attribute__((vector_size(vector_bytes)));
 constexpr std::size_t lanes = 16;
+constexpr std::size_t vec_lanes = vector_bytes / sizeof(float);
+constexpr std::size_t vecs = lanes / vec_lanes;
 
 /// The largest logit; `bad` when one is NaN or +inf.
 inline float logits_max(const float* logits, std::size_t n, bool& bad) {
-  lanes_f32 m;
-  lanes_i32 ok;
-  for (std::size_t j = 0; j < lanes; ++j) {
-    m[j] = neg_inf;
-    ok[j] = -1;
-  }
+  vec_f32 m[vecs];
+  vec_i32 ok[vecs];
+  for (std::size_t k = 0; k < vecs; ++k)
+    for (std::size_t j = 0; j < vec_lanes; ++j) {
+      m[k][j] = neg_inf;
+      ok[k][j] = -1;
+    }
   std::size_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    lanes_f32 v;
-    __builtin_memcpy(&v, logits + i, sizeof v);
-    ok &= v < pos_inf;  // 0 where NaN or +inf
-    m = v > m ? v : m;
-  }
+  for (; i + lanes <= n; i += lanes)
+    for (std::size_t k = 0; k < vecs; ++k) {
+      vec_f32 v;
+      __builtin_memcpy(&v, logits + i + k * vec_lanes, sizeof v);
+      ok[k] &= v < pos_inf;  // 0 where NaN or +inf
+      m[k] = v > m[k] ? v : m[k];
+    }
   float max = neg_inf;
   bool any_bad = false;
-  for (std::size_t j = 0; j < lanes; ++j) {
-    max = m[j] > max ? m[j] : max;
-    any_bad |= ok[j] == 0;
-  }
+  for (std::size_t k = 0; k < vecs; ++k)
+    for (std::size_t j = 0; j < vec_lanes; ++j) {
+      max = m[k][j] > max ? m[k][j] : max;
+      any_bad |= ok[k][j] == 0;
+    }
   for (; i < n; ++i) {
     any_bad |= !(logits[i] < pos_inf);
     max = logits[i] > max ? logits[i] : max;
@@ -78,15 +94,18 @@ inline float logits_max(const float* logits, std::size_t n, bool& bad) {
 /// The first i with logits[i] == value (which is there), in blocks of 16 compared at once.
 inline std::int32_t first_index_of(const float* logits, std::size_t n, float value) {
   std::size_t i = 0;
-  lanes_f32 want;
-  for (std::size_t j = 0; j < lanes; ++j)
+  vec_f32 want;
+  for (std::size_t j = 0; j < vec_lanes; ++j)
     want[j] = value;
   for (; i + lanes <= n; i += lanes) {
-    lanes_f32 v;
-    __builtin_memcpy(&v, logits + i, sizeof v);
-    const lanes_i32 eq = v == want;
+    vec_i32 eq = {};
+    for (std::size_t k = 0; k < vecs; ++k) {
+      vec_f32 v;
+      __builtin_memcpy(&v, logits + i + k * vec_lanes, sizeof v);
+      eq |= v == want;
+    }
     std::int32_t hit = 0;
-    for (std::size_t j = 0; j < lanes; ++j)
+    for (std::size_t j = 0; j < vec_lanes; ++j)
       hit |= eq[j];
     if (hit)
       break;
