@@ -87,6 +87,12 @@ std::uint32_t placement_book::accepting() const {
 std::vector<worker_view> placement_book::views(const std::string& adapter) const {
   std::vector<worker_view> out;
   out.reserve(books_.size());
+  // A worker not measured yet (just joined, or never busy) is priced at the mean of the measured
+  // workers' rates, not at the prior: where the fleet is much faster than the prior, an idle new
+  // worker would otherwise look slower than a busy measured one, get nothing and never be measured.
+  std::vector<bool> unmeasured;
+  service_speed mean{0, 0};
+  std::size_t measured = 0;
   for (const auto& [id, w] : books_) {
     if (w.draining)
       continue;
@@ -107,7 +113,20 @@ std::vector<worker_view> placement_book::views(const std::string& adapter) const
     v.speed = w.speed.speed();
     v.adapters_in_use = static_cast<std::uint32_t>(w.placed_adapters.size());
     v.adapter_slots = w.adapter_slots;
+    unmeasured.push_back(w.speed.windows() == 0);
+    if (!unmeasured.back()) {
+      mean.prefill_ms_per_token += v.speed.prefill_ms_per_token;
+      mean.decode_ms_per_token += v.speed.decode_ms_per_token;
+      ++measured;
+    }
     out.push_back(v);
+  }
+  if (measured > 0) {
+    mean.prefill_ms_per_token /= static_cast<double>(measured);
+    mean.decode_ms_per_token /= static_cast<double>(measured);
+    for (std::size_t i = 0; i < out.size(); ++i)
+      if (unmeasured[i])
+        out[i].speed = mean;
   }
   return out;
 }

@@ -91,6 +91,39 @@ TEST_CASE("placement book: views skip draining workers, choose places by load", 
   CHECK_FALSE(book.choose("", 10, 0));  // w1 is at its capacity of 2, w2 drains
 }
 
+TEST_CASE("placement book: a worker not measured yet is priced at the measured workers' mean rates",
+          "[placement_book]") {
+  placement_options o;
+  o.policy = placement_policy::cache_aware;
+  placement_book book(o, 64);
+  book.add(w1, 0, {});
+  book.add(w2, 0, {});
+  // Nothing measured: every worker has the prior.
+  for (const auto& v : book.views("")) {
+    CHECK(v.speed.decode_ms_per_token == service_speed{}.decode_ms_per_token);
+    CHECK(v.speed.prefill_ms_per_token == service_speed{}.prefill_ms_per_token);
+  }
+  // w1 decodes a token a millisecond for 2 s, far faster than the prior's 5 ms.
+  auto t = ticket("", 0);
+  book.place(w1, t, 10, 4000, 0, t0);
+  for (int ms = 1; ms <= 2000; ++ms)
+    book.streamed(w1, t, t0 + std::chrono::milliseconds(ms));
+  // w3 joins now; w2 was never busy. Both are priced at w1's measured rates.
+  book.add(w3, 0, {});
+  const auto views = book.views("");
+  REQUIRE(views.size() == 3);
+  const auto measured = views[0].speed;
+  CHECK(measured.decode_ms_per_token < 2.0);
+  for (std::size_t i = 1; i < 3; ++i) {
+    CHECK(views[i].speed.decode_ms_per_token == measured.decode_ms_per_token);
+    CHECK(views[i].speed.prefill_ms_per_token == measured.prefill_ms_per_token);
+  }
+  // So an idle newcomer wins a request against the busy measured worker.
+  const auto pick = book.choose("", 10, 0);
+  REQUIRE(pick);
+  CHECK(*pick != w1);
+}
+
 TEST_CASE("placement book: a worker's state through drain and undrain, only serving ones accept",
           "[placement_book][health]") {
   placement_book book({}, 4);
