@@ -17,28 +17,42 @@ run() { "$bin" loadtest "${serve[@]}" "$@" > "$tmp/log" 2>&1 || { cat "$tmp/log"
 
 if [ "$what" = fairness ]; then
   # 4 requests in flight at once; a keeps 40 waiting and b, c, d 4 each: all backlogged.
-  for s in fcfs vtc; do
-    run --max-seqs 4 --max-inflight-per-worker 4 --scheduling $s \
+  # fair POLICY NAME: one 2-second run.
+  fair() {
+    run --max-seqs 4 --max-inflight-per-worker 4 --scheduling $1 \
       --tenants a:10,b:1,c:1,d:1 --concurrency 52 --requests 100000 --duration 2 --input 16 --output 16 \
-      --out "$tmp/fair_$s"
-  done
+      --out "$tmp/$2"
+  }
+  fair fcfs fair_fcfs; fair vtc fair_vtc
+  # A 2-second run on a shared machine can lose a few hundred milliseconds to a neighbour (one CI
+  # run: vtc/fcfs 0.66 with a 450 ms stall; here 0.93-1.52). When the pair is far apart, run it
+  # again in the other order and compare each policy's better run: stalls only ever slow a run.
+  if ! /usr/bin/python3 -c "import json,sys; t=lambda n: json.load(open(f'{sys.argv[1]}/{n}.json'))['points'][0]['output_tokens_per_s']; sys.exit(0 if t('fair_vtc') >= 0.8 * t('fair_fcfs') else 1)" "$tmp"; then
+    fair vtc fair_vtc_again; fair fcfs fair_fcfs_again
+  fi
   /usr/bin/python3 - "$tmp" <<'PY'
-import json, sys
+import json, os, sys
 d = sys.argv[1]
 point = lambda name: json.load(open(f"{d}/{name}.json"))["points"][0]
-fcfs, vtc = point("fair_fcfs"), point("fair_vtc")
-for p in (fcfs, vtc):
-    assert p["lost"] == 0 and p["failed"] == 0, p
-f, v = fcfs["fairness"], vtc["fairness"]
-print(f"fairness: fcfs Jain {f['jain']:.3f} gap {f['max_gap']:.0f}; vtc Jain {v['jain']:.3f} gap {v['max_gap']:.0f}; "
-      f"throughput vtc/fcfs {vtc['output_tokens_per_s'] / fcfs['output_tokens_per_s']:.2f}")
-assert [t["name"] for t in v["tenants"]] == ["a", "b", "c", "d"], v
-assert v["jain"] >= 0.95, v
-assert f["jain"] <= 0.7, f  # a gets about 10/13 of the service
+runs = {s: [point(n) for n in (f"fair_{s}", f"fair_{s}_again") if os.path.exists(f"{d}/{n}.json")]
+        for s in ("fcfs", "vtc")}
 # The bound (docs/benchmarks.md): 2 (w_p L + w_o K M) + 2 K w_p L with K = 4 in flight, L = 20
 # prompt tokens at most, M = 16 output tokens, w_p = 1, w_o = 2.
 K, L, M = 4, 20, 16
-assert v["max_gap"] <= 2 * (L + 2 * K * M) + 2 * K * L, v
+for p in runs["fcfs"] + runs["vtc"]:
+    assert p["lost"] == 0 and p["failed"] == 0, p
+for f in (p["fairness"] for p in runs["fcfs"]):
+    assert f["jain"] <= 0.7, f  # a gets about 10/13 of the service
+for v in (p["fairness"] for p in runs["vtc"]):
+    assert [t["name"] for t in v["tenants"]] == ["a", "b", "c", "d"], v
+    assert v["jain"] >= 0.95, v
+    assert v["max_gap"] <= 2 * (L + 2 * K * M) + 2 * K * L, v
+best = lambda ps: max(ps, key=lambda p: p["output_tokens_per_s"])
+fcfs, vtc = best(runs["fcfs"]), best(runs["vtc"])
+f, v = fcfs["fairness"], vtc["fairness"]
+print(f"fairness ({len(runs['vtc'])} run(s) each): fcfs Jain {f['jain']:.3f} gap {f['max_gap']:.0f}; "
+      f"vtc Jain {v['jain']:.3f} gap {v['max_gap']:.0f}; "
+      f"throughput vtc/fcfs {vtc['output_tokens_per_s'] / fcfs['output_tokens_per_s']:.2f}")
 # Throughput about the same (CI machines are noisy: the 5% claim is measured in the docs).
 assert vtc["output_tokens_per_s"] >= 0.7 * fcfs["output_tokens_per_s"], (vtc, fcfs)
 print("tenants: ok")
