@@ -29,8 +29,11 @@ packages=(
 # Serving needs none of libtorch: the demo builds and runs `lorafleet` without it (and cross builds
 # only the kernels). Everything else (training, make-model, the tests' ATen reference, the
 # benchmarks) needs it.
+# They are the largest install (~50 s of a fresh machine's 86 s): when missing they install in the
+# background while the serving side (which needs none of them) builds, then the rest builds.
+torch_packages=()
 if [ "$action" = test ] || [ "$action" = build ]; then
-  packages+=(
+  torch_packages+=(
     libtorch-dev libopenblas0-pthread   # without openblas-pthread libtorch uses the reference BLAS
     libdnnl-dev                         # headers only: bench_kernels compares the kernels with oneDNN
     catch2
@@ -59,6 +62,7 @@ not_installed() {  # not_installed PACKAGE...: prints those that are not install
   done
 }
 mapfile -t missing < <(not_installed "${packages[@]}")
+mapfile -t torch_missing < <(not_installed "${torch_packages[@]}")
 mapfile -t late_missing < <(not_installed "${late_packages[@]}")
 sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
@@ -67,7 +71,7 @@ export DEBIAN_FRONTEND=noninteractive
 # installed in 189 and 211 s instead of 525 and 353 s (runs in turn). An install cut short by a
 # crash is redone by running this script again.
 apt_install() { $sudo apt-get install -y -qq --no-install-recommends -o DPkg::Options::=--force-unsafe-io "$@"; }
-if ((${#missing[@]} + ${#late_missing[@]})); then
+if ((${#missing[@]} + ${#torch_missing[@]} + ${#late_missing[@]})); then
   $sudo apt-get update -qq
 fi
 if ((${#missing[@]})); then
@@ -75,25 +79,38 @@ if ((${#missing[@]})); then
   apt_install "${missing[@]}"
   phase_done "installing packages"
 fi
-late_pid=""
-late_log=build/setup-late-packages.log
+# Background installs, one after the other (dpkg takes one at a time): libtorch's group first,
+# then what only the tests run.
+torch_pid="" late_pid=""
+torch_log=build/setup-torch-packages.log late_log=build/setup-late-packages.log
+if ((${#torch_missing[@]})); then
+  echo "setup: installing ${torch_missing[*]} in the background while the serving side builds (log: $torch_log)"
+  mkdir -p build
+  apt_install "${torch_missing[@]}" > "$torch_log" 2>&1 &
+  torch_pid=$!
+fi
 if ((${#late_missing[@]})); then
   echo "setup: installing ${late_missing[*]} in the background while building (log: $late_log)"
   mkdir -p build
-  apt_install "${late_missing[@]}" > "$late_log" 2>&1 &
+  (
+    while [ -n "$torch_pid" ] && kill -0 "$torch_pid" 2> /dev/null; do sleep 1; done
+    apt_install "${late_missing[@]}"
+  ) > "$late_log" 2>&1 &
   late_pid=$!
 fi
-late_wait() {  # the background install must have succeeded before the tests run
-  [ -n "$late_pid" ] || return 0
-  local t0=$SECONDS
-  if ! wait "$late_pid"; then
-    cat "$late_log" >&2
-    echo "setup: installing ${late_missing[*]} failed (log above)" >&2
+# background_wait PID LOG WHAT...: the background install must have succeeded before its packages
+# are used.
+background_wait() {
+  local pid=$1 log=$2 t0=$SECONDS
+  shift 2
+  if ! wait "$pid"; then
+    cat "$log" >&2
+    echo "setup: installing $* failed (log above)" >&2
     exit 1
   fi
-  late_pid=""
-  echo "setup: waited $((SECONDS - t0)) s for the background install of ${late_missing[*]}"
+  echo "setup: waited $((SECONDS - t0)) s for the background install of $*"
 }
+late_wait() { [ -z "$late_pid" ] || background_wait "$late_pid" "$late_log" "${late_missing[@]}"; late_pid=""; }
 
 # The HTTP tests' npm packages (the openai SDK, ...), again whenever package-lock.json changes.
 lock_sum=$(sha256sum tests/http/package-lock.json | cut -d' ' -f1)
@@ -113,17 +130,29 @@ if [ "$action" = cross ]; then
   exec tests/cross/run_aarch64.sh "build/$preset/cross-aarch64"
 fi
 
-# Configure once; again when libtorch arrived since (a demo's build dir used for tests).
-cache="build/$preset/CMakeCache.txt"
-if [ ! -f "build/$preset/build.ninja" ] \
-   || { [ "$action" != demo ] && grep -q '^Torch_DIR:PATH=.*NOTFOUND' "$cache"; }; then
-  cmake --preset "$preset"
-fi
 # Each libtorch translation unit needs ~0.5-1 GB of compiler memory: one job per core is fine here.
+jobs=${JOBS:-$(nproc)}
+cache="build/$preset/CMakeCache.txt"
+if [ -n "$torch_pid" ]; then
+  # libtorch is still installing: the serving program first, configured without it (so that a
+  # half-unpacked libtorch is never seen), then the rest once it is in.
+  cmake --preset "$preset" -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON > /dev/null
+  cmake --build --preset "$preset" -j "$jobs" --target lorafleet
+  phase_done "building the serving side"
+  background_wait "$torch_pid" "$torch_log" "${torch_missing[@]}"
+  torch_pid=""
+fi
+# Configure once; again when libtorch arrived since (a demo's build dir used for tests, or the
+# serving side built above). A reconfigure changes no compile line that was already there.
+if [ ! -f "build/$preset/build.ninja" ] \
+   || { [ "$action" != demo ] && grep -q -e '^Torch_DIR:PATH=.*NOTFOUND' \
+          -e '^CMAKE_DISABLE_FIND_PACKAGE_Torch:[A-Z]*=ON' "$cache"; }; then
+  cmake --preset "$preset" -DCMAKE_DISABLE_FIND_PACKAGE_Torch=OFF
+fi
 # The demo builds only the program it runs.
 targets=()
 [ "$action" = demo ] && targets=(--target lorafleet)
-cmake --build --preset "$preset" -j "${JOBS:-$(nproc)}" "${targets[@]}"
+cmake --build --preset "$preset" -j "$jobs" "${targets[@]}"
 phase_done "building"
 
 bin="build/$preset/tools"
@@ -132,7 +161,7 @@ case "$action" in
   test)
     late_wait
     phase_start=$SECONDS
-    ctest --preset "$preset" -j "${JOBS:-$(nproc)}" --timeout 1500
+    ctest --preset "$preset" -j "$jobs" --timeout 1500
     phase_done "testing"
     ;;
   demo)
