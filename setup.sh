@@ -24,8 +24,10 @@ packages=(
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev
   libevent-dev                          # the HTTP gateway (evhttp) and the load tester's HTTP client
   nlohmann-json3-dev libtomlplusplus-dev
-  python3 python3-zmq python3-msgpack
 )
+# Python runs the demo's client and the tests, not the build.
+python_packages=(python3 python3-zmq python3-msgpack)
+[ "$action" = test ] || [ "$action" = build ] || packages+=("${python_packages[@]}")
 # Serving needs none of libtorch: the demo builds and runs `lorafleet` without it (and cross builds
 # only the kernels). Everything else (training, make-model, the tests' ATen reference, the
 # benchmarks) needs it.
@@ -34,6 +36,7 @@ packages=(
 torch_packages=()
 if [ "$action" = test ] || [ "$action" = build ]; then
   torch_packages+=(
+    "${python_packages[@]}"             # not libtorch's, but needed only after the serving build
     libtorch-dev libopenblas0-pthread   # without openblas-pthread libtorch uses the reference BLAS
     libdnnl-dev                         # headers only: bench_kernels compares the kernels with oneDNN
     catch2
@@ -112,10 +115,16 @@ background_wait() {
 }
 late_wait() { [ -z "$late_pid" ] || background_wait "$late_pid" "$late_log" "${late_missing[@]}"; late_pid=""; }
 
+if [ "$action" = cross ]; then
+  exec tests/cross/run_aarch64.sh "build/$preset/cross-aarch64"
+fi
+
 # The HTTP tests' npm packages (the openai SDK, ...), again whenever package-lock.json changes.
 lock_sum=$(sha256sum tests/http/package-lock.json | cut -d' ' -f1)
 stamp=tests/http/node_modules/.lorafleet-lock
-if [ "$action" = test ] && [ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ]; then
+npm_install() {
+  [ "$action" = test ] && [ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ] || return 0
+  phase_start=$SECONDS
   echo "setup: installing the npm packages of tests/http/package-lock.json"
   if command -v npm > /dev/null; then
     (cd tests/http && npm ci --no-audit --no-fund --loglevel=error)
@@ -124,11 +133,7 @@ if [ "$action" = test ] && [ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ]; the
   fi
   echo "$lock_sum" > "$stamp"
   phase_done "installing npm packages"
-fi
-
-if [ "$action" = cross ]; then
-  exec tests/cross/run_aarch64.sh "build/$preset/cross-aarch64"
-fi
+}
 
 # Each libtorch translation unit needs ~0.5-1 GB of compiler memory: one job per core is fine here.
 jobs=${JOBS:-$(nproc)}
@@ -142,6 +147,7 @@ if [ -n "$torch_pid" ]; then
   background_wait "$torch_pid" "$torch_log" "${torch_missing[@]}"
   torch_pid=""
 fi
+npm_install  # (its installer is Python's)
 # Configure once; again when libtorch arrived since (a demo's build dir used for tests, or the
 # serving side built above). A reconfigure changes no compile line that was already there.
 if [ ! -f "build/$preset/build.ninja" ] \
