@@ -86,7 +86,7 @@ TEST_CASE("messages round-trip through CAF's binary serializer", "[messages]") {
   lim.context_window = 64;
   lim.vocab_size = 100;
   auto sub = round_trip(sys, worker_submit{route_id{8}, sink_request_id{42},
-                                           validate_or_throw(sample_request().draft, lim), 250});
+                                           validate_or_throw(sample_request().draft, lim), 250, {}, {}});
   CHECK(sub.rid == route_id{8});
   CHECK(sub.id == sink_request_id{42});
   CHECK(sub.timeout_ms == 250);
@@ -109,7 +109,7 @@ TEST_CASE("messages round-trip through CAF's binary serializer", "[messages]") {
   CHECK(e.message == "busy");
   CHECK(e.retry_after_ms == 250);
 
-  auto t = round_trip(sys, worker_token{worker_id{1}, route_id{3}, token_event{sink_request_id{4}, 99, "x", 2}});
+  auto t = round_trip(sys, worker_token{worker_id{1}, route_id{3}, token_event{sink_request_id{4}, 99, "x", 2, false, {}}});
   CHECK(t.ev.token == 99);
   CHECK(t.ev.index == 2);
 
@@ -135,7 +135,7 @@ TEST_CASE("a caf::message of lorafleet types serializes by registered name", "[m
   lim.context_window = 64;
   lim.vocab_size = 100;
   auto msg = caf::make_message(
-    worker_submit{route_id{11}, sink_request_id{3}, validate_or_throw(sample_request().draft, lim), 900});
+    worker_submit{route_id{11}, sink_request_id{3}, validate_or_throw(sample_request().draft, lim), 900, {}, {}});
   std::vector<char> buf;
   caf::binary_serializer out{sys, buf};
   REQUIRE_FALSE(out(msg));
