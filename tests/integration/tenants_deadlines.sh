@@ -4,8 +4,12 @@
 #  1. one tenant sending 10x the load of three others, all backlogged: under vtc each receives
 #     about the same service (Jain's index near 1, the largest gap within the stated bound), under
 #     fcfs service follows the load; throughput about the same;
-#  2. Poisson arrivals at twice the measured capacity with a deadline: deadline-aware admission
-#     finishes more requests within their deadline and spends less on requests that time out.
+#  2. Poisson arrivals at three times the measured capacity with a deadline: deadline-aware
+#     admission finishes more requests within their deadline and spends less on requests that
+#     time out. (The full-size claim is at 2x over 30 s. In 2.5 s at 2x, with capacity measured in
+#     1 s, a fresh chroot's run once gave goodput off 93.5/s, on 91.5/s: a low capacity reading
+#     leaves too little overload to separate them. At 3x, 7 local runs gave on/off 2.6-8.4x,
+#     against 1.4-3.0x in 8 runs at 2x.)
 # Usage: tenants_deadlines.sh LORAFLEET_BINARY fairness|deadlines
 set -euo pipefail
 bin=$1; what=$2
@@ -62,10 +66,10 @@ PY
   exit 0
 fi
 
-# Deadlines: capacity first (closed loop), then Poisson at twice that, with and without.
+# Deadlines: capacity first (closed loop), then Poisson at three times that, with and without.
 run --max-seqs 2 --max-inflight-per-worker 2 --concurrency 8 --requests 100000 \
   --duration 1 --input 16 --output 64 --out "$tmp/capacity"
-rate=$(/usr/bin/python3 -c "import json,sys; print(round(2 * json.load(open(sys.argv[1]))['points'][0]['request_throughput'], 1))" "$tmp/capacity.json")
+rate=$(/usr/bin/python3 -c "import json,sys; print(round(3 * json.load(open(sys.argv[1]))['points'][0]['request_throughput'], 1))" "$tmp/capacity.json")
 for d in off on; do
   run --max-seqs 2 --max-inflight-per-worker 2 --deadline-admission $d \
     --arrival poisson --rate "$rate" --requests 100000 --duration 2.5 --input 16 --output 64 --deadline-ms 250 \
@@ -76,7 +80,7 @@ import json, sys
 d = sys.argv[1]
 point = lambda name: json.load(open(f"{d}/{name}.json"))["points"][0]
 off, on = point("deadline_off"), point("deadline_on")
-print(f"deadlines at 2x capacity: goodput off {off['goodput']:.1f}/s, on {on['goodput']:.1f}/s; "
+print(f"deadlines at 3x capacity: goodput off {off['goodput']:.1f}/s, on {on['goodput']:.1f}/s; "
       f"spent on timeouts off {off['waste']['wasted_share']:.2f}, on {on['waste']['wasted_share']:.2f}")
 assert off["lost"] == 0 and on["lost"] == 0, (off, on)
 assert "deadline_unmeetable" in on["errors"], on["errors"]
