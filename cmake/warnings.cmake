@@ -1,16 +1,24 @@
-# Warnings for our own targets: call lf_warnings(target). C++ sources only (nvcc takes other flags).
+# Compile flags for our own targets. Warnings: call lf_warnings(target). C++ sources only (nvcc
+# takes other flags).
 function(lf_warnings target)
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
 endfunction()
 
+# lf_release_opt(target FLAG): FLAG (an optimisation level) after the build type's own in Release
+# builds, for C++ sources; an empty FLAG keeps the build type's flags. Used by lf_cold below and
+# by the tests' lf_test_opt (tests/CMakeLists.txt).
+function(lf_release_opt target flag)
+  if(flag)
+    target_compile_options(${target} PRIVATE $<$<AND:$<CONFIG:Release>,$<COMPILE_LANGUAGE:CXX>>:${flag}>)
+  endif()
+endfunction()
+
 # Code that runs once per process or per file read, never per token: command-line glue, config and
 # checkpoint / adapter parsing, node set-up. In Release it compiles at LORAFLEET_COLD_OPT (-O1),
-# about a third faster than -O3 (29 of 92 s for the six targets that use it, on 2 cores) at no
-# measurable cost to start-up; the engine, kernels, sampler, scheduler and message paths keep -O3.
-# LORAFLEET_COLD_OPT="" keeps the build type's flags.
+# about a third faster than -O3 (63 s instead of 92 s for the six targets that use it, each
+# compiled alone; docs/benchmarks.md) at no measurable cost to loading a model; the engine,
+# kernels, sampler, scheduler and message paths keep -O3.
 set(LORAFLEET_COLD_OPT "-O1" CACHE STRING "optimisation flag for start-up / parsing code in Release builds")
 function(lf_cold target)
-  if(LORAFLEET_COLD_OPT)
-    target_compile_options(${target} PRIVATE $<$<AND:$<CONFIG:Release>,$<COMPILE_LANGUAGE:CXX>>:${LORAFLEET_COLD_OPT}>)
-  endif()
+  lf_release_opt(${target} "${LORAFLEET_COLD_OPT}")
 endfunction()
