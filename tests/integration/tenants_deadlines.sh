@@ -66,21 +66,22 @@ PY
   exit 0
 fi
 
-# Deadlines: capacity first (closed loop), then Poisson at three times that, with and without.
+# Deadlines: capacity first (closed loop), then Poisson at `overload` times that, with and without.
+overload=3
 run --max-seqs 2 --max-inflight-per-worker 2 --concurrency 8 --requests 100000 \
   --duration 1 --input 16 --output 64 --out "$tmp/capacity"
-rate=$(/usr/bin/python3 -c "import json,sys; print(round(3 * json.load(open(sys.argv[1]))['points'][0]['request_throughput'], 1))" "$tmp/capacity.json")
+rate=$(/usr/bin/python3 -c "import json,sys; print(round(int(sys.argv[2]) * json.load(open(sys.argv[1]))['points'][0]['request_throughput'], 1))" "$tmp/capacity.json" "$overload")
 for d in off on; do
   run --max-seqs 2 --max-inflight-per-worker 2 --deadline-admission $d \
     --arrival poisson --rate "$rate" --requests 100000 --duration 2.5 --input 16 --output 64 --deadline-ms 250 \
     --out "$tmp/deadline_$d"
 done
-/usr/bin/python3 - "$tmp" <<'PY'
+/usr/bin/python3 - "$tmp" "$overload" <<'PY'
 import json, sys
-d = sys.argv[1]
+d, overload = sys.argv[1], sys.argv[2]
 point = lambda name: json.load(open(f"{d}/{name}.json"))["points"][0]
 off, on = point("deadline_off"), point("deadline_on")
-print(f"deadlines at 3x capacity: goodput off {off['goodput']:.1f}/s, on {on['goodput']:.1f}/s; "
+print(f"deadlines at {overload}x capacity: goodput off {off['goodput']:.1f}/s, on {on['goodput']:.1f}/s; "
       f"spent on timeouts off {off['waste']['wasted_share']:.2f}, on {on['waste']['wasted_share']:.2f}")
 assert off["lost"] == 0 and on["lost"] == 0, (off, on)
 assert "deadline_unmeetable" in on["errors"], on["errors"]
