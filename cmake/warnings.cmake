@@ -1,7 +1,11 @@
 # Compile flags for our own targets. Warnings: call lf_warnings(target). C++ sources only (nvcc
 # takes other flags).
+# In a unity batch GCC sees each .cpp as an included file, so a class defined in a .cpp with a
+# member from that file's anonymous namespace (a pimpl's helpers) draws -Wsubobject-linkage, which
+# is meant for headers; it is off for unity targets only (LORAFLEET_UNITY=OFF builds keep it).
 function(lf_warnings target)
-  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>
+    $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:$<TARGET_PROPERTY:UNITY_BUILD>>>:-Wno-subobject-linkage>)
 endfunction()
 
 # lf_release_opt(target FLAG): FLAG (an optimisation level) after the build type's own in Release
