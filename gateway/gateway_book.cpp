@@ -11,7 +11,11 @@ std::variant<gateway_id, add_refusal> gateway_book::add(const std::string& ident
     return add_refusal::too_many_requests;
   const auto g = next_++;
   conn.emplace(id.value(), g);
-  entries_.emplace(g, gateway_entry{identity, id, stream, 0});
+  gateway_entry e;
+  e.identity = identity;
+  e.client_id = id;
+  e.stream = stream;
+  entries_.emplace(g, std::move(e));
   return gateway_id{g};
 }
 

@@ -38,7 +38,7 @@ std::vector<std::string> seed_corpus() {
   out.push_back(encode(stats_msg{}));
   out.push_back(encode(ping_msg{}));
   out.push_back(encode(accepted_msg{client_request_id{7}}));
-  out.push_back(encode(token_msg{client_request_id{7}, " fox", 21831, 3}));
+  out.push_back(encode(token_msg{client_request_id{7}, " fox", 21831, 3, std::nullopt}));
 
   done_msg done;
   done.id = client_request_id{7};

@@ -93,10 +93,10 @@ TEST_CASE("credit windows and grants are bounded and named in the refusal", "[pr
 
 TEST_CASE("server messages round trip", "[protocol]") {
   check_server_round_trip(accepted_msg{client_request_id{3}});
-  check_server_round_trip(token_msg{client_request_id{3}, " \xe4\xb8\xad", 50256, 0});
-  check_server_round_trip(token_msg{client_request_id{3}, "", 0, 4'000'000'000u});
+  check_server_round_trip(token_msg{client_request_id{3}, " \xe4\xb8\xad", 50256, 0, std::nullopt});
+  check_server_round_trip(token_msg{client_request_id{3}, "", 0, 4'000'000'000u, std::nullopt});
   done_msg done{client_request_id{3}, "stop", usage_info{10, 20, 8},
-                timing_info{1.5, 20.25, 1e6}, std::nullopt};
+                timing_info{1.5, 20.25, 1e6}, std::nullopt, 0, {}, {}};
   check_server_round_trip(done);
   done.text = "the whole completion";
   check_server_round_trip(done);
@@ -239,13 +239,13 @@ TEST_CASE("to_sampling_params copies fields and adds chat stops once", "[protoco
 TEST_CASE("server message helpers: terminal replies and their request", "[protocol]") {
   const client_request_id id{8};
   CHECK_FALSE(is_terminal(accepted_msg{id}));
-  CHECK_FALSE(is_terminal(token_msg{id, "a", 64, 0}));
-  CHECK(is_terminal(done_msg{id, "eos", {}, {}, {}}));
+  CHECK_FALSE(is_terminal(token_msg{id, "a", 64, 0, std::nullopt}));
+  CHECK(is_terminal(done_msg{id, "eos", {}, {}, {}, 0, {}, {}}));
   CHECK(is_terminal(error_msg{id, lf::serve_errc::timeout, "late", {}}));
   CHECK(is_terminal(cancelled_msg{id}));
   CHECK_FALSE(is_terminal(stats_reply{}));
   CHECK_FALSE(is_terminal(pong_msg{}));
-  CHECK(request_of(token_msg{id, "a", 64, 0}) == id);
+  CHECK(request_of(token_msg{id, "a", 64, 0, std::nullopt}) == id);
   CHECK(request_of(error_msg{std::nullopt, lf::serve_errc::internal, "x", {}}) == std::nullopt);
   CHECK(request_of(pong_msg{}) == std::nullopt);
 
@@ -300,7 +300,7 @@ TEST_CASE("random valid messages round trip", "[protocol][random]") {
     CHECK(expect_message<submit_msg>(decode_client(encode(m))) == m);
 
     token_msg t{m.id, text(10), static_cast<std::int32_t>(rng() % 50257),
-                static_cast<std::uint32_t>(rng())};
+                static_cast<std::uint32_t>(rng()), std::nullopt};
     CHECK(expect_message<token_msg>(decode_server(encode(t))) == t);
   }
 }
@@ -314,6 +314,6 @@ TEST_CASE("golden bytes: ping, and floats stay floats when integral", "[protocol
   m.prompt = "x";
   const auto bytes = encode(m);
   CHECK(bytes.find("\xabtemperature\xca\x3f\x80\x00\x00"s) != std::string::npos);
-  done_msg d{client_request_id{1}, "eos", {}, timing_info{0, 0, 2.0}, {}};
+  done_msg d{client_request_id{1}, "eos", {}, timing_info{0, 0, 2.0}, {}, 0, {}, {}};
   CHECK(encode(d).find("\xa8total_ms\xcb\x40\x00\x00\x00\x00\x00\x00\x00"s) != std::string::npos);
 }

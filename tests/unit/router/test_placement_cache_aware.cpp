@@ -31,14 +31,6 @@ std::vector<std::uint64_t> hashes(const std::vector<std::int32_t>& t) {
   return lf::cache::public_block_hashes(t, block, lf::cache::no_salt, 0);
 }
 
-/// Cached prompt tokens per worker, as the router derives them from the index.
-std::map<worker_id, std::uint32_t> cached(const prefix_index& ix, const std::vector<std::int32_t>& prompt) {
-  std::map<worker_id, std::uint32_t> out;
-  for (auto [w, n] : ix.longest_prefixes(hashes(prompt)))
-    out[w] = n * block;
-  return out;
-}
-
 /// Four idle workers in a book, and an index that knows them (each has sent an empty snapshot).
 struct fleet {
   placement_book book;

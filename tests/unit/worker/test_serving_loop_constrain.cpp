@@ -105,8 +105,10 @@ TEST_CASE("a loop that builds the vocabulary trie at start writes what the lazy 
     cfg.prebuild_vocab_trie = prebuild;
     serving_loop loop(eng, tok(), cfg);
     int key = 0;
-    for (const auto& [kind, text] : constraints)
-      lf::test::submit(loop, constrained(kind, text, 30, 0.8f, 11 + static_cast<std::uint64_t>(key)), col.make(key++));
+    for (const auto& [kind, text] : constraints) {
+      lf::test::submit(loop, constrained(kind, text, 30, 0.8f, 11 + static_cast<std::uint64_t>(key)), col.make(key));
+      ++key;
+    }
     REQUIRE(col.wait_for(static_cast<std::size_t>(key)));
     loop.stop(true);
     for (int k = 0; k < key; ++k) {
