@@ -86,6 +86,31 @@ inline void avx2_tiles(const gemm_panels& g, int p0, int p1, Tile&& tile) {
   }
 }
 
+// The tiles' registers, for every AVX2 kernel file. Named accumulators, not arrays: GCC 12 keeps
+// an array of vectors that a loop updates partly in memory (a store per update; the avx2_vnni
+// kernel's array tile stored 9 of its 12 accumulators every k and ran at half its peak). Each tile
+// is its own (noinline) function: inlined into the panel loop, GCC 12 spilled a weight vector and
+// the row addresses to the stack. A slice tile holds
+// c<row><0|1> for up to six rows (guarded by `if constexpr (R > row)`); a wide tile (one row,
+// whole panel) d0..d7.
+#define LF_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define LF_WIDE(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define LF_SLICE_DECLARE(type, zero)                                                               \
+  type c00 = zero, c01 = zero, c10 = zero, c11 = zero, c20 = zero, c21 = zero, c30 = zero,         \
+       c31 = zero, c40 = zero, c41 = zero, c50 = zero, c51 = zero
+#define LF_WIDE_DECLARE(type, zero)                                                                \
+  type d0 = zero, d1 = zero, d2 = zero, d3 = zero, d4 = zero, d5 = zero, d6 = zero, d7 = zero
+// Row pointers r0..r5 (rows past R point at row 0 and are never read): GCC otherwise recomputes
+// each row's address from values it spills, and runs out of registers for the accumulators.
+#define LF_ROW_POINTERS(T, base)                                                                   \
+  const T* r0 = (base);                                                                            \
+  const T* r1 = r0 + (R > 1 ? g.lda : 0);                                                          \
+  const T* r2 = r0 + (R > 2 ? 2 * g.lda : 0);                                                      \
+  const T* r3 = r0 + (R > 3 ? 3 * g.lda : 0);                                                      \
+  const T* r4 = r0 + (R > 4 ? 4 * g.lda : 0);                                                      \
+  const T* r5 = r0 + (R > 5 ? 5 * g.lda : 0);                                                      \
+  (void)r1, (void)r2, (void)r3, (void)r4, (void)r5
+
 /// Four bytes as one 32-bit lane value (unaligned).
 inline int avx2_load_u32(const void* p) noexcept {
   int v;

@@ -1,47 +1,67 @@
 // The avx2_vnni table's int8 product: AVX-VNNI's vpdpbusd on 256-bit registers (VEX-encoded; Intel
 // Alder Lake and later, AMD Zen 5) sums four u8 x s8 products into each int32 lane without
 // saturation, so the activation needs no shift. Compiled with -mavxvnni; reached only through a
-// table that needs avx_vnni.
+// table that needs avx_vnni. The tiles are avx2's (named accumulators, one noinline function each:
+// avx2_gemm_common.hpp says why).
 #include "worker/engine/kernels/x86/avx2_gemm_common.hpp"
 
 namespace lf::kernels::detail {
 
 namespace {
 
-template <int R, int CV>
-void int8_tile(const gemm_panels& g, const std::byte* panel, int col0, int v0, int ncols, int m0) {
+/// R rows x 16 columns (2 vectors) of a panel, from column vector v0.
+template <int R>
+__attribute__((noinline)) void int8_slice(const gemm_panels& g, const std::byte* panel, int col0, int v0, int ncols,
+                                          int m0) {
   const int groups = g.w->k_padded() / 4;
-  const auto* A = static_cast<const std::uint8_t*>(g.a) + static_cast<std::size_t>(m0) * g.lda;
-  __m256i c[R][CV];
-#pragma GCC unroll 8
-  for (int m = 0; m < R; ++m)
-#pragma GCC unroll 8
-    for (int t = 0; t < CV; ++t)
-      c[m][t] = _mm256_setzero_si256();
-  for (int k = 0; k < groups; ++k) {
-    const std::byte* b = panel + static_cast<std::size_t>(k) * 256 + 32 * v0;
-    __m256i w[CV];
-#pragma GCC unroll 8
-    for (int t = 0; t < CV; ++t)
-      w[t] = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32 * t));
-#pragma GCC unroll 8
-    for (int m = 0; m < R; ++m) {
-      const __m256i a = _mm256_set1_epi32(avx2_load_u32(A + static_cast<std::size_t>(m) * g.lda + 4 * k));
-#pragma GCC unroll 8
-      for (int t = 0; t < CV; ++t)
-        c[m][t] = _mm256_dpbusd_avx_epi32(c[m][t], a, w[t]);
-    }
+  LF_ROW_POINTERS(std::uint8_t, static_cast<const std::uint8_t*>(g.a) + static_cast<std::size_t>(m0) * g.lda);
+  LF_SLICE_DECLARE(__m256i, _mm256_setzero_si256());
+  const std::byte* b = panel + 32 * v0;
+  for (int k = 0; k < groups; ++k, b += 256) {
+    const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b));
+    const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32));
+#define LF_ROW(m)                                                                                  \
+  if constexpr (R > m) {                                                                           \
+    const __m256i a = _mm256_set1_epi32(avx2_load_u32(r##m + 4 * k));                              \
+    c##m##0 = _mm256_dpbusd_avx_epi32(c##m##0, a, w0);                                             \
+    c##m##1 = _mm256_dpbusd_avx_epi32(c##m##1, a, w1);                                             \
   }
-#pragma GCC unroll 8
-  for (int m = 0; m < R; ++m)
-    avx2_int8_out<CV>(g, m0 + m, col0, v0, ncols, c[m], false);
+    LF_ROWS(LF_ROW)
+#undef LF_ROW
+  }
+#define LF_OUT(m)                                                                                  \
+  if constexpr (R > m) {                                                                           \
+    const __m256i acc[2] = {c##m##0, c##m##1};                                                     \
+    avx2_int8_out<2>(g, m0 + m, col0, v0, ncols, acc, false);                                      \
+  }
+  LF_ROWS(LF_OUT)
+#undef LF_OUT
+}
+
+/// Row 0 across the whole panel (8 vectors), streaming it once in order.
+__attribute__((noinline)) void int8_wide(const gemm_panels& g, const std::byte* panel, int col0, int ncols) {
+  const int groups = g.w->k_padded() / 4;
+  const auto* A = static_cast<const std::uint8_t*>(g.a);
+  LF_WIDE_DECLARE(__m256i, _mm256_setzero_si256());
+  for (int k = 0; k < groups; ++k) {
+    const std::byte* b = panel + static_cast<std::size_t>(k) * 256;
+    const __m256i a = _mm256_set1_epi32(avx2_load_u32(A + 4 * k));
+#define LF_COL(t) d##t = _mm256_dpbusd_avx_epi32(d##t, a, _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32 * t)));
+    LF_WIDE(LF_COL)
+#undef LF_COL
+  }
+  const __m256i acc[8] = {d0, d1, d2, d3, d4, d5, d6, d7};
+  avx2_int8_out<8>(g, 0, col0, 0, ncols, acc, false);
 }
 
 } // namespace
 
 void avx2_vnni_gemm_int8(const gemm_panels& g, int p0, int p1) {
   avx2_tiles<6>(g, p0, p1, [&](auto r, auto cv, const std::byte* panel, int col0, int v0, int ncols, int m0) {
-    int8_tile<decltype(r)::value, decltype(cv)::value>(g, panel, col0, v0, ncols, m0);
+    if constexpr (decltype(cv)::value == 8)
+      int8_wide(g, panel, col0, ncols);
+    else
+      int8_slice<decltype(r)::value>(g, panel, col0, v0, ncols, m0);
   });
 }
 
