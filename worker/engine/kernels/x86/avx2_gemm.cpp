@@ -119,13 +119,7 @@ __attribute__((noinline)) void int8_slice(const gemm_panels& g, const std::byte*
     LF_ROWS(LF_ROW)
 #undef LF_ROW
   }
-#define LF_OUT(m)                                                                                  \
-  if constexpr (R > m) {                                                                           \
-    const __m256i acc[2] = {c##m##0, c##m##1};                                                     \
-    avx2_int8_out<2>(g, m0 + m, col0, v0, ncols, acc, true);                                       \
-  }
-  LF_ROWS(LF_OUT)
-#undef LF_OUT
+  LF_INT8_SLICE_OUT(true)
 }
 
 __attribute__((noinline)) void int8_wide(const gemm_panels& g, const std::byte* panel, int col0, int ncols) {

@@ -111,6 +111,18 @@ inline void avx2_tiles(const gemm_panels& g, int p0, int p1, Tile&& tile) {
   const T* r5 = r0 + (R > 5 ? 5 * g.lda : 0);                                                      \
   (void)r1, (void)r2, (void)r3, (void)r4, (void)r5
 
+// Stores an int8 slice tile's rows (c<row>0, c<row>1 for rows below R) through avx2_int8_out;
+// `shifted` as there. Used inside a slice tile, where g, m0, col0, v0 and ncols are in scope.
+#define LF_INT8_SLICE_OUT_ROW(m, shifted)                                                          \
+  if constexpr (R > m) {                                                                           \
+    const __m256i acc[2] = {c##m##0, c##m##1};                                                     \
+    avx2_int8_out<2>(g, m0 + m, col0, v0, ncols, acc, shifted);                                    \
+  }
+#define LF_INT8_SLICE_OUT(shifted)                                                                 \
+  LF_INT8_SLICE_OUT_ROW(0, shifted) LF_INT8_SLICE_OUT_ROW(1, shifted)                              \
+  LF_INT8_SLICE_OUT_ROW(2, shifted) LF_INT8_SLICE_OUT_ROW(3, shifted)                              \
+  LF_INT8_SLICE_OUT_ROW(4, shifted) LF_INT8_SLICE_OUT_ROW(5, shifted)
+
 /// Four bytes as one 32-bit lane value (unaligned).
 inline int avx2_load_u32(const void* p) noexcept {
   int v;

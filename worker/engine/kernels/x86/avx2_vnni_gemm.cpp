@@ -29,13 +29,7 @@ __attribute__((noinline)) void int8_slice(const gemm_panels& g, const std::byte*
     LF_ROWS(LF_ROW)
 #undef LF_ROW
   }
-#define LF_OUT(m)                                                                                  \
-  if constexpr (R > m) {                                                                           \
-    const __m256i acc[2] = {c##m##0, c##m##1};                                                     \
-    avx2_int8_out<2>(g, m0 + m, col0, v0, ncols, acc, false);                                      \
-  }
-  LF_ROWS(LF_OUT)
-#undef LF_OUT
+  LF_INT8_SLICE_OUT(false)
 }
 
 /// Row 0 across the whole panel (8 vectors), streaming it once in order.
