@@ -40,16 +40,8 @@ chrome_run() {  # chrome_run ARGS... URL: headless Chromium with a fresh profile
     --disable-extensions --user-data-dir="$tmp/profile$runs" --window-size=1280,900 "$@" 2>> "$tmp/chrome.err"
 }
 
-"$bin" make-model --out "$tmp/tiny-gpt2" --layers 2 --heads 4 --embd 64 --context 512 --seed 1 > /dev/null
-mkdir "$tmp/adapters"
-"$bin" make-adapter --base "$tmp/tiny-gpt2" --out "$tmp/adapters/pirate" --rank 8 --seed 3 --init-std 0.5 > /dev/null
-"$bin" make-adapter --base "$tmp/tiny-gpt2" --out "$tmp/adapters/poet" --rank 8 --seed 4 --init-std 0.5 > /dev/null
-hport=$(free_port); zport=$(free_port)
-"$bin" serve --model "$tmp/tiny-gpt2" --adapters "$tmp/adapters" --workers 2 --threads 1 --kv-cache-mb 32 \
-  --listen "tcp://127.0.0.1:$zport" --http "127.0.0.1:$hport" --ready-file "$tmp/ready" > "$tmp/serve.log" 2>&1 &
-pid=$!
+serve_tiny 512 32 pirate:3 poet:4
 H=http://127.0.0.1:$hport
-wait_http_ready "$tmp/ready" "$H" "$tmp/serve.log"
 echo "# serving on $H; chromium: $("$chrome" --version 2> /dev/null | tail -1)"
 
 # ---- load --------------------------------------------------------------------------------------

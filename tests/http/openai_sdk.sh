@@ -20,14 +20,7 @@ tmp=$(mktemp -d); pid=
 trap '[ -n "$pid" ] && kill $pid 2> /dev/null; rm -rf "$tmp"' EXIT
 source "$(dirname "$0")/lib.sh"
 
-"$bin" make-model --out "$tmp/tiny-gpt2" --layers 2 --heads 4 --embd 64 --context 256 --seed 1 > /dev/null
-mkdir "$tmp/adapters"
-"$bin" make-adapter --base "$tmp/tiny-gpt2" --out "$tmp/adapters/tiny" --rank 8 --seed 3 --init-std 0.5 > /dev/null
-zport=$(free_port); hport=$(free_port)
-"$bin" serve --model "$tmp/tiny-gpt2" --adapters "$tmp/adapters" --workers 2 --threads 1 --kv-cache-mb 32 \
-  --listen "tcp://127.0.0.1:$zport" --http "127.0.0.1:$hport" --ready-file "$tmp/ready" > "$tmp/serve.log" 2>&1 &
-pid=$!
-wait_http_ready "$tmp/ready" "http://127.0.0.1:$hport" "$tmp/serve.log"
+serve_tiny 256 32 tiny:3
 
 export LF_BASE_URL=http://127.0.0.1:$hport LF_MODEL=tiny-gpt2 LF_ADAPTER=tiny LF_CONTEXT=256
 export LF_BIN=$(realpath "$bin") LF_MODEL_DIR=$tmp/tiny-gpt2

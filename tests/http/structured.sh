@@ -19,14 +19,7 @@ tmp=$(mktemp -d); pid=
 trap '[ -n "$pid" ] && kill $pid 2> /dev/null; rm -rf "$tmp"' EXIT
 source "$(dirname "$0")/lib.sh"
 
-"$bin" make-model --out "$tmp/tiny-gpt2" --layers 2 --heads 4 --embd 64 --context 512 --seed 1 > /dev/null
-mkdir "$tmp/adapters"
-"$bin" make-adapter --base "$tmp/tiny-gpt2" --out "$tmp/adapters/tiny" --rank 8 --seed 3 --init-std 0.5 > /dev/null
-zport=$(free_port); hport=$(free_port)
-"$bin" serve --model "$tmp/tiny-gpt2" --adapters "$tmp/adapters" --workers 2 --threads 1 --kv-cache-mb 64 \
-  --listen "tcp://127.0.0.1:$zport" --http "127.0.0.1:$hport" --ready-file "$tmp/ready" > "$tmp/serve.log" 2>&1 &
-pid=$!
-wait_http_ready "$tmp/ready" "http://127.0.0.1:$hport" "$tmp/serve.log"
+serve_tiny 512 64 tiny:3
 
 # ZeroMQ: the CLI's constraint flags reach the worker; a bad one is refused at the gateway.
 out=$("$bin" client --endpoint "tcp://127.0.0.1:$zport" --prompt "Answer:" --temperature 0 --max-tokens 64 \
