@@ -88,11 +88,10 @@ inline void avx2_tiles(const gemm_panels& g, int p0, int p1, Tile&& tile) {
 
 // The tiles' registers, for every AVX2 kernel file. Named accumulators, not arrays: GCC 12 keeps
 // an array of vectors that a loop updates partly in memory (a store per update; the avx2_vnni
-// kernel's array tile stored 9 of its 12 accumulators every k and ran at half its peak). Each tile
-// is its own (noinline) function: inlined into the panel loop, GCC 12 spilled a weight vector and
-// the row addresses to the stack. A slice tile holds
-// c<row><0|1> for up to six rows (guarded by `if constexpr (R > row)`); a wide tile (one row,
-// whole panel) d0..d7.
+// kernel's array tile stored 9 of its 12 accumulators every k). Each tile is its own (noinline)
+// function: inlined into the panel loop, GCC 12 spilled a weight vector and the row addresses to
+// the stack. A slice tile holds c<row><0|1> for up to six rows (guarded by
+// `if constexpr (R > row)`); a wide tile (one row, whole panel) d0..d7.
 #define LF_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define LF_WIDE(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #define LF_SLICE_DECLARE(type, zero)                                                               \
