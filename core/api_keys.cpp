@@ -1,16 +1,14 @@
 #include "core/api_keys.hpp"
 
-#include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 
+#include "core/secret_file.hpp"
+
 namespace lf::auth {
 
 namespace {
-
-namespace fs = std::filesystem;
 
 /// The longest name or tenant (the wire's tenant limit).
 constexpr std::size_t max_name_bytes = 64;
@@ -32,12 +30,6 @@ bool z85_key(std::string_view s) noexcept {
     if (alphabet.find(c) == std::string_view::npos)
       return false;
   return true;
-}
-
-std::string mode_octal(fs::perms p) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(p) & 07777u);
-  return buf;
 }
 
 } // namespace
@@ -172,22 +164,7 @@ key_table parse_key_file(std::string_view text, const std::string& file) {
 }
 
 key_table load_key_file(const std::string& path) {
-  std::error_code ec;
-  const auto st = fs::status(path, ec);
-  if (ec || !fs::exists(st))
-    throw std::invalid_argument(path + ": cannot read the API key file (" + (ec ? ec.message() : "no such file") + ")");
-  if (!fs::is_regular_file(st))
-    throw std::invalid_argument(path + ": the API key file is not a regular file");
-  const auto open = fs::perms::group_all | fs::perms::others_all;
-  if ((st.permissions() & open) != fs::perms::none)
-    throw std::invalid_argument(path + ": the API key file has mode " + mode_octal(st.permissions())
-                                + ", which lets its group or others reach it; chmod 600 " + path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw std::invalid_argument(path + ": cannot read the API key file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_key_file(text.str(), path);
+  return parse_key_file(secrets::read_secret_file(path, "the API key file"), path);
 }
 
 } // namespace lf::auth

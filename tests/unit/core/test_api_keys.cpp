@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <unistd.h>
+
 #include "core/api_keys.hpp"
 
 using namespace lf::auth;
@@ -77,17 +79,31 @@ TEST_CASE("key file: each refusal names the file, the line and the reason, never
   CHECK(parse_key_file("# only comments\n", "k").empty());
 }
 
-TEST_CASE("key file: a file its group or others may read is refused with its name and mode", "[api_keys]") {
+TEST_CASE("key file: a file others, or a group not the process's own, may read is refused with its name and mode",
+          "[api_keys]") {
   const auto dir = fs::temp_directory_path() / ("lf-keys-" + std::to_string(std::random_device{}()));
   fs::create_directories(dir);
   const auto path = (dir / "keys.txt").string();
   std::ofstream(path) << "alice user sk-alice-0123456789abcdef\n";
-  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
-  try {
-    load_key_file(path);
-    FAIL("a group-readable key file was accepted");
-  } catch (const std::invalid_argument& e) {
-    CHECK(std::string(e.what()) == path + ": the API key file has mode 0640, which lets its group or others reach it; chmod 600 " + path);
+  const auto refused = [&](const std::string& want) {
+    try {
+      load_key_file(path);
+      FAIL("the key file was accepted");
+    } catch (const std::invalid_argument& e) {
+      CHECK(std::string(e.what()) == path + ": the API key file has mode " + want + "; chmod 600 " + path);
+    }
+  };
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read);
+  refused("0604, which lets others reach it");
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::group_write);
+  refused("0660, which lets its group reach it");
+  // Kubernetes' Secret volume with the pod's fsGroup: 0440, the group one of the process's own.
+  REQUIRE(::chown(path.c_str(), static_cast<uid_t>(-1), ::getegid()) == 0);
+  fs::permissions(path, fs::perms::owner_read | fs::perms::group_read);
+  CHECK(load_key_file(path).find_secret("sk-alice-0123456789abcdef")->name == "alice");
+  if (::geteuid() == 0) {  // only root may give the file a group it is not in
+    REQUIRE(::chown(path.c_str(), static_cast<uid_t>(-1), 54321) == 0);
+    refused("0440, which lets its group reach it");
   }
   fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
   CHECK(load_key_file(path).find_secret("sk-alice-0123456789abcdef")->name == "alice");

@@ -113,6 +113,8 @@ class CheckLayers(unittest.TestCase):
 
     def test_core_takes_the_standard_library_only(self):
         self.assert_one({"core/bad.cpp": "#include <nlohmann/json.hpp>\n"}, ["standard library"])
+        self.assert_one({"core/bad.cpp": "#include <sys/socket.h>\n"}, ["standard library"])
+        self.assertEqual(found({"core/ok.cpp": "#include <sys/stat.h>\n#include <unistd.h>\n"}), [])
 
     def test_the_command_exits_1_on_a_violation(self):
         with tempfile.TemporaryDirectory() as root:
