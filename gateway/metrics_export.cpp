@@ -1,10 +1,10 @@
 #include "gateway/metrics_export.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <set>
 
+#include "core/prometheus_text.hpp"
 #include "core/worker_state.hpp"
 
 #include <nlohmann/json.hpp>
@@ -15,56 +15,10 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string num(double v) {
-  char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
-/// A label value with `\`, `"` and newlines escaped.
-std::string label(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"')
-      out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
-class writer {
-public:
-  void head(const std::string& name, const char* type, const char* help) {
-    out_ += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
-  }
-  void sample(const std::string& name, const std::string& labels, double v) {
-    out_ += name + (labels.empty() ? "" : "{" + labels + "}") + " " + num(v) + "\n";
-  }
-  void hist(const std::string& name, const std::string& labels, const histogram& h) {
-    std::uint64_t cum = 0;
-    const auto sep = labels.empty() ? "" : ",";
-    for (std::size_t i = 0; i < h.bounds.size(); ++i) {
-      cum += h.counts[i];
-      out_ += name + "_bucket{" + labels + sep + "le=\"" + num(h.bounds[i]) + "\"} " + std::to_string(cum) + "\n";
-    }
-    out_ += name + "_bucket{" + labels + sep + "le=\"+Inf\"} " + std::to_string(h.count) + "\n";
-    sample(name + "_sum", labels, h.sum);
-    sample(name + "_count", labels, static_cast<double>(h.count));
-  }
-  std::string take() { return std::move(out_); }
-
-private:
-  std::string out_;
-};
-
 /// Labels of a worker's series; `x` is a worker_metrics or a worker_load.
 template <class T>
 std::string worker_labels(const T& x) {
-  return "worker=\"" + label(x.name) + "\",worker_id=\"" + std::to_string(x.wid.value()) + "\"";
+  return "worker=\"" + prom_label(x.name) + "\",worker_id=\"" + std::to_string(x.wid.value()) + "\"";
 }
 
 std::uint32_t blocks_used(const actors::worker_load& l) { return l.total_blocks - std::min(l.free_blocks, l.total_blocks); }
@@ -83,7 +37,7 @@ serve_metrics merged(const actors::router_stats& rs) {
 } // namespace
 
 std::string render_prometheus(const actors::router_stats& rs, const http_side& http) {
-  writer w;
+  prom_writer w;
   const std::string p = "lorafleet:";
   auto router_counter = [&](const char* name, const char* help, std::uint64_t v) {
     w.head(p + name, "counter", help);
@@ -118,12 +72,12 @@ std::string render_prometheus(const actors::router_stats& rs, const http_side& h
   w.head(p + "request_success_total", "counter", "Finished requests by finish reason.");
   for (const auto& m : rs.metrics)
     for (const auto& [reason, n] : m.m.finished)
-      w.sample(p + "request_success_total", worker_labels(m) + ",finished_reason=\"" + label(reason) + "\"",
+      w.sample(p + "request_success_total", worker_labels(m) + ",finished_reason=\"" + prom_label(reason) + "\"",
                static_cast<double>(n));
   w.head(p + "request_errors_total", "counter", "Requests that ended with an error, by error code.");
   for (const auto& m : rs.metrics)
     for (const auto& [code, n] : m.m.errors)
-      w.sample(p + "request_errors_total", worker_labels(m) + ",code=\"" + label(code) + "\"", static_cast<double>(n));
+      w.sample(p + "request_errors_total", worker_labels(m) + ",code=\"" + prom_label(code) + "\"", static_cast<double>(n));
   auto per_worker = [&](const char* name, const char* help, auto field) {
     w.head(p + name, "counter", help);
     for (const auto& m : rs.metrics)
@@ -200,17 +154,17 @@ std::string render_prometheus(const actors::router_stats& rs, const http_side& h
   w.head(p + "adapter_resident", "gauge", "1 while the worker holds the adapter.");
   for (const auto& l : rs.loads)
     for (const auto& a : l.adapters)
-      w.sample(p + "adapter_resident", worker_labels(l) + ",adapter=\"" + label(a) + "\"", 1);
+      w.sample(p + "adapter_resident", worker_labels(l) + ",adapter=\"" + prom_label(a) + "\"", 1);
   w.head(p + "adapter_loads_by_name_total", "counter", "Loads of the adapter on the worker (reloads included).");
   for (const auto& l : rs.loads)
     for (const auto& r : l.loads_by_adapter)
-      w.sample(p + "adapter_loads_by_name_total", worker_labels(l) + ",adapter=\"" + label(r.name) + "\"",
+      w.sample(p + "adapter_loads_by_name_total", worker_labels(l) + ",adapter=\"" + prom_label(r.name) + "\"",
                static_cast<double>(r.loads));
   w.head(p + "adapter_last_load_seconds", "gauge", "How long the adapter's last load on the worker took.");
   for (const auto& l : rs.loads)
     for (const auto& r : l.loads_by_adapter)
       if (r.loads > 0)
-        w.sample(p + "adapter_last_load_seconds", worker_labels(l) + ",adapter=\"" + label(r.name) + "\"",
+        w.sample(p + "adapter_last_load_seconds", worker_labels(l) + ",adapter=\"" + prom_label(r.name) + "\"",
                  r.last_load_ms / 1000.0);
   return w.take();
 }
