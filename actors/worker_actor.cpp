@@ -78,6 +78,8 @@ struct worker_state {
   std::shared_ptr<router_sink> sink;  ///< every request's, once registered (the id is in its messages)
 
   ~worker_state() {
+    if (wid.value() != 0 && opts.registered)
+      --*opts.registered;
     if (backend.loop)
       for (auto& [rid, id] : live)
         backend.loop->cancel(id);
@@ -176,7 +178,7 @@ worker_actor::behavior_type worker_impl(worker_self self, worker_backend backend
   });
   register_worker reg{st.opts.name, st.backend.context_window, st.backend.vocab_size,
                       st.backend.loop->load().total_blocks, st.backend.block_size,
-                      st.backend.max_seqs, {}};
+                      st.backend.max_seqs, {}, st.opts.join_token};
   if (st.backend.loaded_adapters)
     reg.adapters = st.backend.loaded_adapters();
   // await, not then: the router places queued requests on a worker as it registers it, so
@@ -186,6 +188,8 @@ worker_actor::behavior_type worker_impl(worker_self self, worker_backend backend
     .await(
       [self](worker_id id) {
         self->state.wid = id;
+        if (self->state.opts.registered)
+          ++*self->state.opts.registered;
         log::info("worker", "registered with the router", {{"worker", self->state.opts.name}, {"wid", id.value()}});
         watch_prefix_cache(self->state);
         self->send(caf::actor_cast<worker_actor>(self), report_atom::value);

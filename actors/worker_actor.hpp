@@ -18,6 +18,7 @@
 /// When the actor ends (killed or otherwise), its state's destructor cancels every request it
 /// submitted, so a dead worker leaves no sequence holding KV blocks.
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -70,6 +71,10 @@ worker_backend backend_of(std::shared_ptr<worker::worker_runtime> rt);
 struct worker_options {
   std::string name = "worker";                       ///< for logs and stats
   std::chrono::milliseconds report_interval{100};    ///< load reports to the router
+  std::string join_token;                            ///< sent with the registration
+  /// Counts registered worker actors: +1 when the router accepts this one, -1 when it ends
+  /// after that (a node's /ready). Not set => not counted.
+  std::shared_ptr<std::atomic<int>> registered;
 };
 
 /// Spawns a worker that registers itself with `router` (which may be remote: a handle from

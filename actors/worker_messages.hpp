@@ -55,12 +55,15 @@ struct register_worker {
   std::uint32_t block_size = 0;
   std::uint32_t max_seqs = 0;
   std::vector<std::string> adapters;  ///< adapters it holds (loaded) right now
+  /// The cluster's join token when the router requires one ([security.nodes] join_token_file);
+  /// compared in constant time, never logged.
+  std::string join_token;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, register_worker& x) {
   return f(caf::meta::type_name("lf.register_worker"), x.name, x.context_window, x.vocab_size, x.total_blocks,
-           x.block_size, x.max_seqs, x.adapters);
+           x.block_size, x.max_seqs, x.adapters, x.join_token);
 }
 
 /// Router -> worker: serve this request. The worker answers with worker_token* and then exactly

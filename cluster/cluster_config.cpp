@@ -5,10 +5,51 @@
 #include <sstream>
 
 #include "cluster/config_detail.hpp"
+#include "core/secret_file.hpp"
 
 namespace lf::cluster {
 
 namespace fs = std::filesystem;
+
+std::string check_router_exposure(const cluster_config& cfg) {
+  const auto* r = cfg.find(cfg.router_node);
+  if (r == nullptr || cfg.tls.enabled() || !cfg.tls.join_token_file.empty())
+    return {};
+  const auto& b = r->bind.empty() ? r->host : r->bind;
+  if (b == "localhost" || b == "::1" || b.rfind("127.", 0) == 0)
+    return {};
+  return "the router's CAF port (" + b + ":" + std::to_string(r->port)
+         + ") would be reachable beyond this machine with neither mutual TLS nor a join token, so anyone "
+           "who reaches it could join as a worker and be sent prompts: set [security.nodes] ca_file "
+           "(docs/cluster.md) or join_token_file, or bind it to 127.0.0.1";
+}
+
+bool valid_node_name(const std::string& s) noexcept {
+  return !s.empty() && s.size() <= 64
+         && std::all_of(s.begin(), s.end(), [](char c) {
+              return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-'
+                     || c == '_' || c == '.';
+            });
+}
+
+std::string read_join_token(const std::string& path, std::string& why) {
+  why.clear();
+  std::string text;
+  try {
+    text = secrets::read_secret_file(path, "the join token file");
+  } catch (const std::invalid_argument& e) {
+    why = e.what();
+    return {};
+  }
+  const auto first = text.find_first_not_of(" \t\r\n");
+  const auto last = text.find_last_not_of(" \t\r\n");
+  text = first == std::string::npos ? std::string{} : text.substr(first, last - first + 1);
+  if (text.size() < 16) {
+    why = path + ": a join token needs at least 16 characters (openssl rand -hex 32 > " + path + ")";
+    return {};
+  }
+  return text;
+}
 
 std::string to_string(const config_issue& issue) {
   std::string out = issue.file;

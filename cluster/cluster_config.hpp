@@ -120,6 +120,9 @@ struct client_security {
 struct node_security {
   std::string certificate, key, ca_file;  ///< PEM files (absolute after loading)
   std::string passphrase;                 ///< of the key, if it is encrypted
+  /// A file holding the cluster's join token (absolute): the router refuses a worker's
+  /// registration without it, and worker nodes send it. Empty: no token.
+  std::string join_token_file;
   /// TLS is on.
   bool enabled() const noexcept { return !ca_file.empty(); }
 };
@@ -176,6 +179,9 @@ struct load_options {
   /// Check that directories and files named by the config exist (model, adapters, keys, TLS).
   /// Off: only the syntax and the values are checked (a config meant for other hosts).
   bool check_paths = true;
+  /// The model directory when [cluster] model_dir is left out (the program's embedded default
+  /// model); empty: model_dir is required.
+  std::string default_model_dir;
 };
 
 /// Reads and validates a config file; throws config_error with every problem found.
@@ -184,6 +190,20 @@ cluster_config load_cluster_config(const std::string& path, load_options opts = 
 /// Same from text; `path` names the file in messages and anchors relative paths.
 cluster_config parse_cluster_config(const std::string& text, const std::string& path,
                                     load_options opts = {});
+
+/// "" when the router node's CAF port is safe to open: bound to loopback, or held to mutual TLS
+/// ([security.nodes] ca_file) or a join token (join_token_file). Otherwise why not: anyone who
+/// reaches the port could register a worker and be sent prompts. The router node refuses to
+/// start then (the config itself loads, for `launch --dry-run` and other hosts' plans).
+std::string check_router_exposure(const cluster_config& cfg);
+
+/// A node name: 1 to 64 letters, digits, '-', '_' or '.' (a host name or a pod name fits).
+bool valid_node_name(const std::string& name) noexcept;
+
+/// The cluster's join token from `path` (a secret file: core/secret_file.hpp's mode rule), without
+/// surrounding white space; "" with `why` set when the file is refused, empty, or the token is
+/// shorter than 16 characters.
+std::string read_join_token(const std::string& path, std::string& why);
 
 /// Is `key` a Z85-encoded 32-byte CURVE key (40 characters of the Z85 alphabet)?
 bool valid_z85_key(const std::string& key) noexcept;

@@ -17,14 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool valid_name(const std::string& s) {
-  return !s.empty() && s.size() <= 64
-         && std::all_of(s.begin(), s.end(), [](char c) {
-              return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
-                     || c == '-' || c == '_';
-            });
-}
-
 bool has_space(const std::string& s) {
   return std::any_of(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c); });
 }
@@ -54,14 +46,13 @@ void check_nodes(cluster_config& c, parse_state& st) {
   }
   std::map<std::string, std::size_t> by_name;
   std::map<std::pair<std::string, std::uint16_t>, std::size_t> by_port;  // (host key, port)
-  std::uint32_t workers = 0;
   for (std::size_t i = 0; i < c.nodes.size(); ++i) {
     auto& n = c.nodes[i];
     const auto p = "nodes[" + std::to_string(i + 1) + "]";
-    if (!valid_name(n.name)) {
+    if (!valid_node_name(n.name)) {
       by_name.emplace(n.name, i);  // still a node: no "router_node names no node" on top
       st.add(n.name.empty() ? p : p + ".name",
-             n.name.empty() ? "missing name" : "\"" + n.name + "\": use letters, digits, '-' and '_' (at most 64)");
+             n.name.empty() ? "missing name" : "\"" + n.name + "\": use letters, digits, '-', '_' and '.' (at most 64)");
     } else if (auto [it, fresh] = by_name.emplace(n.name, i); !fresh) {
       const auto first = "nodes[" + std::to_string(it->second + 1) + "]";
       st.add(p + ".name", "duplicate node name \"" + n.name + "\" (also " + first + " at line "
@@ -85,7 +76,6 @@ void check_nodes(cluster_config& c, parse_state& st) {
     if (has_space(n.ssh))
       st.add(p + ".ssh", "expected an ssh target like user@host");
     check_workers(n.workers, p + ".workers", st);
-    workers += n.workers.count;
   }
   if (c.router_node.empty()) {
     st.add("cluster.router_node", "missing: name the node that runs the router and the gateway");
@@ -95,8 +85,7 @@ void check_nodes(cluster_config& c, parse_state& st) {
       names += (names.empty() ? "" : ", ") + n;
     st.add("cluster.router_node", "no node named \"" + c.router_node + "\" (nodes: " + names + ")");
   }
-  if (workers == 0)
-    st.add("nodes", "no workers on any node");
+  // A file with no worker at all is an elastic cluster: worker nodes join it (node --join).
   // Nodes on other machines reach the router node at its host: it cannot be a loopback name.
   if (const auto* r = c.find(c.router_node); r && host_key(r->host) == "loopback") {
     for (std::size_t i = 0; i < c.nodes.size(); ++i)
@@ -195,6 +184,12 @@ void check_paths(const cluster_config& c, parse_state& st) {
   need_file(st, "security.nodes.certificate", c.tls.certificate, "certificate");
   need_file(st, "security.nodes.key", c.tls.key, "key file");
   need_file(st, "security.nodes.ca_file", c.tls.ca_file, "CA file");
+  if (!c.tls.join_token_file.empty()) {
+    std::string why;
+    read_join_token(c.tls.join_token_file, why);
+    if (!why.empty())
+      st.add("security.nodes.join_token_file", why);
+  }
   for (std::size_t i = 0; i < c.nodes.size(); ++i) {
     const auto p = "nodes[" + std::to_string(i + 1) + "]";
     need_file(st, p + ".tls_certificate", c.nodes[i].tls_certificate, "certificate");
@@ -219,6 +214,8 @@ void check_paths(const cluster_config& c, parse_state& st) {
 } // namespace
 
 void check_config(cluster_config& c, parse_state& st) {
+  if (c.model_dir.empty() && !st.reported("cluster.model_dir") && !st.opts.default_model_dir.empty())
+    c.model_dir = st.opts.default_model_dir;
   if (c.model_dir.empty() && !st.reported("cluster.model_dir"))
     st.add("cluster.model_dir", "missing: the model directory every worker loads");
   if (c.name.empty())

@@ -172,6 +172,7 @@ void read_security(toml_reader& r, cluster_config& c, parse_state& st) {
     nr.set_path("key", c.tls.key);
     nr.set_path("ca_file", c.tls.ca_file);
     nr.set("passphrase", c.tls.passphrase);
+    nr.set_path("join_token_file", c.tls.join_token_file);
     nr.finish();
   }
   r.finish();

@@ -71,6 +71,16 @@ caf::expected<actors::router_actor> connect_router(caf::actor_system& sys, const
   return out;
 }
 
+std::string join_token_of(const cluster_config& cfg) {
+  if (cfg.tls.join_token_file.empty())
+    return {};
+  std::string why;
+  auto token = read_join_token(cfg.tls.join_token_file, why);
+  if (!why.empty())
+    throw std::runtime_error(why);
+  return token;
+}
+
 worker::worker_settings worker_settings_for(const cluster_config& cfg, const worker_group& g) {
   auto s = g.settings;
   s.model_dir = cfg.model_dir;
@@ -99,6 +109,7 @@ router::router_config router_config_for(const cluster_config& cfg) {
     r.adapter_roots = {cfg.adapter_dir};
   r.max_adapter_rank = cfg.router_cfg.max_adapter_rank;
   r.prefetch_copies = cfg.router_cfg.prefetch_copies;
+  r.join_token = join_token_of(cfg);
   // The model's context window and vocabulary: every request is validated against them once.
   const auto model = worker::model_limits(worker_settings_for(cfg, cfg.router().workers));
   r.limits.context_window = model.context_window;

@@ -50,6 +50,10 @@ caf::expected<std::uint16_t> publish_router(caf::actor_system& sys, const actors
 caf::expected<actors::router_actor> connect_router(caf::actor_system& sys, const cluster_config& cfg,
                                                    bool tls, std::chrono::milliseconds timeout);
 
+/// The cluster's join token ([security.nodes] join_token_file), or "" without one; throws
+/// std::runtime_error naming the file when it is refused.
+std::string join_token_of(const cluster_config& cfg);
+
 /// The settings of one worker of `group` (model, tokenizer and adapters from the cluster).
 worker::worker_settings worker_settings_for(const cluster_config& cfg, const worker_group& group);
 

@@ -28,8 +28,9 @@ caf::behavior worker_count_logger(caf::event_based_actor* self, actors::router_a
         .then(
           [=](const actors::router_stats& rs) {
             if (rs.workers != *last)
-              log("workers registered: " + std::to_string(rs.workers) + " of "
-                  + std::to_string(expected) + (rs.workers < *last ? " (lost some)" : ""));
+              log("workers registered: " + std::to_string(rs.workers)
+                  + (expected > 0 ? " of " + std::to_string(expected) + " in the config" : " (joined)")
+                  + (rs.workers < *last ? " (lost some)" : ""));
             *last = rs.workers;
           },
           [](const caf::error&) {});
@@ -60,6 +61,8 @@ struct router_node::impl {
 router_node::router_node(const cluster_config& cfg, const node_config& self, log_fn log)
     : impl_(std::make_unique<impl>(cfg, self, std::move(log))) {
   auto& st = *impl_;
+  if (auto why = check_router_exposure(cfg); !why.empty())
+    throw std::runtime_error(why);
   st.router = router::spawn_router(st.sys, router_config_for(cfg));
   auto p = publish_router(st.sys, st.router, cfg, st.sys_cfg.tls());
   if (!p) {
@@ -81,6 +84,7 @@ router_node::router_node(const cluster_config& cfg, const node_config& self, log
       actors::worker_options o;
       o.name = self.name + "/" + std::to_string(i + 1);
       o.report_interval = self.workers.report_interval;
+      o.join_token = join_token_of(cfg);
       st.workers.push_back(actors::spawn_worker(st.sys, actors::backend_of(st.runtimes[i]), st.router, o));
     }
     st.gw = std::make_unique<gateway::zmq_gateway>(st.sys, st.router, gateway_options_for(cfg));

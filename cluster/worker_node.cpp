@@ -1,5 +1,7 @@
 #include "cluster/worker_node.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -16,7 +18,10 @@ namespace lf::cluster {
 
 namespace {
 using clock = std::chrono::steady_clock;
-}
+
+/// A worker's name: its node's and its number ("w1/2"), the router's key for it.
+std::string worker_name(const std::string& node, std::size_t i) { return node + "/" + std::to_string(i + 1); }
+} // namespace
 
 struct worker_node::impl {
   const cluster_config& cfg;
@@ -26,12 +31,18 @@ struct worker_node::impl {
   caf::actor_system sys{sys_cfg};
   std::vector<std::shared_ptr<worker::worker_runtime>> runtimes;
 
-  std::mutex m;
+  std::string join_token;  ///< sent with every registration
+  /// Worker actors the router has accepted and that still run (worker_options::registered).
+  std::shared_ptr<std::atomic<int>> registered = std::make_shared<std::atomic<int>>(0);
+
+  mutable std::mutex m;
   std::condition_variable cv;
   bool stopping = false;
 
-  impl(const cluster_config& c, const node_config& s, log_fn l)
-      : cfg(c), self(s), log(std::move(l)), sys_cfg(c, s) {}
+  std::chrono::milliseconds drain_limit;
+
+  impl(const cluster_config& c, const node_config& s, log_fn l, std::chrono::milliseconds drain)
+      : cfg(c), self(s), log(std::move(l)), sys_cfg(c, s), join_token(join_token_of(c)), drain_limit(drain) {}
 
   /// Waits `d` or until stop(); true when stopping.
   bool wait(std::chrono::milliseconds d) {
@@ -64,10 +75,12 @@ bool worker_node::impl::serve(const actors::router_actor& router, backoff& retry
       if (!respawn_at[i] || clock::now() < *respawn_at[i])
         continue;
       actors::worker_options o;
-      o.name = self.name + "/" + std::to_string(i + 1);
+      o.name = worker_name(self.name, i);
       if (!why[i].empty())
         log("worker " + o.name + " ended (" + why[i] + "); starting it again");
       o.report_interval = self.workers.report_interval;
+      o.join_token = join_token;
+      o.registered = registered;
       workers[i] = actors::spawn_worker(sys, actors::backend_of(runtimes[i]), router, o);
       me->monitor(workers[i]);
       respawn_at[i].reset();
@@ -94,14 +107,15 @@ bool worker_node::impl::serve(const actors::router_actor& router, backoff& retry
   if (!lost) {
     // Leaving on purpose: ask the router to move this node's running requests to other workers
     // (they continue exactly there) before the workers go, so no client sees this node leave.
-    me->request(router, std::chrono::seconds(5), actors::drain_atom::value, self.name)
+    me->request(router, std::min<std::chrono::milliseconds>(drain_limit, std::chrono::seconds(5)) + std::chrono::seconds(1),
+                actors::drain_atom::value, self.name)
       .receive(
         [&](std::uint32_t drained, std::uint32_t moved) {
           log("drained: " + std::to_string(drained) + " worker(s), " + std::to_string(moved)
               + " request(s) moving to other workers");
           // The moving requests leave with their K/V (worker_moved, sent by the serving loops):
           // give the loops a moment to let them go before the workers end.
-          const auto limit = clock::now() + std::chrono::seconds(5);
+          const auto limit = clock::now() + drain_limit;
           auto busy = [&] {
             for (auto& rt : runtimes) {
               const auto l = rt->loop().load();
@@ -121,8 +135,9 @@ bool worker_node::impl::serve(const actors::router_actor& router, backoff& retry
   return lost;
 }
 
-worker_node::worker_node(const cluster_config& cfg, const node_config& self, log_fn log)
-    : impl_(std::make_unique<impl>(cfg, self, std::move(log))) {
+worker_node::worker_node(const cluster_config& cfg, const node_config& self, log_fn log,
+                         std::chrono::milliseconds drain_limit)
+    : impl_(std::make_unique<impl>(cfg, self, std::move(log), drain_limit)) {
   auto& st = *impl_;
   st.log("loading " + std::to_string(self.workers.count) + " worker(s) from " + cfg.model_dir);
   st.runtimes = load_workers(cfg, self.workers, self.workers.count);
@@ -140,6 +155,38 @@ void worker_node::stop() {
     impl_->stopping = true;
   }
   impl_->cv.notify_all();
+}
+
+bool worker_node::ready() const {
+  auto& st = *impl_;
+  {
+    std::lock_guard<std::mutex> lk(st.m);
+    if (st.stopping)
+      return false;
+  }
+  return !st.runtimes.empty() && st.registered->load() == static_cast<int>(st.runtimes.size());
+}
+
+std::vector<worker_gauges> worker_node::gauges() const {
+  std::vector<worker_gauges> out;
+  for (std::size_t i = 0; i < impl_->runtimes.size(); ++i) {
+    const auto l = impl_->runtimes[i]->loop().load();
+    worker_gauges g;
+    g.name = worker_name(impl_->self.name, i);
+    g.waiting = l.waiting;
+    g.running = l.running;
+    g.free_blocks = l.free_blocks;
+    g.total_blocks = l.total_blocks;
+    g.running_adapters = l.running_adapters;
+    g.waiting_adapters = l.waiting_adapters;
+    g.max_adapters = impl_->self.workers.settings.max_adapters;
+    g.finished = l.finished;
+    g.failed = l.failed;
+    g.cancelled = l.cancelled;
+    g.preemptions = l.preemptions;
+    out.push_back(std::move(g));
+  }
+  return out;
 }
 
 void worker_node::run() {

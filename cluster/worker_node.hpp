@@ -14,10 +14,13 @@
 /// restarts loads nothing again.
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cluster/node_system.hpp"
+#include "cluster/node_metrics.hpp"
 
 namespace lf::cluster {
 
@@ -25,7 +28,10 @@ namespace lf::cluster {
 class worker_node {
 public:
   /// Loads the node's workers (throws std::runtime_error naming the file on a bad model).
-  worker_node(const cluster_config& cfg, const node_config& self, log_fn log);
+  /// `drain_limit`: on stop(), how long the serving loops get to hand their moving requests over
+  /// (with their K/V) before the workers end.
+  worker_node(const cluster_config& cfg, const node_config& self, log_fn log,
+              std::chrono::milliseconds drain_limit = std::chrono::seconds(5));
   ~worker_node();
   worker_node(const worker_node&) = delete;
   worker_node& operator=(const worker_node&) = delete;
@@ -36,6 +42,11 @@ public:
   void stop();
   /// How many times the node has connected to the router so far.
   std::uint32_t connections() const noexcept { return connections_.load(); }
+  /// Takes work: every worker registered with the router and the node not stopping (a node's
+  /// /ready; false while connecting, cut off from the router, or draining). Thread-safe.
+  bool ready() const;
+  /// Each worker's load now, in worker order (a node's /metrics). Thread-safe.
+  std::vector<worker_gauges> gauges() const;
 
 private:
   struct impl;

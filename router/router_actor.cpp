@@ -9,6 +9,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "core/api_keys.hpp"
 #include "core/log.hpp"
 #include "router/router_state.hpp"
 
@@ -53,11 +54,29 @@ router_state::~router_state() {
 
 caf::result<actors::worker_id> router_state::add_worker(actors::worker_actor handle,
                                                        actors::register_worker info) {
+  if (!cfg_.join_token.empty() && !auth::constant_time_equal(info.join_token, cfg_.join_token)) {
+    log::warn("router", "worker refused", {{"worker", info.name}, {"reason", "wrong or missing join token"}});
+    return actors::make_serve_error(serve_errc::unauthenticated,
+                                    "worker " + info.name + ": wrong or missing join token (--join-token-file)");
+  }
+  info.join_token.clear();  // kept nowhere
   for (auto& [id, w] : workers_)
     if (w.handle == handle) {
       replay_adapters(w);  // back after a partition: it may have missed events
       prefix_.resync(id);  // its prefix cache too: its registration's answer brings a snapshot
       return id;  // registered twice (e.g. a retry): same id
+    }
+  // A node that comes back under the same name (a replaced pod, a restarted process whose old
+  // connection has not timed out yet) replaces its old entry: the old worker's requests move
+  // now, as if it were lost, instead of waiting for the heartbeat timeout.
+  for (auto it = workers_.begin(); it != workers_.end(); ++it)
+    if (it->second.info.name == info.name) {
+      auto old = it->second.handle;
+      self_->demonitor(old.address());
+      log::info("router", "worker replaced", {{"worker", info.name}, {"wid", it->first.value()}});
+      worker_lost(it->second, caf::make_error(caf::sec::runtime_error, "replaced by a worker of the same name"));
+      caf::anon_send_exit(old, caf::exit_reason::user_shutdown);  // a late old worker stops too
+      break;
     }
   const auto& l = cfg_.limits;
   if ((l.context_window > 0 && info.context_window < l.context_window)

@@ -104,6 +104,10 @@ struct router_config {
   /// Workers an added or updated adapter is loaded on at once, in the background (0: none; the
   /// first request loads it).
   std::uint32_t prefetch_copies = 1;
+  /// A worker's registration must carry this token ([security.nodes] join_token_file, compared
+  /// in constant time); empty: no token is asked (the node's CAF port is then on loopback only,
+  /// or behind mutual TLS: cluster/config_check.cpp refuses anything else).
+  std::string join_token;
 };
 
 /// Where an accepted request is.

@@ -127,6 +127,9 @@ struct load_report {
   speculation_stats speculation;
   /// The draft model's K/V pool (zeros without a draft model): blocks free and in all.
   std::uint32_t draft_free_blocks = 0, draft_total_blocks = 0;
+  /// Adapters of the running and of the waiting requests, each name once, sorted (vLLM's
+  /// lora_requests_info gauge).
+  std::vector<std::string> running_adapters, waiting_adapters;
 };
 
 /// See the file comment.

@@ -266,6 +266,18 @@ bool serving_loop::start_static_batch() {
 
 void serving_loop::publish_load() {
   auto l = sched_.get_load();
+  // Which adapters run and wait (sorted, once each); nothing to do for base-model requests.
+  const auto adapters_of = [this](const std::vector<cache::seq_id>& seqs) {
+    std::vector<std::string> names;
+    for (auto s : seqs)
+      if (auto it = live_.find(request_id{s.value()}); it != live_.end() && !it->second->req.adapter().empty())
+        names.push_back(it->second->req.adapter());
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    return names;
+  };
+  auto running_adapters = adapters_of(sched_.running());
+  auto waiting_adapters = adapters_of(sched_.waiting());
   auto st = blocks_.get_stats();
   auto ad = adapters_ ? adapters_->stats() : cache::adapter_cache_stats{};
   std::lock_guard<std::mutex> g(mtx_);
@@ -278,6 +290,8 @@ void serving_loop::publish_load() {
   load_.prefix_hit_rate = st.hit_rate();
   load_.preemptions = l.preemptions;
   load_.adapters = ad;
+  load_.running_adapters = std::move(running_adapters);
+  load_.waiting_adapters = std::move(waiting_adapters);
   if (draft_) {
     load_.draft_free_blocks = draft_->free_blocks();
     load_.draft_total_blocks = draft_->num_blocks();
