@@ -55,7 +55,7 @@ int cmd_generate(int argc, char** argv) {
   args a(argc, argv, 2, {"no-kv-cache", "ignore-eos", "quiet"});
   auto dir = a.str("model", default_model_dir());
   if (dir.empty())
-    throw std::invalid_argument("--model DIR is needed (no default model in " LF_MODELS_DIR "/default)");
+    throw std::invalid_argument("--model DIR is needed (no default model in " + models_dir() + "/default)");
   auto prompts = a.all("prompt");
   if (prompts.empty())
     throw std::invalid_argument("missing required --prompt");

@@ -19,59 +19,51 @@
 #include "cluster/endpoints.hpp"
 #include "cluster/launcher.hpp"
 #include "cluster/router_node.hpp"
-#include "cluster/worker_node.hpp"
+#include "gateway/host_port.hpp"
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
 #include "tools/log_flags.hpp"
+#include "tools/node_run.hpp"
 
 namespace lf::tools {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-/// The node's own progress lines, through the structured logger (component "node").
-void log_line(const std::string& line) { log::info("node", line); }
-
-std::string config_arg(args& a, const char* usage) {
-  if (a.positional().size() != 1)
-    throw std::invalid_argument(std::string("usage: ") + usage);
-  return a.positional()[0];
-}
-
-/// Blocks the stop signals in this thread (and every thread started later); sigwait takes them.
-sigset_t block_stop_signals() {
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGTERM);
-  sigaddset(&sigs, SIGHUP);  // an ssh session that ends
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  return sigs;
-}
-
-const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP"; }
-
-} // namespace
 
 int cmd_node(int argc, char** argv) {
+  // Blocked before any thread starts, so that sigwait (and nothing else) takes them.
+  auto sigs = block_stop_signals();
+  for (int i = 2; i < argc; ++i)
+    if (std::string(argv[i]) == "--join")
+      return cmd_node_join(argc, argv, sigs);
   args a(argc, argv, 2);
-  const auto path = config_arg(a, "lorafleet node CONFIG --name NODE [--drain-timeout S] [--ready-file PATH] [--log-level L] [--log-format text|json]");
+  const auto path = config_arg(a, "lorafleet node CONFIG --name NODE [--drain-timeout S] [--ready-file PATH] "
+                                  "[--probe-listen HOST:PORT] [--log-level L] [--log-format text|json]\n"
+                                  "       lorafleet node --join HOST:PORT [--name NAME] [worker flags] (lorafleet node --help)");
   const auto name = a.required("name");
   const auto drain = std::chrono::seconds(a.integer_in("drain-timeout", 10, 0, 86400));
   const auto ready_file = a.str("ready-file");
+  const auto probe_listen = a.str("probe-listen");
   const auto logs = log_settings_from(a, "info", name);
+  a.defer_check();
   a.finish();
-  log::configure(logs);
-  const auto cfg = cluster::load_cluster_config(path);
+  cluster::load_options lo;
+  lo.default_model_dir = default_model_dir();
+  const auto cfg = cluster::load_cluster_config(path, lo);
   const auto* node = cfg.find(name);
   if (!node) {
     std::string names;
     for (const auto& n : cfg.nodes)
       names += (names.empty() ? "" : ", ") + n.name;
-    throw std::invalid_argument("no node named \"" + name + "\" in " + path + " (nodes: " + names + ")");
+    throw std::invalid_argument("no node named \"" + name + "\" in " + path + " (nodes: " + names
+                                + "); a worker node the file does not name joins with --join HOST:PORT");
   }
-  auto sigs = block_stop_signals();
+  if (std::string why; !probe_listen.empty() && !gateway::parse_host_port(probe_listen, &why))
+    throw std::invalid_argument("--probe-listen: " + why);
+  if (auto why = cluster::check_router_exposure(cfg); !why.empty() && name == cfg.router_node)
+    throw std::invalid_argument(path + ": " + why);
+  args::checkpoint();
+  log::configure(logs);
   int sig = 0;
   if (name == cfg.router_node) {
     log_line("router node \"" + name + "\" of cluster \"" + cfg.name + "\" starting");
@@ -91,25 +83,7 @@ int cmd_node(int argc, char** argv) {
     return 0;
   }
   log_line("worker node \"" + name + "\" of cluster \"" + cfg.name + "\" starting");
-  cluster::worker_node wn(cfg, *node, log_line);
-  std::promise<void> finished;
-  auto done = finished.get_future();
-  std::thread runner([&] {
-    wn.run();
-    finished.set_value();
-  });
-  sigwait(&sigs, &sig);
-  log_line(std::string(signal_name(sig)) + ": stopping");
-  wn.stop();
-  // run() returns within a connect attempt's timeout; past that, something is stuck.
-  const auto limit = std::max<std::chrono::milliseconds>(std::chrono::seconds(10), 2 * cfg.heartbeat_timeout);
-  if (done.wait_for(limit) != std::future_status::ready) {
-    log_line("still stopping after " + std::to_string(limit.count()) + " ms: exiting anyway");
-    std::_Exit(1);
-  }
-  runner.join();
-  log_line("stopped");
-  return 0;
+  return run_worker_node(cfg, *node, {probe_listen, drain, ready_file}, sigs);
 }
 
 int cmd_launch(int argc, char** argv) {

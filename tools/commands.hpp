@@ -10,14 +10,18 @@ class tokenizer;
 
 namespace lf::tools {
 
-/// Default tokenizer directory (vocab.json + merges.txt shipped in the repository's models/).
-const char* default_tokenizer_dir();
+/// Where the program's models lie: $LORAFLEET_MODELS_DIR, else BIN/../share/lorafleet/models
+/// next to an installed program (the container image), else the source tree's models/.
+std::string models_dir();
+
+/// Default tokenizer directory (vocab.json + merges.txt under models_dir()).
+std::string default_tokenizer_dir();
 
 /// The model directory's own tokenizer (vocab.json, merges.txt), else the repository's.
 text::tokenizer tokenizer_for(const std::string& model_dir);
 
-/// The repository's default model and adapter directories (models/default, models/adapters);
-/// empty strings when absent.
+/// The default model and adapter directories (models_dir()'s default/, adapters/); empty strings
+/// when absent.
 std::string default_model_dir();
 std::string default_adapter_dir();
 

@@ -65,10 +65,18 @@ commands:
               the router's drain_kv is "recompute"); the node may then leave
   undrain     NODE [--endpoint EP] [--server-key KEY|FILE] [--client-key DIR/NAME]
               undo a drain: NODE's drained workers (or worker NODE/N) take requests again
-  node        CONFIG --name NODE [--drain-timeout S] [--ready-file PATH] [--log-level L]
-              [--log-format text|json]
+  node        CONFIG --name NODE [--drain-timeout S] [--ready-file PATH] [--probe-listen HOST:PORT]
+              [--log-level L] [--log-format text|json]
               run one node of a cluster config (docs/cluster.md): the router node (router +
               gateway + its workers) or a worker node (connects to the router node, reconnects)
+              --join HOST:PORT [--name NAME ($HOSTNAME)] [serve's worker flags: --model DIR
+              --adapters DIR --workers N --threads N --dtype D --kv-cache-mb MB --max-seqs N ...]
+              [--probe-listen HOST:PORT] [--join-token-file F] [--tls-ca F --tls-cert F --tls-key F]
+              [--heartbeat-interval-ms N] [--heartbeat-timeout-ms N] [--drain-timeout S]
+              a worker node that joins a running cluster at its router's CAF port (a DNS name may
+              resolve late: retried with backoff); --probe-listen serves /health, /ready and
+              /metrics (vllm:* gauges); SIGTERM: /ready 503, drain (requests move), exit 0.
+              LF_CHECK_ARGS=1 in the environment: check the arguments and exit (any command)
   launch      CONFIG [--dry-run] [--ready-file PATH] [--log-level L] [--log-format text|json]
               start the config's local nodes as processes (passing the log flags on),
               wait for every worker, print the client endpoint; Ctrl-C stops them all

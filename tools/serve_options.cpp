@@ -15,24 +15,23 @@ namespace lf::tools {
 namespace fs = std::filesystem;
 
 std::string default_model_dir() {
-  const std::string d = LF_MODELS_DIR "/default";
+  const auto d = models_dir() + "/default";
   return fs::exists(d + "/config.json") ? d : std::string{};
 }
 
 std::string default_adapter_dir() {
-  const std::string d = LF_MODELS_DIR "/adapters";
+  const auto d = models_dir() + "/adapters";
   return fs::is_directory(d) ? d : std::string{};
 }
 
-cluster::cluster_settings cluster_settings_from(args& a, const std::string& adapter_dir_flag) {
-  cluster::cluster_settings s;
+worker::worker_settings worker_settings_from(args& a, const std::string& adapter_dir_flag, std::uint32_t& workers) {
+  worker::worker_settings w;
   const worker::worker_settings defaults;  // the one set of worker defaults
-  auto& w = s.worker;
   w.model_dir = a.str("model", default_model_dir());
   if (w.model_dir.empty())
-    throw std::invalid_argument("--model DIR is needed (no default model in " LF_MODELS_DIR "/default)");
+    throw std::invalid_argument("--model DIR is needed (no default model in " + models_dir() + "/default)");
   w.adapter_dir = a.str(adapter_dir_flag, a.has("model") ? std::string{} : default_adapter_dir());
-  s.workers = static_cast<std::uint32_t>(a.integer_in("workers", 1, 1, 64));
+  workers = static_cast<std::uint32_t>(a.integer_in("workers", 1, 1, 64));
   // 0 (the default) becomes each worker's share of the cores in resolve_for_process.
   w.threads = static_cast<int>(a.integer_in("threads", defaults.threads, 0, 256));
   // A GPU computes in f32: its dtype defaults follow the device.
@@ -80,7 +79,16 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
   w.adapter_cache_mb = static_cast<std::size_t>(
     a.integer_in("adapter-cache-mb", static_cast<std::int64_t>(defaults.adapter_cache_mb), 1, 1 << 20));
   w.max_adapters = static_cast<std::uint32_t>(a.integer_in("max-adapters", defaults.max_adapters, 1, 1 << 20));
-  w = worker::resolve_for_process(std::move(w), s.workers);
+  w = worker::resolve_for_process(std::move(w), workers);
+  if (auto err = worker::check_settings(w); !err.empty())
+    throw std::invalid_argument(err);
+  return w;
+}
+
+cluster::cluster_settings cluster_settings_from(args& a, const std::string& adapter_dir_flag) {
+  cluster::cluster_settings s;
+  s.worker = worker_settings_from(a, adapter_dir_flag, s.workers);
+  const auto& w = s.worker;
   const auto policy = a.str("policy", "cache_aware");  // the default: docs/benchmarks.md, "Cache-aware routing"
   auto p = router::parse_placement_policy(policy);
   if (!p)
@@ -157,8 +165,6 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
   if (auto err = gateway::check_tls_paths(s.http.tls, "--tls-cert", "--tls-key"); !err.empty())
     throw std::invalid_argument(err);
   if (auto err = gateway::check_tls_files(s.http.tls); !err.empty())
-    throw std::invalid_argument(err);
-  if (auto err = worker::check_settings(s.worker); !err.empty())
     throw std::invalid_argument(err);
   return s;
 }

@@ -26,4 +26,9 @@ namespace lf::tools {
 /// `loadtest --self-host`, whose --adapters is the request mix.
 cluster::cluster_settings cluster_settings_from(args& a, const std::string& adapter_dir_flag = "adapters");
 
+/// The worker flags of the list above alone (--model ... --max-adapters, --workers into
+/// `workers`), checked (worker::check_settings), threads resolved for `workers` per process: what
+/// serve and `node --join` share.
+worker::worker_settings worker_settings_from(args& a, const std::string& adapter_dir_flag, std::uint32_t& workers);
+
 } // namespace lf::tools
