@@ -48,9 +48,15 @@ proto::stats_reply flatten_stats(const actors::router_stats& rs, std::size_t gat
   }
   // Each worker's state by number (core/worker_state.hpp: 0 serving, 1 draining, 2 drained,
   // 3 lost); lost workers keep a row with their state only.
+  // and its name as a key of its own ("worker.N.name:pod-a/1" = 1; stats carry numbers only), so
+  // `lorafleet status` shows which node joined.
   for (const auto& m : rs.metrics)
-    if (m.wid.value() != 0)
-      v["worker." + std::to_string(m.wid.value()) + ".state"] = static_cast<double>(m.state);
+    if (m.wid.value() != 0) {
+      const auto p = "worker." + std::to_string(m.wid.value()) + ".";
+      v[p + "state"] = static_cast<double>(m.state);
+      if (p.size() + 5 + m.name.size() <= proto::max_name_bytes)
+        v[p + "name:" + m.name] = 1;
+    }
   // Adapter residency: "adapter.NAME.resident" (workers holding it now), ".loads" (loads over
   // every worker, reloads after evictions included) and ".last_load_ms" (the slowest worker's
   // last load). Names whose keys would pass the protocol's name limit, and adapters past the

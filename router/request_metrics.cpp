@@ -17,6 +17,16 @@ worker_measures& request_metrics::of(actors::worker_id w) {
 
 void request_metrics::name(actors::worker_id w, std::string name) { of(w).name = std::move(name); }
 
+void request_metrics::departed(actors::worker_id w, std::size_t keep) {
+  if (w.value() == 0)
+    return;
+  departed_.push_back(w);
+  while (departed_.size() > keep) {
+    by_worker_.erase(departed_.front());
+    departed_.pop_front();
+  }
+}
+
 void request_metrics::count_error(actors::worker_id w, serve_errc code) {
   ++of(w).m.errors[std::string(to_string(code))];
 }

@@ -2,9 +2,11 @@
 /// The router's measurements of the requests it serves, per worker: what the clients saw
 /// (finish reasons, errors, tokens, queue / first-token / per-token / end-to-end latencies).
 /// Pure C++ (no CAF); the times are passed in. Worker 0 (an invalid id) holds the requests that
-/// ended before reaching a worker; a worker's entry stays after the worker is gone.
+/// ended before reaching a worker; a worker's entry stays after the worker is gone, for the last
+/// `keep` departed workers (an elastic cluster whose pods come and go must not grow without end).
 
 #include <chrono>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -44,6 +46,11 @@ public:
   void count_done(actors::worker_id w, std::string_view finish_reason, const finished_request& f,
                   const request_milestones& t, clock::time_point now);
 
+  /// Worker `w` is gone (lost, stopped, replaced): its entry stays while it is one of the last
+  /// `keep` departed workers, then it is forgotten (its series leave /metrics; the router's
+  /// totals keep counting).
+  void departed(actors::worker_id w, std::size_t keep = 64);
+
   /// Every entry, by worker id (worker 0 first, when it exists).
   const std::map<actors::worker_id, worker_measures>& all() const noexcept { return by_worker_; }
 
@@ -51,6 +58,7 @@ private:
   worker_measures& of(actors::worker_id w);
 
   std::map<actors::worker_id, worker_measures> by_worker_;
+  std::deque<actors::worker_id> departed_;  ///< oldest first
 };
 
 } // namespace lf::router

@@ -249,6 +249,7 @@ void router_state::worker_lost(worker_entry& dead, const caf::error& reason) {
   auto wid = dead.id;
   const auto name = dead.info.name;
   workers_.erase(wid);  // first, so nothing below is placed on it again
+  metrics_.departed(wid);
   placement_.remove(wid);
   prefix_.remove(wid);  // what its cache held goes at once
   note_availability();  // before the moves: with no worker left they wait at most max_queue_wait

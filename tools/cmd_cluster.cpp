@@ -165,7 +165,11 @@ int cmd_status(int argc, char** argv) {
   std::cout << endpoint << ": ping " << rtt->count() / 1000.0 << " ms\n";
   std::map<std::string, std::map<std::string, double>> groups;
   for (const auto& [k, v] : *st) {
+    // "worker.N.FIELD": a worker's name (its key "worker.N.name:NAME") may hold dots.
     auto dot = k.rfind('.');
+    if (k.rfind("worker.", 0) == 0)
+      if (auto second = k.find('.', 7); second != std::string::npos)
+        dot = second;
     groups[k.substr(0, dot)][k.substr(dot + 1)] = v;
   }
   for (const auto& [g, kv] : groups) {
@@ -173,7 +177,9 @@ int cmd_status(int argc, char** argv) {
     for (const auto& [k, v] : kv) {
       // A worker's state travels as its number (stats are numbers); print its name.
       const auto state = static_cast<int>(v);
-      if (k == "state" && state >= 0 && state <= static_cast<int>(last_worker_state) && state == v)
+      if (k.rfind("name:", 0) == 0)
+        std::cout << " name=" << k.substr(5);
+      else if (k == "state" && state >= 0 && state <= static_cast<int>(last_worker_state) && state == v)
         std::cout << " state=" << to_string(static_cast<worker_state>(state));
       else
         std::cout << " " << k << "=" << v;

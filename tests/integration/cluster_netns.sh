@@ -48,11 +48,16 @@ nsenter -t "$holder" -n ip addr add 10.77.0.2/24 dev lfb
 nsenter -t "$holder" -n ip link set lfb up
 
 "$bin" make-model --out "$tmp/model" --layers 2 --heads 4 --embd 64 --context 256 --seed 1 > /dev/null
+# The router's CAF port is on a non-loopback address: a join token is required there.
+head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$tmp/join.token"
+chmod 600 "$tmp/join.token"
 cat > "$tmp/cluster.toml" <<EOF
 [cluster]
 name = "netns"
 router_node = "head"
 model_dir = "model"
+[security.nodes]
+join_token_file = "join.token"
 [gateway]
 listen = "tcp://127.0.0.1:5555"
 [heartbeat]

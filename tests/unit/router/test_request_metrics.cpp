@@ -49,3 +49,23 @@ TEST_CASE("request metrics: errors and finished requests per worker", "[request_
   CHECK(w.m.ttft_seconds.count == 1);
   CHECK(w.m.queue_seconds.count == 2);
 }
+
+TEST_CASE("request metrics: departed workers are kept up to a bound, oldest forgotten first", "[request_metrics]") {
+  request_metrics m;
+  m.count_error(worker_id{0}, lf::serve_errc::overloaded);
+  for (std::uint32_t w = 1; w <= 5; ++w) {
+    m.name(worker_id{w}, "pod-" + std::to_string(w) + "/1");
+    m.count_error(worker_id{w}, lf::serve_errc::timeout);
+  }
+  m.departed(worker_id{0}, 2);  // worker 0 is never a worker that leaves
+  for (std::uint32_t w = 1; w <= 4; ++w)
+    m.departed(worker_id{w}, 2);
+  // Pods 1 and 2 left longest ago: forgotten. 3 and 4 are the last two departed; 5 still serves.
+  CHECK(m.all().size() == 4);
+  CHECK(m.all().count(worker_id{0}));
+  CHECK_FALSE(m.all().count(worker_id{1}));
+  CHECK_FALSE(m.all().count(worker_id{2}));
+  CHECK(m.all().at(worker_id{3}).name == "pod-3/1");
+  CHECK(m.all().count(worker_id{4}));
+  CHECK(m.all().count(worker_id{5}));
+}
