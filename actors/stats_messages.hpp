@@ -53,6 +53,10 @@ struct worker_load {
   /// Of the proposals, the tokens a draft model made, and the time it took (ms, cumulative).
   std::uint64_t spec_draft_tokens = 0;
   double spec_draft_ms = 0;
+  /// Adapters of its running and of its waiting requests, each once, sorted; and how many it may
+  /// hold at once (vLLM's lora_requests_info).
+  std::vector<std::string> running_adapters, waiting_adapters;
+  std::uint32_t max_adapters = 0;
 };
 
 template <class Inspector>
@@ -61,7 +65,7 @@ typename Inspector::result_type inspect(Inspector& f, worker_load& x) {
            x.running_tokens, x.free_blocks, x.total_blocks, x.finished, x.failed, x.cancelled,
            x.adapters, x.preemptions, x.adapter_loads, x.servable, x.name, x.paused, x.loads_by_adapter,
            x.adapter_slots_free, x.spec_proposed, x.spec_accepted, x.spec_rows, x.spec_emitted,
-           x.spec_draft_tokens, x.spec_draft_ms);
+           x.spec_draft_tokens, x.spec_draft_ms, x.running_adapters, x.waiting_adapters, x.max_adapters);
 }
 
 /// The router's measurements of the requests one worker served; worker 0 (an invalid id):

@@ -109,6 +109,9 @@ worker_load snapshot(const worker_state& st) {
   if (st.backend.adapter_records)
     w.loads_by_adapter = st.backend.adapter_records();
   w.adapter_loads = l.adapters.loads;
+  w.running_adapters = l.running_adapters;
+  w.waiting_adapters = l.waiting_adapters;
+  w.max_adapters = st.backend.max_adapters;
   w.spec_proposed = l.speculation.proposed;
   w.spec_accepted = l.speculation.accepted;
   w.spec_rows = l.speculation.rows;

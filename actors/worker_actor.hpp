@@ -44,6 +44,7 @@ struct worker_backend {
   std::uint32_t context_window = 0;      ///< prompt + max_tokens at most (registered limit)
   std::uint32_t vocab_size = 0;          ///< token ids below this (registered limit)
   std::uint32_t block_size = 0, max_seqs = 0;
+  std::uint32_t max_adapters = 0;        ///< adapters resident + loading at most (load reports)
   /// Adapters held right now (load reports; adapter_affinity placement); not set => none.
   /// Requests name adapters as strings; the serving loop resolves them (without an adapter
   /// manager every named adapter ends with unknown_adapter).

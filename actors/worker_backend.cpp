@@ -14,6 +14,7 @@ worker_backend backend_of(std::shared_ptr<worker::worker_runtime> rt) {
   b.vocab_size = static_cast<std::uint32_t>(rt->vocab_size());
   b.block_size = rt->block_size();
   b.max_seqs = rt->settings().max_seqs;
+  b.max_adapters = rt->settings().max_adapters;
   auto* raw = rt.get();
   b.loaded_adapters = [raw] { return raw->adapters(); };
   b.servable_adapters = [raw] { return raw->servable_adapters(); };

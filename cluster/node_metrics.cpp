@@ -1,20 +1,13 @@
 #include "cluster/node_metrics.hpp"
 
 #include <algorithm>
-#include <set>
 
 #include "core/prometheus_text.hpp"
+#include "gateway/vllm_metrics.hpp"
 
 namespace lf::cluster {
 
 namespace {
-
-std::string joined(const std::set<std::string>& names) {
-  std::string out;
-  for (const auto& n : names)
-    out += (out.empty() ? "" : ",") + n;
-  return out;
-}
 
 std::uint32_t used(const worker_gauges& w) { return w.total_blocks - std::min(w.free_blocks, w.total_blocks); }
 
@@ -23,29 +16,17 @@ std::uint32_t used(const worker_gauges& w) { return w.total_blocks - std::min(w.
 std::string render_node_metrics(const std::string& model, const std::vector<worker_gauges>& workers, bool ready,
                                 double now_unix_s) {
   prom_writer w;
-  const auto model_label = "model_name=\"" + prom_label(model) + "\"";
-  double waiting = 0, running = 0, used_blocks = 0, total_blocks = 0, max_lora = 0;
-  std::set<std::string> running_adapters, waiting_adapters;
+  gateway::vllm_load load;
   for (const auto& g : workers) {
-    waiting += g.waiting;
-    running += g.running;
-    used_blocks += used(g);
-    total_blocks += g.total_blocks;
-    max_lora += g.max_adapters;
-    running_adapters.insert(g.running_adapters.begin(), g.running_adapters.end());
-    waiting_adapters.insert(g.waiting_adapters.begin(), g.waiting_adapters.end());
+    load.waiting += g.waiting;
+    load.running += g.running;
+    load.used_blocks += used(g);
+    load.total_blocks += g.total_blocks;
+    load.max_lora += g.max_adapters;
+    load.running_adapters.insert(g.running_adapters.begin(), g.running_adapters.end());
+    load.waiting_adapters.insert(g.waiting_adapters.begin(), g.waiting_adapters.end());
   }
-  w.head("vllm:num_requests_waiting", "gauge", "Requests waiting in this node's schedulers.");
-  w.sample("vllm:num_requests_waiting", model_label, waiting);
-  w.head("vllm:num_requests_running", "gauge", "Sequences in this node's running batches.");
-  w.sample("vllm:num_requests_running", model_label, running);
-  w.head("vllm:kv_cache_usage_perc", "gauge", "Fraction of this node's K/V cache blocks in use (0-1).");
-  w.sample("vllm:kv_cache_usage_perc", model_label, total_blocks > 0 ? used_blocks / total_blocks : 0.0);
-  w.head("vllm:lora_requests_info", "gauge", "Adapters of running and waiting requests; the value is the snapshot's time.");
-  w.sample("vllm:lora_requests_info",
-           "running_lora_adapters=\"" + prom_label(joined(running_adapters)) + "\",waiting_lora_adapters=\""
-             + prom_label(joined(waiting_adapters)) + "\",max_lora=\"" + prom_number(max_lora) + "\"",
-           now_unix_s);
+  gateway::write_vllm_gauges(w, model, load, now_unix_s);
   w.head("lorafleet:node_ready", "gauge", "1 while the node takes work (every worker registered, not draining).");
   w.sample("lorafleet:node_ready", "", ready ? 1 : 0);
 

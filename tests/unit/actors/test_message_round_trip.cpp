@@ -69,7 +69,8 @@ LF_FIELDS(request_ended, rids);
 LF_FIELDS(adapter_load_cost, name, loads, last_load_ms, bytes);
 LF_FIELDS(worker_load, wid, waiting, running, waiting_tokens, running_tokens, free_blocks, total_blocks, finished,
           failed, cancelled, adapters, preemptions, adapter_loads, servable, name, paused, loads_by_adapter,
-          adapter_slots_free, spec_proposed, spec_accepted, spec_rows, spec_emitted, spec_draft_tokens, spec_draft_ms);
+          adapter_slots_free, spec_proposed, spec_accepted, spec_rows, spec_emitted, spec_draft_tokens, spec_draft_ms,
+          running_adapters, waiting_adapters, max_adapters);
 LF_FIELDS(worker_metrics, wid, name, live, m, state);
 LF_FIELDS(router_stats, workers, queued, inflight, accepted, overloaded, rejected, completed, failed, cancelled,
           timed_out, replaced, worker_lost, resumed, draining, accepting, kv_shipped, kv_shipped_tokens,
@@ -191,6 +192,9 @@ worker_load load() {
   l.spec_emitted = 40;
   l.spec_draft_tokens = 24;
   l.spec_draft_ms = 12.5;
+  l.running_adapters = {"a@1", "b@2"};
+  l.waiting_adapters = {"c@1"};
+  l.max_adapters = 8;
   return l;
 }
 

@@ -95,6 +95,33 @@ TEST_CASE("Prometheus text: typed metrics, per-worker labels, cumulative buckets
   CHECK(has_line(text, R"(lorafleet:time_to_first_token_seconds_count{worker="node-a/1",worker_id="1"} 3)"));
 }
 
+TEST_CASE("Prometheus text: vLLM's model-server gauges over the router's queue and every worker") {
+  auto rs = sample_stats();
+  rs.queued = 3;
+  rs.loads[0].waiting = 4;
+  rs.loads[0].running_adapters = {"kjv@1"};
+  rs.loads[0].max_adapters = 8;
+  auto second = rs.loads[0];
+  second.wid = actors::worker_id{2};
+  second.name = "node-b/1";
+  second.waiting = 1;
+  second.running = 5;
+  second.free_blocks = 100;
+  second.running_adapters = {"kjv@1", "pirate@2"};
+  second.waiting_adapters = {"styles/x@1"};
+  rs.loads.push_back(second);
+  http_side h;
+  h.model = "gpt2";
+  h.time_ms = 1764300000500;
+  const auto text = render_prometheus(rs, h);
+  CHECK(has_line(text, "# TYPE vllm:num_requests_waiting gauge"));
+  CHECK(has_line(text, R"(vllm:num_requests_waiting{model_name="gpt2"} 8)"));  // 3 queued + 4 + 1
+  CHECK(has_line(text, R"(vllm:num_requests_running{model_name="gpt2"} 7)"));
+  CHECK(has_line(text, R"(vllm:kv_cache_usage_perc{model_name="gpt2"} 0.125)"));  // 25 of 200 blocks
+  CHECK(has_line(text, R"(vllm:lora_requests_info{running_lora_adapters="kjv@1,pirate@2",)"
+                       R"(waiting_lora_adapters="styles/x@1",max_lora="16"} 1764300000.5)"));
+}
+
 TEST_CASE("label values are escaped") {
   auto rs = sample_stats();
   rs.loads[0].name = "a\"b\\c\nd";
