@@ -127,6 +127,10 @@ scored score(cpu_model& m, kernels::kv_type kvt, const std::vector<std::int32_t>
 } // namespace
 
 int main(int argc, char** argv) try {
+  if (auto refusal = lf::kernels::lf_isa_refusal()) {
+    std::cerr << "bench_engine: " << *refusal << "\n";
+    return 2;
+  }
   std::cout << std::unitbuf;  // progress shows as it happens, also when redirected
   lf::tools::args a(argc, argv, 1, {"quick"});
   const int threads = static_cast<int>(a.integer_in("threads", std::max(1u, std::thread::hardware_concurrency()), 1, 256));

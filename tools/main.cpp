@@ -11,6 +11,7 @@
 #include <string>
 
 #include "tools/commands.hpp"
+#include "worker/engine/kernels/kernel_table.hpp"
 #include "tools/run_command.hpp"
 
 namespace {
@@ -200,6 +201,11 @@ int main(int argc, char** argv) {
     }
   if (torch_command(cmd))
     return run_in_train_program(cmd, argv);
+  // A kernel table named by mistake is refused before anything runs (exit 2, as a bad flag).
+  if (auto refusal = lf::kernels::lf_isa_refusal()) {
+    std::cerr << "lorafleet: " << *refusal << "\n";
+    return 2;
+  }
   using lf::tools::run_command;
   const auto run = [&](int (*f)(int, char**)) { return run_command(cmd, [&] { return f(argc, argv); }); };
   if (cmd == "generate")

@@ -18,6 +18,23 @@ expect() {
     failures=$((failures + 1))
   fi
 }
+# LF_ISA naming no table of this build, or one this CPU cannot run: refused at start, naming what runs.
+expect_env() {  # ENV RC SUBSTRING ARGS...
+  local env=$1; shift
+  local rc=$1 want=$2; shift 2
+  local err got
+  err=$(env "$env" timeout 60 "$bin" "$@" 2>&1 >/dev/null); got=$?
+  if [[ $got != "$rc" || $err != *"$want"* ]]; then
+    echo "FAIL: $env lorafleet $*: exit $got (want $rc), stderr: $err (want '$want')"
+    failures=$((failures + 1))
+  fi
+}
+expect_env LF_ISA=nonsense 2 "LF_ISA=nonsense names no kernel table of this build" serve
+expect_env LF_ISA=nonsense 2 "this CPU runs: portable" generate --prompt hi
+case "$(uname -m)" in
+  x86_64) grep -q avx512f /proc/cpuinfo || expect_env LF_ISA=avx512 2 "this CPU cannot run that table (it lacks" serve ;;
+esac
+expect_env LF_ISA=portable 0 "" --help
 expect 2 "--workers must be in [1, 64] (got 0)" serve --workers 0
 expect 2 "--workers expects an integer (got 'x')" serve --workers x
 expect 2 "--workers needs a value" serve --workers

@@ -104,6 +104,22 @@ const kernel_table& active_table() {
 
 std::optional<std::string> lf_isa_problem() { return from_env().problem; }
 
+std::optional<std::string> lf_isa_refusal() {
+  const char* env = std::getenv("LF_ISA");
+  if (env == nullptr || *env == '\0' || from_env().table != nullptr)
+    return std::nullopt;
+  const auto* t = find_table(env);
+  const auto& f = host_features();
+  std::string all;
+  for (const auto* x : all_tables())
+    all += (all.empty() ? "" : " ") + std::string(x->name);
+  return "LF_ISA=" + std::string(env)
+         + (t == nullptr ? " names no kernel table of this build (it has: " + all + ")"
+                         : ": this CPU cannot run that table (it lacks " + missing(*t, f) + ")")
+         + "; this CPU runs: " + runnable_names(f) + " (unset LF_ISA for the best, "
+         + std::string(best_table(f).name) + ")";
+}
+
 void set_active_table(const kernel_table& t) {
   if (const auto m = missing(t, host_features()); !m.empty())
     throw std::invalid_argument("this CPU cannot run the " + std::string(t.name) + " kernels (it lacks " + m + ")");

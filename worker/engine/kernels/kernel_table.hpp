@@ -96,6 +96,12 @@ const kernel_table& active_table();
 /// is unset or followed. For the worker's start-up log.
 std::optional<std::string> lf_isa_problem();
 
+/// A program's start-up check of LF_ISA: nullopt when it is unset or names a table this CPU runs;
+/// otherwise the refusal to print before exiting with status 2 (`lorafleet`, bench_engine,
+/// bench_kernels), naming the value and the tables this CPU runs. A typo must not quietly
+/// measure or serve with another table.
+std::optional<std::string> lf_isa_refusal();
+
 /// Overrides the table (tests, benchmarks). Throws std::invalid_argument if this machine cannot
 /// run it.
 void set_active_table(const kernel_table& t);
