@@ -48,105 +48,101 @@ void router_state::submit(actors::generate_request& req) {
   auto sink = caf::actor_cast<actors::event_sink>(sender);
   auto addr = caf::actor_cast<caf::actor_addr>(sender);
   try {
-    auto key = std::make_pair(addr, req.id.value());
-    if (by_client_.count(key)) {
-      ++counters_.rejected;
-      return reject(sink, req.id, serve_errc::invalid_request,
-                    "request id " + std::to_string(req.id.value()) + " is already in use");
-    }
-    if (avail_.refuses() || avail_.expired(router_clock::now())) {
-      // Nothing would serve it: say so now rather than let it wait for its client's timeout.
-      ++counters_.overloaded;
-      return reject(sink, req.id, serve_errc::no_workers,
-                    workers_.empty()
-                      ? std::string("no worker takes requests: none is registered (every one was lost, "
-                                    "or none came yet); retry when one is")
-                      : "no worker takes requests: the " + std::to_string(workers_.size())
-                          + " live worker(s) are drained (`lorafleet undrain NODE` puts them back)",
-                    no_workers_retry_ms());
-    }
+    const auto now = router_clock::now();
+    const auto key = std::make_pair(addr, req.id.value());
+    if (by_client_.count(key))
+      return refuse(sink, req.id, {serve_errc::invalid_request, "request id " + std::to_string(req.id.value()) + " is already in use"});
+    if (auto no = refuse_in_outage(admission_view_of(req.draft.tenant), now))
+      return refuse(sink, req.id, std::move(*no));  // before validation: no worker, no model known
     if (!req.draft.params.seed)
       req.draft.params.seed = seeds_();  // resumption needs a seed; `done` reports it
     req.draft.tenant_weight = cfg_.tenants.limits_of(req.draft.tenant).weight;
-    if (auto why = pin_adapter(req.draft)) {
-      ++counters_.rejected;
-      return reject(sink, req.id, serve_errc::unknown_adapter, std::move(*why));
-    }
+    if (auto why = pin_adapter(req.draft))
+      return refuse(sink, req.id, {serve_errc::unknown_adapter, std::move(*why)});
     auto checked = validate_request(std::move(req.draft), limits());
-    if (auto* bad = std::get_if<check_failure>(&checked)) {
-      ++(bad->code == serve_errc::overloaded ? counters_.overloaded : counters_.rejected);
-      return reject(sink, req.id, bad->code, std::move(bad->message),
-                    bad->code == serve_errc::overloaded ? cfg_.retry_after_ms : 0);
-    }
+    if (auto* bad = std::get_if<check_failure>(&checked))
+      return refuse(sink, req.id, {bad->code, std::move(bad->message),
+                                   bad->code == serve_errc::overloaded ? cfg_.retry_after_ms : 0});
     auto& valid = std::get<validated_request>(checked);
-    const auto tenant = valid.tenant();
-    const auto prompt_tokens = static_cast<std::uint32_t>(valid.prompt().size());
-    const auto max_tokens = static_cast<std::uint32_t>(valid.params().max_tokens);
-    if (auto why = tenancy_.deadline_refusal({tenant, prompt_tokens, max_tokens, valid.timeout_ms(), valid.ttft_ms()},
-                                             saturated())) {
-      ++counters_.overloaded;
-      return reject(sink, req.id, serve_errc::deadline_unmeetable, std::move(*why));
+    const admission_ask ask{valid.tenant(), static_cast<std::uint32_t>(valid.prompt().size()),
+                            static_cast<std::uint32_t>(valid.params().max_tokens), valid.timeout_ms(), valid.ttft_ms()};
+    cached_tokens cached;
+    const auto decision = admit(ask, admission_view_of(ask.tenant), [&] {
+      cached = cached_of(valid, {});
+      return placement_.choose(valid.adapter(), ask.prompt_tokens, 0.0, cached.tokens, cached.keys);
+    }, now);
+    if (auto* no = std::get_if<admit_refuse>(&decision)) {
+      if (no->code == serve_errc::overloaded)
+        note_adapter_demand(valid.adapter());  // wanted, even if not now
+      return refuse(sink, req.id, std::move(*no));
     }
     note_adapter_demand(valid.adapter());
-    // Admission: straight to a worker if one has room, the tenant is under its in-flight limit
-    // and nobody who may go is waiting; else the queue.
-    std::optional<actors::worker_id> wid;
-    const bool tenant_room = tenancy_.has_room(tenant);
-    cached_tokens cached;
-    if (tenant_room && !queue_.next(eligible())) {
-      cached = cached_of(valid, {});
-      wid = placement_.choose(valid.adapter(), prompt_tokens, 0.0, cached.tokens, cached.keys);
-    }
-    if (!wid && queue_.queued(tenant) >= cfg_.tenants.limits_of(tenant).max_queued) {
-      ++counters_.overloaded;
-      const auto& tl = cfg_.tenants.limits_of(tenant);
-      return reject(sink, req.id, serve_errc::overloaded,
-                    tenant_label(tenant) + " has " + std::to_string(queue_.queued(tenant))
-                      + " requests queued, its limit (max_queued " + std::to_string(tl.max_queued) + ")"
-                      + (tenant_room ? std::string()
-                                     : ", and " + std::to_string(tl.max_inflight) + " in flight (max_inflight)"),
-                    cfg_.retry_after_ms);
-    }
-    if (!wid && queue_.full()) {
-      ++counters_.overloaded;
-      return reject(sink, req.id, serve_errc::overloaded,
-                    "all workers are busy and the admission queue is full ("
-                      + std::to_string(queue_.capacity()) + " requests)",
-                    cfg_.retry_after_ms);
-    }
-    actors::route_id rid{next_rid_++};
-    auto& e = routes_[rid];
-    e.rid = rid;
-    e.client_id = req.id;
-    e.sink = sink;
-    e.sink_addr = addr;
-    e.placing.adapter = valid.adapter();
-    e.placing.cost = cost_of(valid);
-    e.tenancy.tenant = tenant;
-    e.tenancy.prompt_tokens = prompt_tokens;
-    e.tenancy.max_tokens = max_tokens;
-    e.credits = credit_window(req.window);
-    e.times.accepted = router_clock::now();
-    if (const auto timeout = valid.timeout_ms(); timeout > 0) {
-      e.deadline = router_clock::now() + std::chrono::milliseconds(timeout);
-      self_->delayed_send(caf::actor_cast<actors::router_actor>(self_), std::chrono::milliseconds(timeout),
-                          actors::expire_atom::value, rid);
-    }
-    e.req = std::move(valid);
-    by_client_.emplace(key, rid);
-    if (sinks_[addr]++ == 0)
-      self_->monitor(sender);  // the client going away cancels its requests
-    ++counters_.accepted;
-    tenancy_.accepted(e.tenancy);
-    if (wid) {
-      place(e, workers_.at(*wid), cached);
+    auto& e = accept(std::move(valid), req.id, req.window, sink, sender, now);
+    if (auto* to = std::get_if<admit_place>(&decision)) {
+      place(e, workers_.at(to->worker), cached);
     } else {
-      queue_.push(rid, tenant);
+      queue_.push(e.rid, e.tenancy.tenant);
       note_load();
     }
   } catch (const std::exception& ex) {
     reject(sink, req.id, serve_errc::internal, std::string("router: ") + ex.what());
   }
+}
+
+admission_view router_state::admission_view_of(const std::string& tenant) const {
+  admission_view v;
+  v.avail = &avail_;
+  v.tenancy = &tenancy_;
+  v.tenants = &cfg_.tenants;
+  v.live_workers = workers_.size();
+  v.queued_of_tenant = queue_.queued(tenant);
+  v.queue_full = queue_.full();
+  v.queue_capacity = queue_.capacity();
+  v.someone_eligible_waits = queue_.next(eligible()).has_value();
+  v.saturated = saturated();
+  v.retry_after_ms = cfg_.retry_after_ms;
+  v.no_workers_retry_ms = no_workers_retry_ms();
+  return v;
+}
+
+void router_state::refuse(const actors::event_sink& sink, actors::sink_request_id id, admit_refuse why) {
+  // no_workers and deadline_unmeetable count with the overloaded: refused for want of capacity.
+  ++(why.code == serve_errc::overloaded || why.code == serve_errc::no_workers
+         || why.code == serve_errc::deadline_unmeetable
+       ? counters_.overloaded
+       : counters_.rejected);
+  reject(sink, id, why.code, std::move(why.message), why.retry_after_ms);
+}
+
+route_entry& router_state::accept(validated_request valid, actors::sink_request_id id, std::uint32_t window,
+                                  const actors::event_sink& sink, const caf::strong_actor_ptr& sender,
+                                  router_clock::time_point now) {
+  const auto addr = caf::actor_cast<caf::actor_addr>(sender);
+  actors::route_id rid{next_rid_++};
+  auto& e = routes_[rid];
+  e.rid = rid;
+  e.client_id = id;
+  e.sink = sink;
+  e.sink_addr = addr;
+  e.placing.adapter = valid.adapter();
+  e.placing.cost = cost_of(valid);
+  e.tenancy.tenant = valid.tenant();
+  e.tenancy.prompt_tokens = static_cast<std::uint32_t>(valid.prompt().size());
+  e.tenancy.max_tokens = static_cast<std::uint32_t>(valid.params().max_tokens);
+  e.credits = credit_window(window);
+  e.times.accepted = now;
+  if (const auto timeout = valid.timeout_ms(); timeout > 0) {
+    e.deadline = now + std::chrono::milliseconds(timeout);
+    self_->delayed_send(caf::actor_cast<actors::router_actor>(self_), std::chrono::milliseconds(timeout),
+                        actors::expire_atom::value, rid);
+  }
+  e.req = std::move(valid);
+  by_client_.emplace(std::make_pair(addr, id.value()), rid);
+  if (sinks_[addr]++ == 0)
+    self_->monitor(sender);  // the client going away cancels its requests
+  ++counters_.accepted;
+  tenancy_.accepted(e.tenancy);
+  return e;
 }
 
 void router_state::place(route_entry& e, worker_entry& w, const cached_tokens& cached) {

@@ -24,6 +24,7 @@
 
 #include "core/credit_window.hpp"
 #include "router/adapter_demand.hpp"
+#include "router/admission.hpp"
 #include "router/adapter_log.hpp"
 #include "router/admission_queue.hpp"
 #include "router/availability.hpp"
@@ -216,6 +217,15 @@ private:
   request_limits limits() const;
   /// The queue's eligibility rule: tenants below their in-flight limit.
   admission_queue<actors::route_id>::eligible_fn eligible() const;
+  /// What admit() reads of the books for a request of `tenant`, now.
+  admission_view admission_view_of(const std::string& tenant) const;
+  /// Refuses a request before it is accepted (counted as overloaded or rejected by its code).
+  void refuse(const actors::event_sink& sink, actors::sink_request_id id, admit_refuse why);
+  /// Books an admitted request: its route, deadline timer, sink monitor and tenant; not yet
+  /// placed or queued.
+  route_entry& accept(validated_request valid, actors::sink_request_id id, std::uint32_t window,
+                      const actors::event_sink& sink, const caf::strong_actor_ptr& sender,
+                      router_clock::time_point now);
   /// Every worker's batch is full, or requests wait in the queue.
   bool saturated() const;
   /// Tells the meter whether the cluster is saturated now.
