@@ -75,12 +75,13 @@ pa=$(free_port)
 join a "$pa" --join-token-file "$tmp/token"
 pid_a=${pids[-1]}
 until_code "http://127.0.0.1:$pa/health" 200 30 || fail "node a's probe port did not answer"
+for _ in $(seq 1 300); do grep -q "cannot reach the router" "$tmp/a.log" && break; sleep 0.1; done
+grep -q "cannot reach the router" "$tmp/a.log" || fail "node a did not say it was waiting for the router"
 [ "$(code "http://127.0.0.1:$pa/ready")" = 503 ] || fail "node a is ready without a router"
 "$bin" node "$tmp/cluster.toml" --name router > "$tmp/router.log" 2>&1 &
 pids+=($!)
 until_code "http://127.0.0.1:$pa/ready" 200 60 || fail "node a did not join once the router came up"
 until_workers 1 30 || fail "the router does not count node a"
-grep -q "cannot reach the router" "$tmp/a.log" || fail "node a did not say it was waiting for the router"
 echo "ok 1 - a node started before the router joins it once it is up"
 
 # 2. Without the token, or with a wrong one: refused, never ready, not counted.
@@ -161,7 +162,8 @@ resumed=$("$py" -c 'import json,sys; print(sum(1 for r in json.load(open(sys.arg
 [ "$resumed" -gt 0 ] || fail "no request moved: the drain and the replacement were not under load"
 "$bin" status "tcp://127.0.0.1:$zport" > "$tmp/status.txt"
 grep -q "b/1" "$tmp/status.txt" && grep -q "c/1" "$tmp/status.txt" || fail "status does not list b/1 and c/1: $(cat "$tmp/status.txt")"
-curl -s "http://127.0.0.1:$hport/metrics" | grep -q 'lorafleet:worker_state{worker="c/1"' || fail "/metrics does not list c/1"
+curl -s "http://127.0.0.1:$hport/metrics" > "$tmp/router.metrics"
+grep -q 'lorafleet:worker_state{worker="c/1"' "$tmp/router.metrics" || fail "/metrics does not list c/1"
 echo "ok 7 - every request ended once without error ($resumed moved mid-stream); status and /metrics list the joined nodes"
 
 "$py" "$src/tests/integration/join_load.py" "tcp://127.0.0.1:$zport" "$tmp/load.json" --replay \

@@ -51,7 +51,7 @@ bool workers_reach(client& cl, std::uint32_t n) {
 
 } // namespace
 
-TEST_CASE("join token: a worker without it is refused and ends; one with it registers", "[cluster][join]") {
+TEST_CASE("join token: a worker without it is refused and ends, one with it registers", "[cluster][join]") {
   router_config rc;
   rc.join_token = "0123456789abcdef-cluster-secret";
   cluster c(rc, {});
@@ -85,7 +85,7 @@ TEST_CASE("join token: a worker without it is refused and ends; one with it regi
   CHECK(workers_reach(cl, 0));
 }
 
-TEST_CASE("a worker registering under a name already held replaces the old entry; its requests continue exactly",
+TEST_CASE("a worker registering under a name already held replaces the old entry, its requests continue exactly",
           "[cluster][join]") {
   // Undisturbed text first, on a cluster of its own.
   std::string alone;
