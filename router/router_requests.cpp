@@ -54,15 +54,9 @@ void router_state::submit(actors::generate_request& req) {
       return refuse(sink, req.id, {serve_errc::invalid_request, "request id " + std::to_string(req.id.value()) + " is already in use"});
     if (auto no = refuse_in_outage(admission_view_of(req.draft.tenant), now))
       return refuse(sink, req.id, std::move(*no));  // before validation: no worker, no model known
-    if (!req.draft.params.seed)
-      req.draft.params.seed = seeds_();  // resumption needs a seed; `done` reports it
-    req.draft.tenant_weight = cfg_.tenants.limits_of(req.draft.tenant).weight;
-    if (auto why = pin_adapter(req.draft))
-      return refuse(sink, req.id, {serve_errc::unknown_adapter, std::move(*why)});
-    auto checked = validate_request(std::move(req.draft), limits());
-    if (auto* bad = std::get_if<check_failure>(&checked))
-      return refuse(sink, req.id, {bad->code, std::move(bad->message),
-                                   bad->code == serve_errc::overloaded ? cfg_.retry_after_ms : 0});
+    auto checked = checked_here(std::move(req.draft));
+    if (auto* bad = std::get_if<admit_refuse>(&checked))
+      return refuse(sink, req.id, std::move(*bad));
     auto& valid = std::get<validated_request>(checked);
     const admission_ask ask{valid.tenant(), static_cast<std::uint32_t>(valid.prompt().size()),
                             static_cast<std::uint32_t>(valid.params().max_tokens), valid.timeout_ms(), valid.ttft_ms()};
@@ -87,6 +81,18 @@ void router_state::submit(actors::generate_request& req) {
   } catch (const std::exception& ex) {
     reject(sink, req.id, serve_errc::internal, std::string("router: ") + ex.what());
   }
+}
+
+std::variant<validated_request, admit_refuse> router_state::checked_here(request_draft draft) {
+  if (!draft.params.seed)
+    draft.params.seed = seeds_();  // resumption needs a seed; `done` reports it
+  draft.tenant_weight = cfg_.tenants.limits_of(draft.tenant).weight;
+  if (auto why = pin_adapter(draft))
+    return admit_refuse{serve_errc::unknown_adapter, std::move(*why)};
+  auto checked = validate_request(std::move(draft), limits());
+  if (auto* bad = std::get_if<check_failure>(&checked))
+    return admit_refuse{bad->code, std::move(bad->message), bad->code == serve_errc::overloaded ? cfg_.retry_after_ms : 0};
+  return std::move(std::get<validated_request>(checked));
 }
 
 admission_view router_state::admission_view_of(const std::string& tenant) const {

@@ -16,6 +16,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <caf/actor_addr.hpp>
@@ -217,6 +218,9 @@ private:
   request_limits limits() const;
   /// The queue's eligibility rule: tenants below their in-flight limit.
   admission_queue<actors::route_id>::eligible_fn eligible() const;
+  /// A request as the router takes it: seeded, weighted, its adapter pinned to "NAME@V", then
+  /// validated once (validate_request) against the router's limits; or the refusal.
+  std::variant<validated_request, admit_refuse> checked_here(request_draft draft);
   /// What admit() reads of the books for a request of `tenant`, now.
   admission_view admission_view_of(const std::string& tenant) const;
   /// Refuses a request before it is accepted (counted as overloaded or rejected by its code).
