@@ -1,5 +1,6 @@
 #include "constrain/json_value.hpp"
 
+#include "core/json_quote.hpp"
 #include "core/utf8.hpp"
 
 #include <stdexcept>
@@ -197,31 +198,7 @@ json_value parse_json(std::string_view text, std::size_t max_depth) {
   return v;
 }
 
-std::string quote_json(std::string_view s) {
-  static const char* hex = "0123456789abcdef";
-  std::string out = "\"";
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out += hex[c >> 4];
-          out += hex[c & 15];
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out + "\"";
-}
+std::string quote_json(std::string_view s) { return json_quoted(s); }
 
 std::string dump_json(const json_value& v) {
   switch (v.k) {

@@ -1,5 +1,7 @@
 #include "core/log.hpp"
 
+#include "core/json_quote.hpp"
+
 #include <atomic>
 #include <charconv>
 #include <cmath>
@@ -36,27 +38,7 @@ std::string timestamp(std::chrono::system_clock::time_point t) {
   return buf;
 }
 
-void json_string(std::string& out, std::string_view s) {
-  out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
-}
+void json_string(std::string& out, std::string_view s) { append_json_string(out, s); }
 
 /// A text value: bare when it is one simple word, else quoted like JSON.
 void text_value(std::string& out, std::string_view v) {
