@@ -136,7 +136,7 @@ for lib in "${libs[@]}"; do
   pkg=""
   for c in $(candidates "$lib"); do [ -z "${owner[$c]:-}" ] || { pkg=${owner[$c]}; break; }; done
   if [ -z "$pkg" ]; then unpackaged+=("$lib"); continue; fi
-  case $pkg in *-dev|*-dbg|gcc*|g++*|cpp*) die "$lib comes from $pkg, a build package" ;; esac
+  case $pkg in *-dev|*-dbg|gcc|gcc-[0-9]*[0-9]|g++*|cpp|cpp-[0-9]*[0-9]|binutils*) die "$lib comes from $pkg, a build package" ;; esac
   packages+=("$pkg")
 done
 mapfile -t packages < <(printf '%s\n' "${packages[@]}" | grep -v '^$' | sort -u)
@@ -264,7 +264,7 @@ fi
 "${bh[@]}" config \
   --entrypoint '["/opt/lorafleet/bin/lorafleet"]' \
   --cmd '["serve","--http","0.0.0.0:8000","--listen","tcp://0.0.0.0:5555"]' \
-  --port 8000 --port 5555 --user 10001:10001 --workingdir /tmp --stop-signal SIGTERM \
+  --port 8000/tcp --port 5555/tcp --user 10001:10001 --workingdir /tmp --stop-signal SIGTERM \
   --created-by "COPY /opt/lorafleet (lorafleet $version, $(echo "$revision" | cut -c1-12))" \
   "${envs[@]}" "${labels[@]}" "$ctr"
 phase "committing $tag"
