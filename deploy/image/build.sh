@@ -211,6 +211,7 @@ if [ ! -f "$runtime_tar" ]; then
     phase "debootstrap --variant=minbase $suite ($mirror)"
     debootstrap --variant=minbase --arch="$arch" "$suite" "$work/root" "$mirror" > "$work/debootstrap.log" 2>&1 \
       || { tail -20 "$work/debootstrap.log" >&2; die "debootstrap failed (is $mirror reachable?)"; }
+    rm -f "$work"/root/var/cache/apt/archives/*.deb  # installed already: half the tarball
     tar --numeric-owner -C "$work/root" -cf "$base_tar.tmp" . && mv "$base_tar.tmp" "$base_tar"
   else
     phase "unpacking the cached minbase root ($base_tar)"
