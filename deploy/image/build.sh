@@ -28,8 +28,8 @@ reuse the cached root in build/image-cache/).
                          (podman --root DIR --runroot DIR/run sees the image)
   --cache DIR            where the root tarballs are kept (default: build/image-cache)
   --no-cache             debootstrap and install again (picks up new security updates)
-  --mirror URL           Debian mirror (default: http://deb.debian.org/debian)
-  --security-mirror URL  Debian security mirror (default: http://deb.debian.org/debian-security;
+  --mirror URL           Debian mirror (default: this machine's, from /etc/apt/sources.list*)
+  --security-mirror URL  Debian security mirror (default: this machine's;
                          "none" leaves it out)
   --source URL           org.opencontainers.image.source (default: the git remote "origin")
   --version V            org.opencontainers.image.version (default: the version in CMakeLists.txt)
@@ -53,8 +53,23 @@ storage_root=""
 cache=$repo/build/image-cache
 use_cache=1
 suite=bookworm
-mirror=http://deb.debian.org/debian
-security=http://deb.debian.org/debian-security
+# The mirrors this machine's apt uses (deb822 .sources files or one-line lists): the image's
+# packages come from where the host's do.
+host_mirror() {  # host_mirror SUITE_SUFFIX: the first URI whose suites include bookworm$1
+  local f
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -r "$f" ] || continue
+    awk -v want="bookworm$1" '
+      /^URIs:/ { uri = $2 } /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == want && uri != "") { print uri; exit } }
+      /^$/ { uri = "" }' "$f"
+  done
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    [ -r "$f" ] || continue
+    awk -v want="bookworm$1" '$1 == "deb" { for (i = 3; i <= NF; i++) if ($i == want) { print ($2 ~ /^\[/ ? $3 : $2); exit } }' "$f"
+  done
+}
+mirror=$(host_mirror "" | head -n 1)
+security=$(host_mirror -security | head -n 1)
 source_url=""
 version=""
 while [ $# -gt 0 ]; do
@@ -79,6 +94,8 @@ while [ $# -gt 0 ]; do
     *) usage >&2; die "unknown argument: $1" ;;
   esac
 done
+[ -n "$mirror" ] || die "no Debian bookworm mirror in /etc/apt/sources.list*: pass --mirror URL"
+[ -n "$security" ] || security=none
 
 phase_name=""; phase_start=$SECONDS; build_start=$SECONDS
 phase() {
