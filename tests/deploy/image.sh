@@ -14,7 +14,9 @@
 set -euo pipefail
 bin=$(readlink -f "$1"); src=$(readlink -f "$2")
 py=/usr/bin/python3; [ -x "$py" ] || py=python3
-mirror=${LF_IMAGE_MIRROR:-http://deb.debian.org/debian}
+# The mirror this machine's apt uses (as deploy/image/build.sh picks it), unless given.
+mirror=${LF_IMAGE_MIRROR:-$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)}
+[ -n "$mirror" ] || mirror=$(awk '$1 == "deb" { print ($2 ~ /^\[/ ? $3 : $2); exit }' /etc/apt/sources.list 2>/dev/null)
 skip() { echo "skipped: $*"; exit 77; }
 passed=0
 ok() { passed=$((passed + 1)); echo "ok $passed - $1"; }
