@@ -1,16 +1,22 @@
 #!/usr/bin/python3
 """The kubelet simulation's pure parts (tests/deploy/kubesim): $(VAR) expansion and the pod's
-environment, the path / Service / wildcard rewriting, each with a case that fails if the rule is
-broken.
+environment, the path / Service / wildcard rewriting, probe timing and thresholds, the grace
+left after preStop, rolling-update and scale-in decisions, each with a case that fails if the
+rule is broken.
 
     tests/deploy/test_kubesim.py
 """
+import asyncio
 import os
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kubesim import manifest as mf  # noqa: E402
+from kubesim.probe import (ProbeKind, ProbeSpec, ProbeState, Verdict, http_get, next_tick,  # noqa: E402
+                           probe_due, stop_timeout)
+from kubesim.rollout import (PodView, deletion_order, plan_recreate, plan_rolling, resolve_surge,  # noqa: E402
+                             surge_and_unavailable)
 
 
 class Expansion(unittest.TestCase):
@@ -103,6 +109,116 @@ class Rewriting(unittest.TestCase):
                                               "127.0.0.9"),
                          'listen = "127.0.0.9:8000" tcp://127.0.0.9:5555 tcp://127.0.0.9:1 127.0.0.9:2')
         self.assertEqual(mf.rewrite_wildcards("10.0.0.0/8 0.0.0.01", "127.0.0.9"), "10.0.0.0/8 0.0.0.01")
+
+
+class Probes(unittest.TestCase):
+    def test_defaults(self):
+        self.assertEqual(ProbeSpec.from_manifest({}), ProbeSpec(0, 10, 1, 1, 3))
+
+    def test_readiness_needs_its_success_threshold_and_drops_at_failure_threshold(self):
+        s = ProbeState(ProbeKind.readiness, ProbeSpec(success_threshold=2, failure_threshold=3))
+        self.assertEqual(s.verdict, Verdict.failure)
+        self.assertIsNone(s.record(True))
+        self.assertEqual(s.record(True), Verdict.success)
+        self.assertIsNone(s.record(False))
+        self.assertIsNone(s.record(False))
+        self.assertIsNone(s.record(True))  # the run of failures starts over
+        self.assertIsNone(s.record(False))
+        self.assertIsNone(s.record(False))
+        self.assertEqual(s.record(False), Verdict.failure)
+        self.assertFalse(s.on_hold)
+
+    def test_liveness_failure_holds_until_restart(self):
+        s = ProbeState(ProbeKind.liveness, ProbeSpec(failure_threshold=2))
+        self.assertEqual(s.verdict, Verdict.success)
+        s.record(False)
+        self.assertEqual(s.record(False), Verdict.failure)
+        self.assertTrue(s.on_hold)
+        self.assertFalse(probe_due(ProbeKind.liveness, s, 0.0, 100.0, True, False))
+        s.reset()
+        self.assertTrue(probe_due(ProbeKind.liveness, s, 0.0, 100.0, True, False))
+
+    def test_ticks(self):
+        self.assertEqual(next_tick(10.0, 5, 3.0), 10.0)
+        self.assertEqual(next_tick(10.0, 5, 10.0), 10.0)
+        self.assertEqual(next_tick(10.0, 5, 10.1), 15.0)
+        self.assertEqual(next_tick(10.0, 5, 25.0), 25.0)
+
+    def test_startup_gates_the_others_and_initial_delay_counts_whole_seconds(self):
+        startup = ProbeState(ProbeKind.startup, ProbeSpec())
+        ready = ProbeState(ProbeKind.readiness, ProbeSpec(initial_delay_s=5))
+        self.assertTrue(probe_due(ProbeKind.startup, startup, 0.0, 0.0, False, False))
+        self.assertFalse(probe_due(ProbeKind.startup, startup, 0.0, 9.0, True, False))
+        self.assertFalse(probe_due(ProbeKind.readiness, ready, 0.0, 9.0, False, False))
+        self.assertFalse(probe_due(ProbeKind.readiness, ready, 0.0, 4.99, True, False))
+        self.assertTrue(probe_due(ProbeKind.readiness, ready, 0.0, 5.0, True, False))
+        self.assertFalse(probe_due(ProbeKind.readiness, ready, None, 9.0, True, False))
+
+    def test_only_readiness_runs_while_terminating(self):
+        live = ProbeState(ProbeKind.liveness, ProbeSpec())
+        ready = ProbeState(ProbeKind.readiness, ProbeSpec())
+        self.assertFalse(probe_due(ProbeKind.liveness, live, 0.0, 9.0, True, True))
+        self.assertTrue(probe_due(ProbeKind.readiness, ready, 0.0, 9.0, True, True))
+
+    def test_grace_left_after_pre_stop(self):
+        self.assertEqual(stop_timeout(40, 0.0), 40)
+        self.assertEqual(stop_timeout(40, 5.9), 35)
+        self.assertEqual(stop_timeout(3, 5.0), 2)
+        self.assertEqual(stop_timeout(0, 0.0), 2)
+
+    def test_http_get_status_timeout_and_refusal(self):
+        async def scenario():
+            async def handle(reader, writer):
+                line = await reader.readline()
+                if b"/slow" in line:
+                    await asyncio.sleep(2)
+                code = b"503 Service Unavailable" if b"/ready" in line else b"200 OK"
+                writer.write(b"HTTP/1.1 " + code + b"\r\nContent-Length: 2\r\n\r\nok")
+                await writer.drain()
+                writer.close()
+            server = await asyncio.start_server(handle, "127.0.0.1", 0)
+            port = server.sockets[0].getsockname()[1]
+            got = [await http_get("127.0.0.1", port, p, timeout=0.5) for p in ("/health", "/ready", "/slow")]
+            server.close()
+            await server.wait_closed()
+            got.append(await http_get("127.0.0.1", port, "/health", timeout=0.5))
+            return got
+        self.assertEqual(asyncio.run(scenario()), [(200, b"ok"), (503, b"ok"), (None, b""), (None, b"")])
+
+
+def views(prefix, n, ready=True, t0=0.0):
+    return [PodView(f"{prefix}{i}", ready, ready, t0 + i, t0 + i if ready else None) for i in range(n)]
+
+
+class Rollout(unittest.TestCase):
+    def test_surge_rounding(self):
+        self.assertEqual((resolve_surge("25%", 2, True), resolve_surge("25%", 2, False)), (1, 0))
+        self.assertEqual(surge_and_unavailable({}, 4), (1, 1))
+        self.assertEqual(surge_and_unavailable({"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}}, 4), (0, 1))
+
+    def test_new_pod_ready_before_an_old_one_goes(self):
+        old = views("old", 4)
+        self.assertEqual(plan_rolling(4, 1, 0, [], old).create, 1)
+        starting = views("new", 1, ready=False, t0=10)
+        self.assertEqual(plan_rolling(4, 1, 0, starting, old), plan_rolling(4, 1, 0, starting, old).__class__())
+        ready = views("new", 1, t0=10)
+        plan = plan_rolling(4, 1, 0, ready, old)
+        self.assertEqual([p.name for p in plan.delete], ["old3"])  # the newest old pod first
+        self.assertEqual(plan_rolling(4, 1, 0, ready, old[:3]).create, 1)
+
+    def test_max_unavailable_lets_old_pods_go_first(self):
+        plan = plan_rolling(4, 0, 2, [], views("old", 4))
+        self.assertEqual((plan.create, len(plan.delete)), (0, 2))
+
+    def test_scale_in_deletes_unready_then_most_recently_ready(self):
+        pods = [PodView("a", True, True, 0, 5.0), PodView("b", False, False, 1), PodView("c", True, True, 2, 9.0)]
+        self.assertEqual([p.name for p in deletion_order(pods)], ["b", "c", "a"])
+        self.assertEqual([p.name for p in plan_rolling(1, 1, 0, pods, []).delete], ["b", "c"])
+
+    def test_recreate(self):
+        self.assertEqual(len(plan_recreate(1, [], views("old", 1), 0).delete), 1)
+        self.assertEqual(plan_recreate(1, [], [], 1).create, 0)
+        self.assertEqual(plan_recreate(1, [], [], 0).create, 1)
 
 
 if __name__ == "__main__":
