@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """The kubelet simulation's pure parts (tests/deploy/kubesim): $(VAR) expansion and the pod's
 environment, the path / Service / wildcard rewriting, probe timing and thresholds, the grace
-left after preStop, rolling-update and scale-in decisions, each with a case that fails if the
-rule is broken.
+left after preStop, rolling-update and scale-in decisions, the autoscaler's figure, and the
+test's own checks, each with a case that fails if the rule is broken.
 
     tests/deploy/test_kubesim.py
 """
@@ -13,6 +13,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kubesim import manifest as mf  # noqa: E402
+from kubesim import report  # noqa: E402
+from kubesim.autoscale import ScaleMetric, _hpa, _scaled_object, metric_value, parse_prometheus  # noqa: E402
 from kubesim.probe import (ProbeKind, ProbeSpec, ProbeState, Verdict, http_get, next_tick,  # noqa: E402
                            probe_due, stop_timeout)
 from kubesim.rollout import (PodView, deletion_order, plan_recreate, plan_rolling, resolve_surge,  # noqa: E402
@@ -219,6 +221,73 @@ class Rollout(unittest.TestCase):
         self.assertEqual(len(plan_recreate(1, [], views("old", 1), 0).delete), 1)
         self.assertEqual(plan_recreate(1, [], [], 1).create, 0)
         self.assertEqual(plan_recreate(1, [], [], 0).create, 1)
+
+
+METRICS = """# HELP vllm:num_requests_waiting Requests waiting.
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{model_name="default"} 7
+vllm:num_requests_running{model_name="a,b\\"c"} 16
+lorafleet:node_ready 1
+"""
+
+
+class Autoscaling(unittest.TestCase):
+    def test_prometheus_text(self):
+        samples = parse_prometheus(METRICS)
+        self.assertEqual(samples[1], ("vllm:num_requests_running", {"model_name": 'a,b\\"c'}, 16.0))
+        self.assertEqual(metric_value(samples, "vllm:num_requests_waiting", {}), 7.0)
+        self.assertEqual(metric_value(samples, "vllm:num_requests_waiting", {"model_name": "x"}), 0.0)
+
+    def test_hpa_pods_metric(self):
+        hpa = _hpa({"metadata": {"name": "w"}, "spec": {"scaleTargetRef": {"name": "workers"}, "metrics": [
+            {"type": "Resource", "resource": {"name": "cpu"}},
+            {"type": "Pods", "pods": {"metric": {"name": "vllm:num_requests_waiting"},
+                                      "target": {"type": "AverageValue", "averageValue": "4"}}}]}})
+        self.assertEqual(hpa.target, "workers")
+        (m,) = hpa.metrics
+        self.assertEqual((m.figure([16, 14]), m.desired_replicas([16, 14], 2)), (15.0, 8))
+        self.assertEqual(m.desired_replicas([4, 4.2], 2), 2)  # within the tolerance
+
+    def test_keda_prometheus_sum(self):
+        so = _scaled_object({"metadata": {"name": "w"}, "spec": {"scaleTargetRef": {"name": "workers"}, "triggers": [
+            {"type": "prometheus", "metadata": {"query": 'sum(vllm:num_requests_waiting{model_name="default"})',
+                                                "threshold": "8"}}]}})
+        (m,) = so.metrics
+        self.assertEqual((m.metric, m.selector, m.threshold), ("vllm:num_requests_waiting", {"model_name": "default"}, 8.0))
+        self.assertEqual(m.figure([10, 6]), 8.0)  # AverageValue: the sum over the replicas
+        self.assertEqual(ScaleMetric("x", "m", False, 8.0).figure([10, 6]), 16.0)
+
+
+def record(i, **kw):
+    r = {"i": i, "accepted": 1, "tokens": [[0, 1, "a"], [1, 2, "b"]], "terminal": "done", "code": "",
+         "message": "", "after_terminal": [], "resumed": 0}
+    r.update(kw)
+    return r
+
+
+class Checks(unittest.TestCase):
+    def test_replies(self):
+        self.assertEqual(report.check_replies([record(1)]), [])
+        bad = report.check_replies([record(1, terminal=None), record(2, after_terminal=["token"]),
+                                    record(3, tokens=[[0, 1, "a"], [0, 1, "a"]]), record(4, terminal="error", code="internal"),
+                                    record(5, accepted=2)])
+        self.assertEqual(len(bad), 5, bad)
+
+    def test_stops(self):
+        good = report.StopView("p", "scale-in", 40, 0, False, 1.2, True, False, [200, 503, None])
+        self.assertEqual(report.check_stops([good]), [])
+        for change in ({"said_not_ready": False}, {"ready_again": True}, {"rc": 1}, {"sigkilled": True},
+                       {"exit_after_s": 41.0}):
+            self.assertEqual(len(report.check_stops([report.StopView(**{**good.__dict__, **change})])), 1, change)
+
+    def test_termination_readiness_sequence(self):
+        from kubesim.pod import Termination
+        t = Termination("scale-in", 40, 0.0, ready_codes=[(0, 200), (1, 503), (2, None)])
+        self.assertTrue(t.said_not_ready())
+        self.assertFalse(t.ready_again_after_not_ready())
+        t.ready_codes.append((3, 200))
+        self.assertTrue(t.ready_again_after_not_ready())
+        self.assertEqual(report.compress([200, 503, 503, None]), "200, 503 x2, refused")
 
 
 if __name__ == "__main__":
