@@ -52,6 +52,7 @@ replicas - maxUnavailable; the autoscaler's figure above its threshold at 2 work
 Exit 77 (skipped) without kubectl or kustomize, or without the overlay.
 
     kubelet_sim.py --binary build/release/tools/lorafleet [--source .] [--overlay DIR | --manifests FILE]
+        [--component deploy/kubernetes/components/keda] [--work-dir DIR] [--verbose]
 """
 import argparse
 import asyncio
@@ -81,6 +82,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--binary", required=True, help="the built lorafleet (stands for the image's)")
     p.add_argument("--source", default=os.path.normpath(os.path.join(here, "..", "..")))
     p.add_argument("--overlay", help="kustomization to render (default deploy/kubernetes/overlays/small-cpu)")
+    p.add_argument("--component", action="append", default=[],
+                   help="a kustomize component to add to the overlay (e.g. deploy/kubernetes/components/keda)")
     p.add_argument("--manifests", help="already rendered manifests (instead of --overlay)")
     p.add_argument("--streams", type=int, default=64)
     p.add_argument("--scale", default="2,4,1", help="worker replicas: measured at the first two, "
@@ -105,7 +108,10 @@ def read_manifests(args) -> str:
     if mf.kustomize_command() is None:
         print("kubelet_sim: skipped: neither kubectl nor kustomize is installed")
         sys.exit(SKIP)
-    return mf.render(overlay)
+    if not args.component:
+        return mf.render(overlay)
+    with tempfile.TemporaryDirectory(prefix="kubelet-sim-kustomize-") as tmp:
+        return mf.render(mf.write_kustomization(tmp, overlay, args.component))
 
 
 def main() -> int:

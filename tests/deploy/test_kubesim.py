@@ -14,7 +14,9 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kubesim import manifest as mf  # noqa: E402
 from kubesim import report  # noqa: E402
-from kubesim.autoscale import ScaleMetric, _hpa, _scaled_object, metric_value, parse_prometheus  # noqa: E402
+from kubesim.autoscale import (ScaleMetric, Scrape, Term, _hpa, _scaled_object, parse_matchers,  # noqa: E402
+                               parse_prometheus, parse_query)
+from kubesim.manifest import ManifestError  # noqa: E402
 from kubesim.probe import (ProbeKind, ProbeSpec, ProbeState, Verdict, http_get, next_tick,  # noqa: E402
                            probe_due, stop_timeout)
 from kubesim.rollout import (PodView, deletion_order, plan_recreate, plan_rolling, resolve_surge,  # noqa: E402
@@ -111,6 +113,18 @@ class Rewriting(unittest.TestCase):
                                               "127.0.0.9"),
                          'listen = "127.0.0.9:8000" tcp://127.0.0.9:5555 tcp://127.0.0.9:1 127.0.0.9:2')
         self.assertEqual(mf.rewrite_wildcards("10.0.0.0/8 0.0.0.01", "127.0.0.9"), "10.0.0.0/8 0.0.0.01")
+
+
+class Kustomization(unittest.TestCase):
+    def test_components_by_relative_path(self):
+        import tempfile
+        import yaml
+        with tempfile.TemporaryDirectory() as tmp:
+            mf.write_kustomization(tmp, "/repo/deploy/overlays/small", ["/repo/deploy/components/keda"])
+            with open(os.path.join(tmp, "kustomization.yaml")) as f:
+                k = yaml.safe_load(f)
+        self.assertEqual(os.path.normpath(os.path.join(tmp, k["resources"][0])), "/repo/deploy/overlays/small")
+        self.assertFalse(os.path.isabs(k["components"][0]))
 
 
 class Probes(unittest.TestCase):
@@ -231,12 +245,18 @@ lorafleet:node_ready 1
 """
 
 
+def scrape(pod, waiting, running=16.0, namespace="lf"):
+    return Scrape(pod, namespace, [("vllm:num_requests_waiting", {"model_name": "default"}, waiting),
+                                   ("vllm:num_requests_running", {"model_name": "default"}, running)])
+
+
 class Autoscaling(unittest.TestCase):
     def test_prometheus_text(self):
         samples = parse_prometheus(METRICS)
         self.assertEqual(samples[1], ("vllm:num_requests_running", {"model_name": 'a,b\\"c'}, 16.0))
-        self.assertEqual(metric_value(samples, "vllm:num_requests_waiting", {}), 7.0)
-        self.assertEqual(metric_value(samples, "vllm:num_requests_waiting", {"model_name": "x"}), 0.0)
+        s = Scrape("p", "lf", samples)
+        self.assertEqual(s.series("vllm:num_requests_waiting", ()), [7.0])
+        self.assertEqual(s.series("vllm:num_requests_waiting", parse_matchers('model_name="x"')), [])
 
     def test_hpa_pods_metric(self):
         hpa = _hpa({"metadata": {"name": "w"}, "spec": {"scaleTargetRef": {"name": "workers"}, "metrics": [
@@ -245,17 +265,30 @@ class Autoscaling(unittest.TestCase):
                                       "target": {"type": "AverageValue", "averageValue": "4"}}}]}})
         self.assertEqual(hpa.target, "workers")
         (m,) = hpa.metrics
-        self.assertEqual((m.figure([16, 14]), m.desired_replicas([16, 14], 2)), (15.0, 8))
-        self.assertEqual(m.desired_replicas([4, 4.2], 2), 2)  # within the tolerance
+        two = [scrape("a", 16), scrape("b", 14)]
+        self.assertEqual((m.figure(two), m.desired_replicas(two, 2)), (15.0, 8))
+        self.assertEqual(m.desired_replicas([scrape("a", 4), scrape("b", 4.2)], 2), 2)  # within the tolerance
 
-    def test_keda_prometheus_sum(self):
+    def test_keda_queries_with_target_labels(self):
         so = _scaled_object({"metadata": {"name": "w"}, "spec": {"scaleTargetRef": {"name": "workers"}, "triggers": [
-            {"type": "prometheus", "metadata": {"query": 'sum(vllm:num_requests_waiting{model_name="default"})',
-                                                "threshold": "8"}}]}})
-        (m,) = so.metrics
-        self.assertEqual((m.metric, m.selector, m.threshold), ("vllm:num_requests_waiting", {"model_name": "default"}, 8.0))
-        self.assertEqual(m.figure([10, 6]), 8.0)  # AverageValue: the sum over the replicas
-        self.assertEqual(ScaleMetric("x", "m", False, 8.0).figure([10, 6]), 16.0)
+            {"type": "prometheus", "name": "waiting", "metadata": {
+                "query": 'sum(vllm:num_requests_waiting{namespace="lf", pod=~"worker-.*"})', "threshold": "8"}},
+            {"type": "prometheus", "name": "demand", "metadata": {
+                "query": "sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)", "threshold": "16"}}]}})
+        waiting, demand = so.metrics
+        pods = [scrape("worker-a", 10), scrape("worker-b", 6), scrape("router-x", 100), scrape("worker-c", 50, namespace="other")]
+        self.assertEqual(waiting.figure(pods), 16 / 4)  # AverageValue: the sum over the replicas
+        self.assertEqual(demand.figure(pods[:2]), (32 + 16) / 2)
+        self.assertEqual(demand.desired_replicas(pods[:2], 2), 3)
+        self.assertEqual(waiting.metrics, {"vllm:num_requests_waiting"})
+        self.assertEqual(ScaleMetric("x", "m", False, 8.0, (Term("sum", "vllm:num_requests_waiting"),)).figure(pods[:2]), 16.0)
+        with self.assertRaises(ManifestError):
+            parse_query("rate(x[5m])")
+
+    def test_matchers(self):
+        ms = parse_matchers('a="1", b!="2", c=~"x.*", d!~"y"')
+        self.assertTrue(all(m.ok({"a": "1", "b": "3", "c": "xz", "d": "yy"}) for m in ms))
+        self.assertEqual([m.ok({"a": "2", "b": "2", "c": "zx", "d": "y"}) for m in ms], [False] * 4)
 
 
 def record(i, **kw):

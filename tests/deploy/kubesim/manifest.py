@@ -10,6 +10,7 @@
 """
 import base64
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -44,6 +45,16 @@ def render(overlay_dir: str) -> str:
     if out.returncode != 0:
         raise ManifestError(f"{' '.join(cmd)} {overlay_dir} failed: {out.stderr.strip()}")
     return out.stdout
+
+
+def write_kustomization(dir: str, overlay: str, components: Sequence[str]) -> str:
+    """A kustomization in `dir` of the overlay with components added (kustomize takes only
+    relative paths to them); returns `dir`."""
+    rel = lambda p: os.path.relpath(os.path.abspath(p), dir)  # noqa: E731
+    with open(os.path.join(dir, "kustomization.yaml"), "w") as f:
+        yaml.safe_dump({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                        "resources": [rel(overlay)], "components": [rel(c) for c in components]}, f)
+    return dir
 
 
 def load_objects(text: str) -> List[dict]:

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Tuple
 
 from . import manifest as mf
 from . import report
-from .autoscale import Autoscaler, metric_value, parse_prometheus
+from .autoscale import Autoscaler, Scrape, parse_prometheus
 from .cluster import SimCluster
 from .pod import Image, SimPod
 from .probe import http_get
@@ -45,9 +45,9 @@ class Measurement:
     metric: str
     threshold: float
     per_pod: bool
+    waiting_only: bool  # the metric reads vllm:num_requests_waiting alone (the one checked)
     figures: List[float] = field(default_factory=list)
     desired: List[int] = field(default_factory=list)
-    pods_per_scrape: List[List[float]] = field(default_factory=list)
 
     @property
     def median(self) -> float:
@@ -181,16 +181,15 @@ class Scenario:
 
     async def measure_after_settling(self, workers: int) -> None:
         await asyncio.sleep(self.config.settle_s)
-        ms = [Measurement(workers, m.metric, m.threshold, m.per_pod) for m in self.autoscaler.metrics]
+        ms = [Measurement(workers, m.name, m.threshold, m.per_pod, m.metrics == {"vllm:num_requests_waiting"})
+              for m in self.autoscaler.metrics]
         for _ in range(self.config.scrapes):
             pods = [p for p in self.cluster.pods_of(self.workers) if p.deleting is None]
             texts = await asyncio.gather(*(self.scrape(p) for p in pods))
-            samples = [parse_prometheus(t) for t in texts if t is not None]
+            scrapes = [Scrape(p.name, p.namespace, parse_prometheus(t)) for p, t in zip(pods, texts) if t is not None]
             for m, metric in zip(ms, self.autoscaler.metrics):
-                values = [metric_value(s, metric.metric, metric.selector) for s in samples]
-                m.pods_per_scrape.append(values)
-                m.figures.append(metric.figure(values))
-                m.desired.append(metric.desired_replicas(values, len(pods)))
+                m.figures.append(metric.figure(scrapes))
+                m.desired.append(metric.desired_replicas(scrapes, len(pods)))
             await asyncio.sleep(1.0)
         self.measurements += ms
         for m in ms:
@@ -239,7 +238,7 @@ class Scenario:
                              f"(< {r.min_available})")
         first, second = self.config.replicas[:2]
         for m in self.measurements:
-            if "waiting" not in m.metric:
+            if not m.waiting_only:
                 continue
             if m.workers == first and not m.median > m.threshold:
                 v.append(f"{m.metric}: {m.median:.2f} at {first} workers is not above the threshold {m.threshold:g}")
@@ -301,10 +300,13 @@ class Scenario:
         for m in self.measurements:
             kind = "per-pod average" if m.per_pod else "total"
             rows.append([m.workers, m.metric, kind, " ".join(f"{x:g}" for x in m.figures), m.median,
-                         m.threshold, "above" if m.median > m.threshold else "below",
-                         report.median(m.desired)])
-        return report.table(["workers", "metric (" + self.autoscaler.metrics[0].source + ")", "as compared",
-                             "per scrape", "median", "threshold", "", "desired replicas (median)"], rows)
+                         m.threshold, m.median / m.threshold, report.median(m.desired)])
+        out = [report.table(["workers", "metric (" + self.autoscaler.metrics[0].source + ")", "as compared",
+                             "per scrape", "median", "threshold", "median/threshold", "desired replicas"], rows)]
+        for workers in sorted({m.workers for m in self.measurements}):
+            desired = [report.median(m.desired) for m in self.measurements if m.workers == workers]
+            out.append(f"at {workers} workers the autoscaler asks for {max(desired):g} (the largest of its metrics)")
+        return "\n".join(out)
 
     def print_logs(self, lines: int = 12) -> None:
         """The last lines of every pod's container logs and of the load."""
