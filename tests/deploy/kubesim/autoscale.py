@@ -109,6 +109,11 @@ class ScaleMetric:
     pods_metric: bool = False  # an HPA Pods metric: the average of each pod's value
 
     @property
+    def compared(self) -> str:
+        """How the pods' values make the figure, in words."""
+        return "average over pods" if self.pods_metric else "total / replicas" if self.per_pod else "total"
+
+    @property
     def metrics(self) -> frozenset:
         return frozenset(t.metric for t in self.terms)
 

@@ -114,6 +114,8 @@ class SimCluster:
         return pod
 
     def delete_pod(self, pod: SimPod, reason: str) -> None:
+        pod.mark_deleted(reason)
+
         async def delete() -> None:
             self.terminations[pod.name] = await pod.terminate(reason)
             self.pods.remove(pod)

@@ -410,13 +410,18 @@ class SimPod:
             self._tasks += [asyncio.ensure_future(c.probe_loop(k)) for k in c.probes]
         self.event(f"started at {self.ip}: {' '.join(self.containers[0].argv)}")
 
-    async def terminate(self, reason: str) -> List[Termination]:
-        """Deletion: out of the endpoints at once; preStop, SIGTERM, SIGKILL at the grace period."""
+    def mark_deleted(self, reason: str) -> None:
+        """The API server's part of a deletion (a deletionTimestamp): the pod leaves the endpoints
+        and the controllers stop counting it at once, before the kubelet acts."""
         if self.deleting is None:
             self.deleting = self.now()
             self.deletion_reason = reason
             self.ready_since = None
             self.event(f"deleting ({reason}), grace {self.grace_s} s")
+
+    async def terminate(self, reason: str) -> List[Termination]:
+        """Deletion: out of the endpoints at once; preStop, SIGTERM, SIGKILL at the grace period."""
+        self.mark_deleted(reason)
         results = await asyncio.gather(*(c.stop(reason, self.grace_s) for c in self.containers))
         for task in self._tasks:
             task.cancel()

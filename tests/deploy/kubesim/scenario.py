@@ -44,7 +44,7 @@ class Measurement:
     workers: int
     metric: str
     threshold: float
-    per_pod: bool
+    compared: str       # how the pods' values make the figure
     waiting_only: bool  # the metric reads vllm:num_requests_waiting alone (the one checked)
     figures: List[float] = field(default_factory=list)
     desired: List[int] = field(default_factory=list)
@@ -181,7 +181,7 @@ class Scenario:
 
     async def measure_after_settling(self, workers: int) -> None:
         await asyncio.sleep(self.config.settle_s)
-        ms = [Measurement(workers, m.name, m.threshold, m.per_pod, m.metrics == {"vllm:num_requests_waiting"})
+        ms = [Measurement(workers, m.name, m.threshold, m.compared, m.metrics == {"vllm:num_requests_waiting"})
               for m in self.autoscaler.metrics]
         for _ in range(self.config.scrapes):
             pods = [p for p in self.cluster.pods_of(self.workers) if p.deleting is None]
@@ -298,8 +298,7 @@ class Scenario:
     def autoscaler_table(self) -> str:
         rows = []
         for m in self.measurements:
-            kind = "per-pod average" if m.per_pod else "total"
-            rows.append([m.workers, m.metric, kind, " ".join(f"{x:g}" for x in m.figures), m.median,
+            rows.append([m.workers, m.metric, m.compared, " ".join(f"{x:g}" for x in m.figures), m.median,
                          m.threshold, m.median / m.threshold, report.median(m.desired)])
         out = [report.table(["workers", "metric (" + self.autoscaler.metrics[0].source + ")", "as compared",
                              "per scrape", "median", "threshold", "median/threshold", "desired replicas"], rows)]
