@@ -94,7 +94,8 @@ class Rewriting(unittest.TestCase):
         self.assertEqual(mf.rewrite_paths("--tls-ca /etc/tls/ca.crt --dir /tmp/x", mounts),
                          "--tls-ca /tmp/run/pods/p/volumes/tls/ca.crt --dir /tmp/run/pods/p/volumes/tmp/x")
 
-    hosts = {**{f: mf.HostTarget("127.0.0.11", {7070: 7070}) for f in mf.service_host_forms("lorafleet-router-cluster", "lf")},
+    hosts = {**{f: mf.HostTarget("127.0.0.11", {7070: 7070})
+                for f in mf.service_host_forms("lorafleet-router-cluster", "lf")},
              **{f: mf.HostTarget("127.0.0.11", {80: 8000}) for f in mf.service_host_forms("lorafleet-router", "lf")}}
 
     def test_service_names_every_form_and_ports(self):
@@ -276,12 +277,14 @@ class Autoscaling(unittest.TestCase):
             {"type": "prometheus", "name": "demand", "metadata": {
                 "query": "sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)", "threshold": "16"}}]}})
         waiting, demand = so.metrics
-        pods = [scrape("worker-a", 10), scrape("worker-b", 6), scrape("router-x", 100), scrape("worker-c", 50, namespace="other")]
+        pods = [scrape("worker-a", 10), scrape("worker-b", 6), scrape("router-x", 100),
+                scrape("worker-c", 50, namespace="other")]
         self.assertEqual(waiting.figure(pods), 16 / 4)  # AverageValue: the sum over the replicas
         self.assertEqual(demand.figure(pods[:2]), (32 + 16) / 2)
         self.assertEqual(demand.desired_replicas(pods[:2], 2), 3)
         self.assertEqual(waiting.metrics, {"vllm:num_requests_waiting"})
-        self.assertEqual(ScaleMetric("x", "m", False, 8.0, (Term("sum", "vllm:num_requests_waiting"),)).figure(pods[:2]), 16.0)
+        total = ScaleMetric("x", "m", False, 8.0, (Term("sum", "vllm:num_requests_waiting"),))
+        self.assertEqual(total.figure(pods[:2]), 16.0)
         with self.assertRaises(ManifestError):
             parse_query("rate(x[5m])")
 
@@ -302,7 +305,8 @@ class Checks(unittest.TestCase):
     def test_replies(self):
         self.assertEqual(report.check_replies([record(1)]), [])
         bad = report.check_replies([record(1, terminal=None), record(2, after_terminal=["token"]),
-                                    record(3, tokens=[[0, 1, "a"], [0, 1, "a"]]), record(4, terminal="error", code="internal"),
+                                    record(3, tokens=[[0, 1, "a"], [0, 1, "a"]]),
+                                    record(4, terminal="error", code="internal"),
                                     record(5, accepted=2)])
         self.assertEqual(len(bad), 5, bad)
 
@@ -314,7 +318,7 @@ class Checks(unittest.TestCase):
             self.assertEqual(len(report.check_stops([report.StopView(**{**good.__dict__, **change})])), 1, change)
 
     def test_termination_readiness_sequence(self):
-        from kubesim.pod import Termination
+        from kubesim.container import Termination
         t = Termination("scale-in", 40, 0.0, ready_codes=[(0, 200), (1, 503), (2, None)])
         self.assertTrue(t.said_not_ready())
         self.assertFalse(t.ready_again_after_not_ready())

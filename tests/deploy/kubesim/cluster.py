@@ -14,7 +14,8 @@ import random
 from typing import Dict, List, Mapping
 
 from . import manifest as mf
-from .pod import Runtime, SimPod, Termination
+from .container import Termination
+from .pod import Runtime, SimPod
 from .rollout import SimDeployment, pod_suffix
 from .secrets import SecretMaker
 

@@ -79,7 +79,8 @@ def check_stops(stops: Iterable[StopView]) -> List[str]:
 
 
 def check_restarts(restarts: Dict[str, Sequence[str]]) -> List[str]:
-    return [f"pod {pod} restarted {len(causes)} times: {', '.join(causes)}" for pod, causes in restarts.items() if causes]
+    return [f"pod {pod} restarted {len(causes)} times: {', '.join(causes)}"
+            for pod, causes in restarts.items() if causes]
 
 
 def compress(codes: Sequence[Optional[int]]) -> str:

@@ -10,7 +10,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from . import manifest as mf
 from . import report
@@ -148,20 +148,15 @@ class Scenario:
             loader = LoadProcess(self.config.work_dir)
             await loader.start(self.endpoint, self.config)
             await self.phase(f"load on {first} workers, then measure", self.measure_after_settling(first))
-            dep = self.cluster.deployments[self.workers]
-            dep.scale(second)
-            await self.phase(f"scale out to {second}", self.cluster.wait_settled(self.workers, self.config.ready_timeout_s))
+            await self.scale(f"scale out to {second}", second)
             await self.phase(f"measure at {second}", self.measure_after_settling(second))
-            dep.restart()
-            await self.phase(f"rolling restart of {second}", self.cluster.wait_settled(self.workers, 2 * self.config.ready_timeout_s))
-            dep.scale(last)
-            await self.phase(f"scale in to {last}", self.cluster.wait_settled(self.workers, self.config.ready_timeout_s))
+            await self.scale(f"rolling restart of {second}", second, restart=True)
+            await self.scale(f"scale in to {last}", last)
             await self.phase(f"load on {last}", asyncio.sleep(self.config.hold_s))
             self.load = await self.phase("stop the load (in flight finishes)",
                                          loader.stop(self.config.request_timeout_s + 30))
-            dep.scale(first)  # two workers replay in half the time one takes
-            await self.phase(f"scale out to {first} for the replay",
-                             self.cluster.wait_settled(self.workers, self.config.ready_timeout_s))
+            # Two workers replay in half the time one takes.
+            await self.scale(f"scale out to {first} for the replay", first)
             self.replayed = await self.phase("calm replay", replay(self.endpoint, self.config, 240))
             await self.phase("teardown", self.cluster.delete_all(120))
         except BaseException:
@@ -169,6 +164,15 @@ class Scenario:
             raise
         self.check()
         return True
+
+    async def scale(self, name: str, replicas: int, restart: bool = False) -> None:
+        """kubectl scale (and rollout restart), then wait until the workers have settled."""
+        dep = self.cluster.deployments[self.workers]
+        dep.scale(replicas)
+        if restart:
+            dep.restart()
+        timeout = self.config.ready_timeout_s * (replicas if restart else 1)
+        await self.phase(name, self.cluster.wait_settled(self.workers, timeout))
 
     async def client_endpoint(self) -> str:
         """HOST:PORT of the client Service's ZeroMQ port, once it has a Ready endpoint."""
@@ -273,8 +277,9 @@ class Scenario:
                          None if t is None else t.exit_after_s, None if t is None else t.rc,
                          p.grace_s, None if t is None else report.compress([c for _, c in t.ready_codes]),
                          len(p.restarts)])
-        return report.table(["pod", "ip", "created s", "Ready after s", "deleted for", "preStop s",
-                             "exit after s", "rc", "grace s", "/ready from just before SIGTERM to exit", "restarts"], rows)
+        headers = ["pod", "ip", "created s", "Ready after s", "deleted for", "preStop s", "exit after s", "rc",
+                   "grace s", "/ready from just before SIGTERM to exit", "restarts"]
+        return report.table(headers, rows)
 
     def load_table(self) -> str:
         recs = self.load["records"]
@@ -289,7 +294,8 @@ class Scenario:
                 ["with an adapter", f"{sum(1 for r in recs if 'adapter' in r['request'])} "
                                     f"({','.join(self.load['adapters']) or 'none served'})"],
                 ["streams", self.load["streams"]],
-                ["tokens streamed", f"{tokens} in {self.load['seconds']:.1f} s ({tokens / self.load['seconds']:.0f}/s)"]]
+                ["tokens streamed", f"{tokens} in {self.load['seconds']:.1f} s "
+                                    f"({tokens / self.load['seconds']:.0f}/s)"]]
         if self.replayed is not None:
             rows.append(["calm replay", f"{self.replayed['replayed']} requests in {self.replayed['seconds']:.1f} s, "
                                         f"{len(self.replayed['differences'])} differ"])
