@@ -22,6 +22,7 @@
 #include "gateway/http_impl.hpp"
 #include "gateway/metrics_export.hpp"
 #include "gateway/openai_response.hpp"
+#include "gateway/tokenize_request.hpp"
 #include "text/tokenizer.hpp"
 
 namespace lf::gateway {
@@ -217,6 +218,12 @@ nlohmann::json model_object(const std::string& id, const std::string& parent, st
   return m;
 }
 
+/// The 404 for a `model` that is neither the served model nor an adapter it serves.
+api_error model_not_found(const std::string& id) {
+  return {404, "The model '" + id + "' does not exist (GET /v1/models lists the served model and its adapters)",
+          "invalid_request_error", "model", "model_not_found"};
+}
+
 /// GET /v1/models/{id}: the model object of `id` if /v1/models lists it, else a 404 error object.
 void reply_model(http_self self, std::uint64_t hid, const actors::router_stats& rs, const std::string& id) {
   const auto& served = self->state.io->opts.model_name;
@@ -226,8 +233,32 @@ void reply_model(http_self self, std::uint64_t hid, const actors::router_stats& 
   const auto adapters = servable_adapters(rs);
   if (std::find(adapters.begin(), adapters.end(), id) != adapters.end())
     return reply(self, hid, 200, model_object(id, served, created).dump());
-  reply_error(self, hid, {404, "The model '" + id + "' does not exist (GET /v1/models lists the served model and its adapters)",
-                          "invalid_request_error", "model", "model_not_found"});
+  reply_error(self, hid, model_not_found(id));
+}
+
+/// vLLM's POST /tokenize and /detokenize (tokenize_request.hpp). Adapters share the base model's
+/// tokenizer, so a body naming one is answered once the router's list shows it is served.
+void on_tokenize(http_self self, std::uint64_t hid, http_endpoint ep, const std::string& body) {
+  const auto& opts = self->state.io->opts;
+  auto answered = ep == http_endpoint::tokenize
+                    ? answer_tokenize(body, *opts.tokenizer, {opts.context_window, opts.max_prompt_bytes})
+                    : answer_detokenize(body, *opts.tokenizer);
+  if (auto* err = std::get_if<api_error>(&answered))
+    return reply_error(self, hid, *err);
+  auto a = std::get<tokenize_answer>(std::move(answered));
+  if (a.model.empty() || a.model == opts.model_name)
+    return reply(self, hid, 200, std::move(a.body));
+  self->request(self->state.io->router, std::chrono::seconds(5), caf::get_atom::value)
+    .then(
+      [self, hid, a](const actors::router_stats& rs) {
+        const auto adapters = servable_adapters(rs);
+        if (std::find(adapters.begin(), adapters.end(), a.model) == adapters.end())
+          return reply_error(self, hid, model_not_found(a.model));
+        reply(self, hid, 200, a.body);
+      },
+      [self, hid](const caf::error& err) {
+        reply_error(self, hid, {503, "the router did not answer: " + self->system().render(err), "service_unavailable_error", "", ""});
+      });
 }
 
 void on_stats_request(http_self self, std::uint64_t hid, http_endpoint ep, const std::string& body) {
@@ -398,6 +429,8 @@ caf::behavior http_actor(http_self self, std::shared_ptr<http_gateway::impl> io)
       const auto endpoint = static_cast<http_endpoint>(ep);
       if (endpoint == http_endpoint::completions || endpoint == http_endpoint::chat)
         on_completion(self, hid, endpoint == http_endpoint::chat ? api_kind::chat : api_kind::completion, body, tenant);
+      else if (endpoint == http_endpoint::tokenize || endpoint == http_endpoint::detokenize)
+        on_tokenize(self, hid, endpoint, body);
       else if (endpoint == http_endpoint::adapters)
         on_adapters_request(self, hid, body, auth::caller{key_name, auth::role::user, tenant, false}, remote);
       else

@@ -303,6 +303,14 @@ api_error to_api_error(serve_errc code, std::string message) {
   return e;
 }
 
+std::variant<std::vector<proto::chat_message>, api_error> parse_chat_messages(const json& body) {
+  try {
+    return read_messages(body);
+  } catch (const bad_field& b) {
+    return api_error{400, b.message, "invalid_request_error", b.param, "invalid_request"};
+  }
+}
+
 std::variant<openai_request, api_error> parse_openai_request(api_kind kind, std::string_view body_text,
                                                              const openai_limits& limits) {
   json body;

@@ -1,10 +1,12 @@
-// vLLM's spellings on lorafleet's HTTP API (gateway/constraint_fields): guided_* and
-// structured_outputs map onto the same constraints as response_format and the regex / choice /
-// grammar extensions. Pure.
+// vLLM's spellings on lorafleet's HTTP API (gateway/constraint_fields, gateway/tokenize_request):
+// guided_* and structured_outputs map onto the same constraints as response_format and the
+// regex / choice / grammar extensions; /tokenize and /detokenize bodies and replies. Pure.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "gateway/openai_request.hpp"
+#include "gateway/tokenize_request.hpp"
+#include "text/tokenizer.hpp"
 
 using namespace lf;
 using namespace lf::gateway;
@@ -34,6 +36,31 @@ api_error refusal_of(api_kind kind, const std::string& extra) {
   CHECK(e.status == 400);
   CHECK(e.code == "invalid_request");
   return e;
+}
+
+const text::tokenizer& gpt2() {
+  static const auto tok = text::tokenizer::from_dir(LF_SOURCE_DIR "/models/tokenizer");
+  return tok;
+}
+
+json tokenized(const std::string& body, const tokenize_limits& limits = {1024, std::size_t{1} << 20}) {
+  auto r = answer_tokenize(body, gpt2(), limits);
+  if (auto* e = std::get_if<api_error>(&r))
+    FAIL("refused: " << e->message);
+  return json::parse(std::get<tokenize_answer>(r).body);
+}
+
+api_error tokenize_refused(const std::string& body) {
+  auto r = answer_tokenize(body, gpt2(), {1024, std::size_t{1} << 20});
+  REQUIRE(std::holds_alternative<api_error>(r));
+  return std::get<api_error>(r);
+}
+
+api_error detokenize_refused(const std::string& body) {
+  auto r = answer_detokenize(body, gpt2());
+  REQUIRE(std::holds_alternative<api_error>(r));
+  CHECK(std::get<api_error>(r).status == 400);
+  return std::get<api_error>(r);
 }
 
 } // namespace
@@ -124,4 +151,82 @@ TEST_CASE("bad vLLM constraint values are refused with the field and the problem
   CHECK(refusal_of(kind, R"("structured_outputs":{"json":{},"disable_additional_properties":true})").param
         == "structured_outputs.disable_additional_properties");
   CHECK(refusal_of(kind, R"("guided_decoding_backend":1)").param == "guided_decoding_backend");
+}
+
+TEST_CASE("/tokenize encodes a prompt as a completion's prompt is encoded", "[vllm][tokenize]") {
+  const auto r = tokenized(R"({"model":"m","prompt":"Hello world"})");
+  CHECK(r["tokens"] == json(gpt2().encode("Hello world")));
+  CHECK(r["count"] == 2);
+  CHECK(r["max_model_len"] == 1024);
+  CHECK_FALSE(r.contains("token_strs"));
+  const auto s = tokenized(R"({"prompt":"Hello world","return_token_strs":true,"add_special_tokens":true})");
+  CHECK(s["token_strs"] == json::array({"Hello", "\u0120world"}));  // vocab.json's spelling: space is U+0120
+  CHECK(s["tokens"] == r["tokens"]);
+  // GPT-2 adds no special tokens; a literal end-of-text is the special token, as in a prompt
+  CHECK(tokenized(R"({"prompt":"Hello world","add_special_tokens":false})")["tokens"] == r["tokens"]);
+  CHECK(tokenized(R"({"prompt":"<|endoftext|>"})")["tokens"] == json::array({gpt2().eos_id()}));
+  CHECK(tokenized(R"({"prompt":""})")["count"] == 0);
+  CHECK(token_spelling(gpt2(), gpt2().eos_id()) == "<|endoftext|>");
+}
+
+TEST_CASE("/tokenize renders messages with the chat endpoint's template", "[vllm][tokenize]") {
+  const std::string messages = R"("messages":[{"role":"developer","content":"Be brief."},
+    {"role":"user","content":[{"type":"text","text":"Hi "},{"type":"text","text":"there"}]}])";
+  const std::vector<proto::chat_message> as_chat{{proto::chat_role::system, "Be brief."},
+                                                 {proto::chat_role::user, "Hi there"}};
+  CHECK(tokenized("{" + messages + "}")["tokens"] == json(gpt2().encode(proto::render_chat_prompt(as_chat))));
+  CHECK(tokenized("{" + messages + R"(,"add_generation_prompt":true})")["tokens"]
+        == json(gpt2().encode(proto::render_chat_prompt(as_chat))));
+  CHECK(tokenized("{" + messages + R"(,"add_generation_prompt":false})")["tokens"]
+        == json(gpt2().encode("Be brief.\n\nUser: Hi there\n")));
+  // the chat endpoint's refusals, with the same field names
+  CHECK(tokenize_refused(R"({"messages":[{"role":"tool","content":"x"}]})").param == "messages[0].role");
+  CHECK(tokenize_refused(R"({"messages":[]})").param == "messages");
+}
+
+TEST_CASE("/tokenize refuses what it cannot honour by name", "[vllm][tokenize]") {
+  CHECK(tokenize_refused(R"({"prompt":"x","messages":[{"role":"user","content":"x"}]})").status == 400);
+  CHECK_THAT(tokenize_refused(R"({"model":"m"})").message, Catch::Contains("prompt") && Catch::Contains("messages"));
+  auto e = tokenize_refused(R"({"prompt":"x","continue_final_message":true})");
+  CHECK(e.param == "continue_final_message");
+  CHECK(e.message == "unknown or unsupported parameter: continue_final_message");
+  CHECK(tokenize_refused(R"({"prompt":"x","add_generation_prompt":true})").param == "add_generation_prompt");
+  CHECK(tokenize_refused(R"({"prompt":["x"]})").param == "prompt");
+  CHECK(tokenize_refused(R"({"prompt":"x","add_special_tokens":"no"})").param == "add_special_tokens");
+  CHECK(tokenize_refused(R"({"prompt":"x","return_token_strs":1})").param == "return_token_strs");
+  CHECK(tokenize_refused(R"({"prompt":"x","model":7})").param == "model");
+  CHECK(tokenize_refused(R"({"prompt":"x")").message == "the body is not valid JSON");
+  CHECK(tokenize_refused(R"([1])").status == 400);
+  e = std::get<api_error>(answer_tokenize(R"({"prompt":"0123456789"})", gpt2(), {1024, 9}));
+  CHECK(e.code == "prompt_too_long");
+  CHECK(e.status == 400);
+  // null counts as absent; the model is handed to the gateway to check
+  auto r = answer_tokenize(R"({"model":"shakespeare","prompt":"x","messages":null,"return_token_strs":null})", gpt2(),
+                           {});
+  REQUIRE(std::holds_alternative<tokenize_answer>(r));
+  CHECK(std::get<tokenize_answer>(r).model == "shakespeare");
+}
+
+TEST_CASE("/detokenize decodes token ids and refuses ids outside the vocabulary", "[vllm][tokenize]") {
+  const std::string text = "Once upon a time, na\xc3\xafve caf\xc3\xa9s.";
+  const auto ids = gpt2().encode(text);
+  auto r = answer_detokenize(json{{"model", "m"}, {"tokens", ids}}.dump(), gpt2());
+  REQUIRE(std::holds_alternative<tokenize_answer>(r));
+  CHECK(json::parse(std::get<tokenize_answer>(r).body) == json{{"prompt", text}});
+  CHECK(std::get<tokenize_answer>(r).model == "m");
+  CHECK(std::get<tokenize_answer>(answer_detokenize(R"({"tokens":[]})", gpt2())).body == R"({"prompt":""})");
+  // a list that ends inside a character: U+FFFD, as generated text shows it
+  const auto cut = gpt2().encode("\xf0\x9f\x98\x80");  // U+1F600: its 4 bytes in more than one token
+  REQUIRE(cut.size() > 1);
+  CHECK(json::parse(std::get<tokenize_answer>(answer_detokenize(json{{"tokens", json::array({cut[0]})}}.dump(), gpt2())).body)["prompt"]
+        == "\xef\xbf\xbd");
+  auto e = detokenize_refused(R"({"tokens":[15496, 50257]})");
+  CHECK(e.param == "tokens");
+  CHECK(e.message == "tokens[1]: token id 50257 is outside the vocabulary [0, 50257)");
+  CHECK_THAT(detokenize_refused(R"({"tokens":[-1]})").message, Catch::Contains("token id -1"));
+  CHECK_THAT(detokenize_refused(R"({"tokens":[18446744073709551615]})").message, Catch::Contains("18446744073709551615"));
+  CHECK_THAT(detokenize_refused(R"({"tokens":[1.5]})").message, Catch::Contains("tokens[0] must be a token id"));
+  CHECK(detokenize_refused(R"({"tokens":"15496"})").param == "tokens");
+  CHECK(detokenize_refused(R"({})").param == "tokens");
+  CHECK(detokenize_refused(R"({"tokens":[1],"skip_special_tokens":true})").param == "skip_special_tokens");
 }
