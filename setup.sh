@@ -49,10 +49,11 @@ if [ "$action" = cross ]; then
 fi
 # What only the tests run (not the build) is installed in the background while the build runs:
 # the aarch64 cross compiler and qemu-user, curl, the official `openai` npm package's Node.js,
-# headless Chromium (the dashboard) and openssl (the TLS tests make a self-signed certificate).
+# headless Chromium (the dashboard), openssl (the TLS tests make a self-signed certificate) and
+# PyYAML (tests/deploy reads the rendered Kubernetes manifests).
 late_packages=()
 if [ "$action" = test ]; then
-  late_packages+=(g++-aarch64-linux-gnu qemu-user curl chromium openssl)
+  late_packages+=(g++-aarch64-linux-gnu qemu-user curl chromium openssl python3-yaml)
   # Node.js only: Debian's npm would pull in ~700 packages (4 minutes of installing on a fresh
   # machine); without npm, tests/http/install_packages.py installs the lock file's packages.
   command -v node > /dev/null || late_packages+=(nodejs)
@@ -119,20 +120,25 @@ if [ "$action" = cross ]; then
   exec tests/cross/run_aarch64.sh "build/$preset/cross-aarch64"
 fi
 
-# The HTTP tests' npm packages (the openai SDK, ...), again whenever package-lock.json changes.
-lock_sum=$(sha256sum tests/http/package-lock.json | cut -d' ' -f1)
-stamp=tests/http/node_modules/.lorafleet-lock
+# The npm packages of the HTTP tests (the openai SDK, ...) and of the deployment tests (the
+# Kubernetes API schemas), again whenever a package-lock.json changes.
 npm_install() {
-  [ "$action" = test ] && [ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ] || return 0
-  phase_start=$SECONDS
-  echo "setup: installing the npm packages of tests/http/package-lock.json"
-  if command -v npm > /dev/null; then
-    (cd tests/http && npm ci --no-audit --no-fund --loglevel=error)
-  else
-    /usr/bin/python3 tests/http/install_packages.py
-  fi
-  echo "$lock_sum" > "$stamp"
-  phase_done "installing npm packages"
+  [ "$action" = test ] || return 0
+  local dir lock_sum stamp
+  for dir in tests/http tests/deploy; do
+    lock_sum=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
+    stamp=$dir/node_modules/.lorafleet-lock
+    [ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ] || continue
+    phase_start=$SECONDS
+    echo "setup: installing the npm packages of $dir/package-lock.json"
+    if command -v npm > /dev/null; then
+      (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    else
+      /usr/bin/python3 tests/http/install_packages.py "$dir"
+    fi
+    echo "$lock_sum" > "$stamp"
+    phase_done "installing npm packages ($dir)"
+  done
 }
 
 # Each libtorch translation unit needs ~0.5-1 GB of compiler memory: one job per core is fine here.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Install the HTTP tests' npm packages from package-lock.json without npm.
+"""Install a test folder's npm packages (tests/http, tests/deploy) from its package-lock.json without npm.
 
 Debian bookworm's `npm` package pulls in about 700 other packages (measured here: 255 s of
 `apt-get install` on a fresh machine, longer than the whole of libtorch); the tests need only the
