@@ -308,6 +308,8 @@ void http_gateway::impl::drain_outbox() {
         forget(o.id);
         break;
       case http_out::op::start:
+        for (auto& [k, v] : o.headers)
+          evhttp_add_header(headers, k.c_str(), v.c_str());
         evhttp_add_header(headers, "Content-Type", "text/event-stream");
         evhttp_add_header(headers, "Cache-Control", "no-cache");
         if (close_after_stream(stream_client_of(req)))

@@ -25,7 +25,7 @@ TEST_CASE("token bucket: full at start, refills per minute, never above its capa
   CHECK(b.until_full(t0 + 10min) == 0ms);
 }
 
-TEST_CASE("rate limiter: requests per minute; refused with the time it would fit", "[rate_limit]") {
+TEST_CASE("rate limiter: requests per minute, refused with the time it would fit", "[rate_limit]") {
   rate_limiter rl;
   const rate_limits two{2, 0};
   CHECK(rl.admit("alice", two, 100, t0).allowed);
@@ -43,7 +43,7 @@ TEST_CASE("rate limiter: requests per minute; refused with the time it would fit
   CHECK(rl.admit("anyone", {}, 1'000'000, t0).allowed);  // no limits
 }
 
-TEST_CASE("rate limiter: tokens per minute; both limits charged together or not at all", "[rate_limit]") {
+TEST_CASE("rate limiter: tokens per minute, both limits charged together or not at all", "[rate_limit]") {
   rate_limiter rl;
   const rate_limits l{10, 1000};
   CHECK(rl.admit("k", l, 600, t0).allowed);
