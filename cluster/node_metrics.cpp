@@ -17,15 +17,8 @@ std::string render_node_metrics(const std::string& model, const std::vector<work
                                 double now_unix_s) {
   prom_writer w;
   gateway::vllm_load load;
-  for (const auto& g : workers) {
-    load.waiting += g.waiting;
-    load.running += g.running;
-    load.used_blocks += used(g);
-    load.total_blocks += g.total_blocks;
-    load.max_lora += g.max_adapters;
-    load.running_adapters.insert(g.running_adapters.begin(), g.running_adapters.end());
-    load.waiting_adapters.insert(g.waiting_adapters.begin(), g.waiting_adapters.end());
-  }
+  for (const auto& g : workers)
+    load.add(g);
   gateway::write_vllm_gauges(w, model, load, now_unix_s);
   w.head("lorafleet:node_ready", "gauge", "1 while the node takes work (every worker registered, not draining).");
   w.sample("lorafleet:node_ready", "", ready ? 1 : 0);

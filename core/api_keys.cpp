@@ -135,10 +135,29 @@ key_table parse_key_file(std::string_view text, const std::string& file) {
       words.push_back(w);
     if (words.empty())
       continue;
-    if (words.size() < 3 || words.size() > 4)
-      throw std::invalid_argument(where + "expected NAME ROLE KEY [TENANT], got " + std::to_string(words.size())
-                                  + " field" + (words.size() == 1 ? "" : "s"));
     api_key k;
+    // Trailing name=value words are the key's options (rate limits).
+    while (words.size() > 3 && words.back().find('=') != std::string::npos) {
+      const auto w = words.back();
+      words.pop_back();
+      const auto eq = w.find('=');
+      const auto name = w.substr(0, eq), value = w.substr(eq + 1);
+      std::uint64_t n = 0;
+      const bool number = !value.empty() && value.size() <= 12
+                          && value.find_first_not_of("0123456789") == std::string::npos;
+      if (number)
+        n = std::stoull(value);
+      if ((name != "rpm" && name != "tpm") || !number || n == 0 || (name == "rpm" && n > 1'000'000'000))
+        throw std::invalid_argument(where + "\"" + w.substr(0, 32)
+                                    + "\": expected rpm=N or tpm=N with N a positive whole number");
+      if (name == "rpm")
+        k.limits.requests_per_minute = static_cast<std::uint32_t>(n);
+      else
+        k.limits.tokens_per_minute = n;
+    }
+    if (words.size() < 3 || words.size() > 4)
+      throw std::invalid_argument(where + "expected NAME ROLE KEY [TENANT] [rpm=N] [tpm=N], got "
+                                  + std::to_string(words.size()) + " field" + (words.size() == 1 ? "" : "s"));
     k.name = words[0];
     const auto r = parse_role(words[1]);
     if (!r)

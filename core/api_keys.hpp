@@ -2,11 +2,13 @@
 /// API keys and their roles, read from a key file (`serve --api-key-file`, `[auth] key_file`).
 /// Pure C++ (standard library only): parsing, checks and a constant-time lookup.
 ///
-///   # NAME  ROLE   KEY                                 [TENANT]
-///   alice   user   sk-alice-0123456789abcdef
+///   # NAME  ROLE   KEY                                 [TENANT]  [rpm=N] [tpm=N]
+///   alice   user   sk-alice-0123456789abcdef                     rpm=60 tpm=40000
 ///   ops     admin  sk-ops-fedcba9876543210abcd         platform
 ///   robot   admin  curve:rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7   (a CURVE client's public key)
 ///
+/// `rpm=N` and `tpm=N` (after the tenant, if any) limit the key to N requests, or N tokens (prompt
+/// plus max_tokens), per minute (core/rate_limit.hpp); without them the key is not limited.
 /// A key is a secret of at least `min_key_bytes` printable ASCII characters. A `curve:` key names
 /// a ZeroMQ client by its CURVE public key (Z85, 40 characters): that client gets the line's name,
 /// role and tenant; such a key is never accepted over HTTP. A line's tenant defaults to its name.
@@ -16,6 +18,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/rate_limit.hpp"
 
 namespace lf::auth {
 
@@ -40,6 +44,7 @@ struct api_key {
   std::string key;     ///< the secret (or, for a CURVE client, its Z85 public key without `curve:`)
   std::string tenant;  ///< the tenant of the caller's requests (the name unless the line says)
   bool curve = false;  ///< a ZeroMQ CURVE client key, not an HTTP secret
+  rate_limits limits;  ///< rpm= / tpm= (none: not limited)
 };
 
 /// Are `a` and `b` equal? Takes the same time for any two strings of a given length of `a`
@@ -72,7 +77,7 @@ private:
   std::vector<api_key> keys_;
 };
 
-/// Parses a key file's text: one key per line, `NAME ROLE KEY [TENANT]`, a `#` that begins a
+/// Parses a key file's text: one key per line, `NAME ROLE KEY [TENANT] [rpm=N] [tpm=N]`, a `#` that begins a
 /// word starts a comment (so a key may hold '#' but not begin with it),
 /// blank lines are skipped. Throws std::invalid_argument "FILE:LINE: reason" on the first bad
 /// line (a short key, an unknown role, too many fields, a duplicate name or key); the message

@@ -17,11 +17,13 @@
 
 #include "core/log.hpp"
 #include "gateway/door.hpp"
+#include "gateway/rate_headers.hpp"
 #include "gateway/edge.hpp"
 #include "gateway/host_port.hpp"
 #include "gateway/http_impl.hpp"
 #include "gateway/metrics_export.hpp"
 #include "gateway/openai_response.hpp"
+#include "gateway/tokenize_request.hpp"
 #include "text/tokenizer.hpp"
 
 namespace lf::gateway {
@@ -33,6 +35,7 @@ struct http_entry {
   std::unique_ptr<openai_reply> reply;
   std::vector<actors::sink_request_id> choices;
   bool stream = false, started = false;
+  std::vector<std::pair<std::string, std::string>> headers;  ///< x-ratelimit-*, on the reply or the stream's start
 };
 
 struct http_state {
@@ -45,6 +48,7 @@ struct http_state {
   std::optional<std::vector<http_out>> outputs;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   std::mt19937_64 ids{std::random_device{}()};
+  rate_limiter limiter;  ///< per key with rpm= / tpm= in the key file
   static inline const char* name = "lf_http_gateway";
 };
 
@@ -98,14 +102,38 @@ void send_stream(http_self self, std::uint64_t hid, http_entry& e, std::string b
     http_out s;
     s.id = hid;
     s.what = http_out::op::start;
+    s.headers = e.headers;
     post(self, std::move(s));
+  } else if (!e.started) {
+    o.headers = e.headers;
   }
   e.started = true;
   o.body = std::move(bytes);
   post(self, std::move(o));
 }
 
-void on_completion(http_self self, std::uint64_t hid, api_kind kind, const std::string& body, const std::string& tenant) {
+/// Charges the key's rate limits (none: nothing to do) with `tokens`; false when refused (the
+/// 429 is sent). `headers` receives the x-ratelimit-* headers for the reply.
+bool within_rate_limits(http_self self, std::uint64_t hid, const std::string& key_name, std::uint64_t tokens,
+                        std::vector<std::pair<std::string, std::string>>& headers) {
+  auto& opts = self->state.io->opts;
+  const auto* key = opts.keys && !key_name.empty() ? opts.keys->find_name(key_name) : nullptr;
+  if (key == nullptr || !key->limits.any())
+    return true;
+  const auto v = self->state.limiter.admit(key_name, key->limits, tokens, std::chrono::steady_clock::now());
+  headers = rate_limit_headers(v);
+  if (v.allowed)
+    return true;
+  auto h = headers;
+  const auto e = rate_limited_error(v, key_name);
+  if (e.status == 429)
+    h.emplace_back("Retry-After", std::to_string(std::max<std::uint32_t>(1, (v.retry_after_ms + 999) / 1000)));
+  reply(self, hid, e.status, error_body(e), "application/json", std::move(h));
+  return false;
+}
+
+void on_completion(http_self self, std::uint64_t hid, api_kind kind, const std::string& body, const std::string& tenant,
+                   const std::string& key_name) {
   auto& st = self->state;
   auto& opts = st.io->opts;
   if (!st.accepting)
@@ -124,6 +152,7 @@ void on_completion(http_self self, std::uint64_t hid, api_kind kind, const std::
   std::vector<std::pair<std::string, std::uint32_t>> echoes;  ///< echo: per prompt, its text and tokens
   const bool generate = req.base.max_tokens > 0;  ///< 0 (echo only): the prompt is the whole reply
   const auto prompts = kind == api_kind::chat ? std::size_t{1} : req.prompts.size();
+  std::uint64_t charge = 0;  ///< tokens the request may use (prompts + max_tokens, every choice)
   for (std::size_t p = 0; p < prompts; ++p) {
     auto m = req.base;
     m.adapter = adapter;
@@ -158,6 +187,7 @@ void on_completion(http_self self, std::uint64_t hid, api_kind kind, const std::
                                                      + std::to_string(opts.context_window) + " tokens"));
       echoes.emplace_back(std::move(text), static_cast<std::uint32_t>(draft.prompt.size()));
     }
+    charge += draft.prompt.size() * static_cast<std::uint64_t>(req.n);
     if (!generate)
       continue;
     auto& params = draft.params;
@@ -165,6 +195,7 @@ void on_completion(http_self self, std::uint64_t hid, api_kind kind, const std::
     params.top_logprobs = req.top_logprobs;
     if (!req.max_tokens_given && kind == api_kind::chat && opts.context_window > draft.prompt.size())
       params.max_tokens = static_cast<int>(opts.context_window - draft.prompt.size());
+    charge += static_cast<std::uint64_t>(std::max(0, params.max_tokens)) * static_cast<std::uint64_t>(req.n);
     for (int j = 0; j < req.n; ++j) {
       actors::generate_request g;
       g.id = actors::sink_request_id{st.next_gid++};
@@ -174,10 +205,12 @@ void on_completion(http_self self, std::uint64_t hid, api_kind kind, const std::
       gens.push_back(std::move(g));
     }
   }
+  http_entry e;
+  if (!within_rate_limits(self, hid, key_name, charge, e.headers))
+    return;
   char rid[24];
   std::snprintf(rid, sizeof rid, "%016llx", static_cast<unsigned long long>(st.ids()));
   auto tok = opts.tokenizer;
-  http_entry e;
   e.stream = req.stream;
   const auto choices = prompts * static_cast<std::size_t>(req.n);
   e.reply = std::make_unique<openai_reply>(req, std::string(kind == api_kind::chat ? "chatcmpl-" : "cmpl-") + rid,
@@ -193,7 +226,7 @@ void on_completion(http_self self, std::uint64_t hid, api_kind kind, const std::
       for (std::size_t c = 0; c < choices; ++c)
         bytes += e.reply->on_done(c, "length", {echoes[c / static_cast<std::size_t>(req.n)].second, 0, 0});
       if (!e.stream)
-        return reply(self, hid, 200, e.reply->body());
+        return reply(self, hid, 200, e.reply->body(), "application/json", e.headers);
       send_stream(self, hid, e, bytes + e.reply->stream_end(), true);
       return;
     }
@@ -217,6 +250,12 @@ nlohmann::json model_object(const std::string& id, const std::string& parent, st
   return m;
 }
 
+/// The 404 for a `model` that is neither the served model nor an adapter it serves.
+api_error model_not_found(const std::string& id) {
+  return {404, "The model '" + id + "' does not exist (GET /v1/models lists the served model and its adapters)",
+          "invalid_request_error", "model", "model_not_found"};
+}
+
 /// GET /v1/models/{id}: the model object of `id` if /v1/models lists it, else a 404 error object.
 void reply_model(http_self self, std::uint64_t hid, const actors::router_stats& rs, const std::string& id) {
   const auto& served = self->state.io->opts.model_name;
@@ -226,8 +265,32 @@ void reply_model(http_self self, std::uint64_t hid, const actors::router_stats& 
   const auto adapters = servable_adapters(rs);
   if (std::find(adapters.begin(), adapters.end(), id) != adapters.end())
     return reply(self, hid, 200, model_object(id, served, created).dump());
-  reply_error(self, hid, {404, "The model '" + id + "' does not exist (GET /v1/models lists the served model and its adapters)",
-                          "invalid_request_error", "model", "model_not_found"});
+  reply_error(self, hid, model_not_found(id));
+}
+
+/// vLLM's POST /tokenize and /detokenize (tokenize_request.hpp). Adapters share the base model's
+/// tokenizer, so a body naming one is answered once the router's list shows it is served.
+void on_tokenize(http_self self, std::uint64_t hid, http_endpoint ep, const std::string& body) {
+  const auto& opts = self->state.io->opts;
+  auto answered = ep == http_endpoint::tokenize
+                    ? answer_tokenize(body, *opts.tokenizer, {opts.context_window, opts.max_prompt_bytes})
+                    : answer_detokenize(body, *opts.tokenizer);
+  if (auto* err = std::get_if<api_error>(&answered))
+    return reply_error(self, hid, *err);
+  auto a = std::get<tokenize_answer>(std::move(answered));
+  if (a.model.empty() || a.model == opts.model_name)
+    return reply(self, hid, 200, std::move(a.body));
+  self->request(self->state.io->router, std::chrono::seconds(5), caf::get_atom::value)
+    .then(
+      [self, hid, a](const actors::router_stats& rs) {
+        const auto adapters = servable_adapters(rs);
+        if (std::find(adapters.begin(), adapters.end(), a.model) == adapters.end())
+          return reply_error(self, hid, model_not_found(a.model));
+        reply(self, hid, 200, a.body);
+      },
+      [self, hid](const caf::error& err) {
+        reply_error(self, hid, {503, "the router did not answer: " + self->system().render(err), "service_unavailable_error", "", ""});
+      });
 }
 
 void on_stats_request(http_self self, std::uint64_t hid, http_endpoint ep, const std::string& body) {
@@ -377,7 +440,7 @@ void on_done(http_self self, const actors::done_event& ev) {
   if (e.stream)
     send_stream(self, at->hid, e, bytes + e.reply->stream_end(), true);
   else
-    reply(self, at->hid, 200, e.reply->body());
+    reply(self, at->hid, 200, e.reply->body(), "application/json", e.headers);
   finish_entry(self, at->hid, false);
 }
 
@@ -397,7 +460,10 @@ caf::behavior http_actor(http_self self, std::shared_ptr<http_gateway::impl> io)
            const std::string& tenant, const std::string& remote) {
       const auto endpoint = static_cast<http_endpoint>(ep);
       if (endpoint == http_endpoint::completions || endpoint == http_endpoint::chat)
-        on_completion(self, hid, endpoint == http_endpoint::chat ? api_kind::chat : api_kind::completion, body, tenant);
+        on_completion(self, hid, endpoint == http_endpoint::chat ? api_kind::chat : api_kind::completion, body, tenant,
+                      key_name);
+      else if (endpoint == http_endpoint::tokenize || endpoint == http_endpoint::detokenize)
+        on_tokenize(self, hid, endpoint, body);
       else if (endpoint == http_endpoint::adapters)
         on_adapters_request(self, hid, body, auth::caller{key_name, auth::role::user, tenant, false}, remote);
       else

@@ -35,8 +35,10 @@ using http_poll_atom = caf::atom_constant<caf::atom("lf_httppol")>;
 using http_drain_atom = caf::atom_constant<caf::atom("lf_httpdrn")>;
 
 /// What a request asks of the actor (evhttp has checked the method and the size).
-/// `model`: GET /v1/models/{id}, the id (URL-decoded) is the body.
-enum class http_endpoint : std::uint8_t { completions, chat, models, ready, metrics, stats, adapters, model };
+/// `model`: GET /v1/models/{id}, the id (URL-decoded) is the body. `tokenize`, `detokenize`:
+/// vLLM's POST /tokenize and /detokenize.
+enum class http_endpoint : std::uint8_t { completions, chat, models, ready, metrics, stats, adapters, model,
+                                          tokenize, detokenize };
 
 /// Actor -> loop: what to do with HTTP request `id`.
 struct http_out {

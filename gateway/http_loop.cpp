@@ -211,6 +211,11 @@ void http_gateway::impl::on_request(evhttp_request* req) {
     if (!need(EVHTTP_REQ_POST))
       return;
     ep = path == "/v1/completions" ? http_endpoint::completions : http_endpoint::chat;
+  } else if (path == "/tokenize" || path == "/detokenize") {
+    // vLLM's tokenizer endpoints (no /v1 prefix there either); the door treats them as user calls.
+    if (!need(EVHTTP_REQ_POST))
+      return;
+    ep = path == "/tokenize" ? http_endpoint::tokenize : http_endpoint::detokenize;
   } else if (path == "/v1/models" || path == "/ready" || path == "/metrics" || path == "/api/stats") {
     if (!need(EVHTTP_REQ_GET))
       return;
@@ -303,6 +308,8 @@ void http_gateway::impl::drain_outbox() {
         forget(o.id);
         break;
       case http_out::op::start:
+        for (auto& [k, v] : o.headers)
+          evhttp_add_header(headers, k.c_str(), v.c_str());
         evhttp_add_header(headers, "Content-Type", "text/event-stream");
         evhttp_add_header(headers, "Cache-Control", "no-cache");
         if (close_after_stream(stream_client_of(req)))

@@ -171,15 +171,8 @@ std::string render_prometheus(const actors::router_stats& rs, const http_side& h
   // stand behind an InferencePool (docs/deploy.md): the router's queue waits too.
   vllm_load load;
   load.waiting = static_cast<double>(rs.queued);
-  for (const auto& l : rs.loads) {
-    load.waiting += l.waiting;
-    load.running += l.running;
-    load.used_blocks += blocks_used(l);
-    load.total_blocks += l.total_blocks;
-    load.max_lora += l.max_adapters;
-    load.running_adapters.insert(l.running_adapters.begin(), l.running_adapters.end());
-    load.waiting_adapters.insert(l.waiting_adapters.begin(), l.waiting_adapters.end());
-  }
+  for (const auto& l : rs.loads)
+    load.add(l);
   write_vllm_gauges(w, http.model, load, static_cast<double>(http.time_ms) / 1000.0);
   return w.take();
 }

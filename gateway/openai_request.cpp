@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "constrain/constraint.hpp"
 #include "core/request.hpp"
+#include "gateway/constraint_fields.hpp"
 
 namespace lf::gateway {
 
@@ -205,81 +205,17 @@ std::map<std::int32_t, float> read_logit_bias(const json& body) {
   return out;
 }
 
-/// Structured output: OpenAI's response_format (text, json_object, json_schema) or one of the
-/// extensions `regex`, `choice`, `grammar`; at most one. Compiled here so a bad one is a 400
-/// naming the field and the problem.
-void read_constraint(const json& body, proto::submit_msg& m) {
-  std::string param;
-  auto set = [&](const std::string& p, std::string kind, std::string text) {
-    if (!param.empty())
-      fail(p, "give at most one of response_format (json_object, json_schema), regex, choice and grammar (got " +
-                  param + " and " + p + ")");
-    param = p;
-    m.constraint_kind = std::move(kind);
-    m.constraint = std::move(text);
-  };
-  if (!absent(body, "response_format")) {
-    const auto& f = body.at("response_format");
-    if (!f.is_object() || !f.contains("type") || !f.at("type").is_string())
-      fail("response_format", "response_format must be an object with a string `type`");
-    const auto type = f.at("type").get<std::string>();
-    for (const auto& [k, v] : f.items())
-      if (k != "type" && !(type == "json_schema" && k == "json_schema"))
-        fail("response_format", "unknown field response_format." + k);
-    if (type == "json_object") {
-      set("response_format", "json_object", "");
-    } else if (type == "json_schema") {
-      if (absent(f, "json_schema") || !f.at("json_schema").is_object())
-        fail("response_format", "response_format.json_schema must be an object with a `schema`");
-      const auto& js = f.at("json_schema");
-      for (const auto& [k, v] : js.items())
-        if (k != "name" && k != "schema" && k != "strict" && k != "description")
-          fail("response_format", "unknown field response_format.json_schema." + k);
-      if (!absent(js, "name") && !js.at("name").is_string())
-        fail("response_format", "response_format.json_schema.name must be a string");
-      if (!absent(js, "strict") && !js.at("strict").is_boolean())
-        fail("response_format", "response_format.json_schema.strict must be a boolean");
-      // Without a schema OpenAI accepts any JSON; strict or not, the output follows the schema.
-      set("response_format", "json_schema", absent(js, "schema") ? "{}" : js.at("schema").dump());
-    } else if (type != "text") {
-      fail("response_format", "response_format.type must be text, json_object or json_schema (got \"" + type + "\")");
-    }
-  }
-  if (!absent(body, "regex")) {
-    if (!body.at("regex").is_string())
-      fail("regex", "regex must be a string (a regular expression the whole output matches)");
-    set("regex", "regex", body.at("regex").get<std::string>());
-  }
-  if (!absent(body, "choice")) {
-    const auto& c = body.at("choice");
-    if (!c.is_array() || c.empty())
-      fail("choice", "choice must be a non-empty array of strings");
-    for (const auto& x : c)
-      if (!x.is_string() || x.get<std::string>().empty())
-        fail("choice", "choice must be a non-empty array of non-empty strings");
-    set("choice", "choice", c.dump());
-  }
-  if (!absent(body, "grammar")) {
-    if (!body.at("grammar").is_string())
-      fail("grammar", "grammar must be a string (GBNF, docs/http.md)");
-    set("grammar", "grammar", body.at("grammar").get<std::string>());
-  }
-  if (param.empty())
-    return;
-  if (m.constraint.size() > max_constraint_text)
-    fail(param, param + " is too large (at most " + std::to_string(max_constraint_text) + " bytes)");
-  if (auto why = constrain::check_constraint(output_constraint{m.constraint_kind, m.constraint}))
-    fail(param, "invalid " + param + ": " + *why);
-}
-
 const std::set<std::string>& known_keys(api_kind kind) {
-  static const std::set<std::string> common{
-    "model", "max_tokens", "temperature", "top_p", "n", "stream", "stream_options", "stop", "seed", "user",
-    "logprobs", "frequency_penalty", "presence_penalty", "logit_bias",
-    "response_format",
-    // lorafleet's extensions
-    "top_k", "repetition_penalty", "ignore_eos", "deadline_ms", "ttft_ms", "regex", "choice", "grammar",
-    "speculative"};
+  static const std::set<std::string> common = [] {
+    std::set<std::string> s{
+      "model", "max_tokens", "temperature", "top_p", "n", "stream", "stream_options", "stop", "seed", "user",
+      "logprobs", "frequency_penalty", "presence_penalty", "logit_bias",
+      // lorafleet's extensions
+      "top_k", "repetition_penalty", "ignore_eos", "deadline_ms", "ttft_ms", "speculative"};
+    // response_format, the constraint extensions and vLLM's spellings (constraint_fields.hpp)
+    s.insert(constraint_keys().begin(), constraint_keys().end());
+    return s;
+  }();
   static const std::set<std::string> completion = [] {
     auto s = common;
     s.insert({"prompt", "echo", "best_of", "suffix"});
@@ -287,7 +223,7 @@ const std::set<std::string>& known_keys(api_kind kind) {
   }();
   static const std::set<std::string> chat = [] {
     auto s = common;
-    s.insert({"messages", "max_completion_tokens", "top_logprobs", "response_format", "store", "service_tier",
+    s.insert({"messages", "max_completion_tokens", "top_logprobs", "store", "service_tier",
               "tool_choice", "modalities"});
     return s;
   }();
@@ -367,6 +303,14 @@ api_error to_api_error(serve_errc code, std::string message) {
   return e;
 }
 
+std::variant<std::vector<proto::chat_message>, api_error> parse_chat_messages(const json& body) {
+  try {
+    return read_messages(body);
+  } catch (const bad_field& b) {
+    return api_error{400, b.message, "invalid_request_error", b.param, "invalid_request"};
+  }
+}
+
 std::variant<openai_request, api_error> parse_openai_request(api_kind kind, std::string_view body_text,
                                                              const openai_limits& limits) {
   json body;
@@ -442,7 +386,11 @@ std::variant<openai_request, api_error> parse_openai_request(api_kind kind, std:
     if (m.max_tokens == 0 && !r.echo)
       fail("max_tokens", "max_tokens must be in [1, " + std::to_string(proto::max_tokens_limit)
                            + "] (got 0; 0 only with echo: true, which returns the prompt alone)");
-    read_constraint(body, m);
+    auto constraint = read_constraint(body);
+    if (auto* no = std::get_if<field_refusal>(&constraint))
+      fail(no->param, no->message);
+    m.constraint_kind = std::get<body_constraint>(constraint).constraint.kind;
+    m.constraint = std::move(std::get<body_constraint>(constraint).constraint.text);
     if (!m.constraint_kind.empty() && m.ignore_eos)
       fail("ignore_eos", "ignore_eos cannot be combined with a constraint (the output ends where it is complete)");
     m.stream = r.stream;

@@ -16,6 +16,8 @@
 #include <variant>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "core/serve_errc.hpp"
 #include "proto/protocol.hpp"
 
@@ -71,5 +73,10 @@ struct openai_limits {
 /// Reads `body` (JSON) for `kind`; the api_error names the field at fault.
 std::variant<openai_request, api_error> parse_openai_request(api_kind kind, std::string_view body,
                                                              const openai_limits& limits = {});
+
+/// `body["messages"]` read as /v1/chat/completions reads it (roles, text parts, the same
+/// refusals), for other endpoints that take a chat (POST /tokenize); the api_error names the
+/// message at fault.
+std::variant<std::vector<proto::chat_message>, api_error> parse_chat_messages(const nlohmann::json& body);
 
 } // namespace lf::gateway

@@ -24,6 +24,19 @@ struct vllm_load {
   double used_blocks = 0, total_blocks = 0;
   double max_lora = 0;  ///< adapters the workers may hold at once, summed
   std::set<std::string> running_adapters, waiting_adapters;
+
+  /// Adds one worker's figures (any struct with waiting, running, free_blocks, total_blocks,
+  /// max_adapters, running_adapters, waiting_adapters: a load report or a node's gauges).
+  template <class Worker>
+  void add(const Worker& w) {
+    waiting += w.waiting;
+    running += w.running;
+    used_blocks += w.total_blocks - (w.free_blocks < w.total_blocks ? w.free_blocks : w.total_blocks);
+    total_blocks += w.total_blocks;
+    max_lora += w.max_adapters;
+    running_adapters.insert(w.running_adapters.begin(), w.running_adapters.end());
+    waiting_adapters.insert(w.waiting_adapters.begin(), w.waiting_adapters.end());
+  }
 };
 
 /// Writes the four families above to `w`, labelled with `model`.

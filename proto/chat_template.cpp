@@ -26,7 +26,7 @@ bool operator!=(const chat_message& a, const chat_message& b) {
   return !(a == b);
 }
 
-std::string render_chat_prompt(const std::vector<chat_message>& messages) {
+std::string render_chat_prompt(const std::vector<chat_message>& messages, bool add_generation_prompt) {
   std::size_t bytes = 16;
   for (const auto& m : messages)
     bytes += m.content.size() + 16;
@@ -50,7 +50,8 @@ std::string render_chat_prompt(const std::vector<chat_message>& messages) {
     out += m.content;
     out += '\n';
   }
-  out += "Assistant:";
+  if (add_generation_prompt)
+    out += "Assistant:";
   return out;
 }
 

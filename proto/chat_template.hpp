@@ -9,7 +9,8 @@
 ///     User: <content>\n             a user message
 ///     Assistant: <content>\n        an assistant message
 ///     System: <content>\n           a system message after the first user/assistant turn
-///     Assistant:                    always appended, no trailing space: the model answers
+///     Assistant:                    appended, no trailing space: the model answers (only
+///                                   POST /tokenize may leave it out: add_generation_prompt false)
 ///
 /// Content is copied verbatim. The model's reply ends at the first "\nUser:" or "\nSystem:" it
 /// writes (chat_stop_sequences()), so it does not go on to write the user's next turn.
@@ -40,8 +41,9 @@ struct chat_message {
 bool operator==(const chat_message& a, const chat_message& b);
 bool operator!=(const chat_message& a, const chat_message& b);
 
-/// The prompt for `messages` under the template above; ends with "Assistant:".
-std::string render_chat_prompt(const std::vector<chat_message>& messages);
+/// The prompt for `messages` under the template above; ends with "Assistant:" unless
+/// `add_generation_prompt` is false (then it ends where the last message's line does).
+std::string render_chat_prompt(const std::vector<chat_message>& messages, bool add_generation_prompt = true);
 
 /// Stop sequences every chat request gets in addition to its own: "\nUser:" and "\nSystem:".
 const std::vector<std::string>& chat_stop_sequences();

@@ -15,8 +15,9 @@ wait_http_ready() {
 }
 # serve_tiny CONTEXT KV_MB NAME:SEED...: a tiny random model (2 layers, 64 wide, CONTEXT tokens) at
 # $tmp/tiny-gpt2 and a rank-8 adapter per NAME:SEED under $tmp/adapters, served by `$bin serve
-# --workers 2 --threads 1` over ZeroMQ and HTTP (log: $tmp/serve.log); sets zport, hport and pid
-# (the caller's EXIT trap kills it) and returns once the server is ready.
+# --workers 2 --threads 1` over ZeroMQ and HTTP (log: $tmp/serve.log), with the caller's
+# `serve_extra` array appended when it has one; sets zport, hport and pid (the caller's EXIT trap
+# kills it) and returns once the server is ready.
 serve_tiny() {
   local context=$1 kv=$2 a
   shift 2
@@ -28,7 +29,8 @@ serve_tiny() {
   done
   zport=$(free_port); hport=$(free_port)
   "$bin" serve --model "$tmp/tiny-gpt2" --adapters "$tmp/adapters" --workers 2 --threads 1 --kv-cache-mb "$kv" \
-    --listen "tcp://127.0.0.1:$zport" --http "127.0.0.1:$hport" --ready-file "$tmp/ready" > "$tmp/serve.log" 2>&1 &
+    --listen "tcp://127.0.0.1:$zport" --http "127.0.0.1:$hport" --ready-file "$tmp/ready" \
+    ${serve_extra[@]+"${serve_extra[@]}"} > "$tmp/serve.log" 2>&1 &
   pid=$!
   wait_http_ready "$tmp/ready" "http://127.0.0.1:$hport" "$tmp/serve.log"
 }

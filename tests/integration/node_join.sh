@@ -12,22 +12,7 @@
 set -euo pipefail
 bin=$1
 src=$2
-py=/usr/bin/python3; [ -x "$py" ] || py=python3
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill -9 "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-fail() { echo "FAIL: $*"; for f in "$tmp"/*.log; do echo "--- $f"; tail -n 30 "$f"; done; exit 1; }
-code() { curl -s -o /dev/null -w '%{http_code}' "$1" || true; }
-until_code() {  # URL CODE SECONDS
-  for _ in $(seq 1 $(($3 * 10))); do [ "$(code "$1")" = "$2" ] && return 0; sleep 0.1; done
-  return 1
-}
+source "$(dirname "$0")/node_lib.sh"
 workers() { "$bin" status "tcp://127.0.0.1:$zport" 2>/dev/null | sed -n 's/.*workers=\([0-9]*\).*/\1/p'; }
 until_workers() {  # N SECONDS
   for _ in $(seq 1 $(($2 * 10))); do [ "$(workers)" = "$1" ] && return 0; sleep 0.1; done

@@ -5,23 +5,8 @@
 # Usage: node_join_tls.sh LORAFLEET_BINARY
 set -euo pipefail
 bin=$1
-py=/usr/bin/python3; [ -x "$py" ] || py=python3
 command -v openssl > /dev/null || { echo "SKIP: no openssl command to make the cluster CA"; exit 77; }
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-fail() { echo "FAIL: $*"; for f in "$tmp"/*.log; do echo "--- $f"; tail -n 20 "$f"; done; exit 1; }
-code() { curl -s -o /dev/null -w '%{http_code}' "$1" || true; }
-until_code() {  # URL CODE SECONDS
-  for _ in $(seq 1 $(($3 * 10))); do [ "$(code "$1")" = "$2" ] && return 0; sleep 0.1; done
-  return 1
-}
+source "$(dirname "$0")/node_lib.sh"
 ca() {  # NAME: a CA
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "/CN=$1" \
     -keyout "$tmp/$1.key" -out "$tmp/$1.crt" 2> /dev/null

@@ -61,7 +61,7 @@ TEST_CASE("key file: names, roles, keys, tenants, comments and blank lines", "[a
 }
 
 TEST_CASE("key file: each refusal names the file, the line and the reason, never the key", "[api_keys]") {
-  CHECK(refusal("alice user\n") == "keys.txt:1: expected NAME ROLE KEY [TENANT], got 2 fields");
+  CHECK(refusal("alice user\n") == "keys.txt:1: expected NAME ROLE KEY [TENANT] [rpm=N] [tpm=N], got 2 fields");
   CHECK(refusal("a user sk-0123456789abcdef t extra\n").find("got 5 fields") != std::string::npos);
   CHECK(refusal("\n# x\nalice root sk-0123456789abcdef\n") == "keys.txt:3: unknown role \"root\" (user or admin)");
   const auto shorty = refusal("alice user short-key\n");

@@ -42,6 +42,13 @@ TEST_CASE("chat template: system messages after the first turn are marked", "[ch
   CHECK(render_chat_prompt({}) == "Assistant:");
 }
 
+TEST_CASE("chat template without the generation prompt stops after the last message", "[chat]") {
+  const std::vector<chat_message> conv{{chat_role::system, "S"}, {chat_role::user, "u"}, {chat_role::assistant, "a"}};
+  CHECK(render_chat_prompt(conv, false) == "S\n\nUser: u\nAssistant: a\n");
+  CHECK(render_chat_prompt(conv, true) == render_chat_prompt(conv, false) + "Assistant:");
+  CHECK(render_chat_prompt({}, false).empty());
+}
+
 TEST_CASE("chat stop sequences end the assistant's turn", "[chat]") {
   const auto& stops = chat_stop_sequences();
   CHECK(stops == std::vector<std::string>{"\nUser:", "\nSystem:"});

@@ -1,0 +1,66 @@
+#!/bin/bash
+# Rate limits per key over HTTP, as OpenAI answers them: a key file line's rpm= / tpm= hold the key
+# to that many requests / tokens (prompt + max_tokens) a minute. Every reply to a limited key
+# carries x-ratelimit-limit-*, -remaining-* and -reset-*; past the limit: 429 (code rate_limited)
+# with Retry-After, until the bucket has refilled (60 a minute: one a second); a request larger
+# than a minute's tokens: 400, no retry helps; other keys are not touched; streams carry the
+# headers on their first response line.
+# Usage: rate_limits.sh LORAFLEET_BINARY SOURCE_DIR
+set -euo pipefail
+bin=$(realpath "$1"); src=$2
+here=$src/tests/http
+tmp=$(mktemp -d); pid=
+trap '[ -n "$pid" ] && kill $pid 2> /dev/null; rm -rf "$tmp"' EXIT
+source "$here/lib.sh"
+
+k() { echo "sk-$1-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"; }
+a_key=$(k a); b_key=$(k b); c_key=$(k c)
+cat > "$tmp/keys" <<KEYS
+# NAME ROLE KEY [TENANT] [rpm=N] [tpm=N]
+alice user $a_key rpm=60
+bob   user $b_key
+carol user $c_key team-c tpm=100
+KEYS
+chmod 600 "$tmp/keys"
+serve_extra=(--api-key-file "$tmp/keys")
+serve_tiny 256 16
+base=http://127.0.0.1:$hport
+ask() {  # KEY MAX_TOKENS [stream]: the status; headers in $tmp/h, body in $tmp/body
+  local stream=false; [ "${3:-}" = stream ] && stream=true
+  curl -s -D "$tmp/h" -o "$tmp/body" -w '%{http_code}' -H "Authorization: Bearer $1" -H 'Content-Type: application/json' \
+    -d "{\"model\":\"tiny-gpt2\",\"prompt\":\"Hello there\",\"max_tokens\":$2,\"stream\":$stream}" "$base/v1/completions"
+}
+header() { tr -d '\r' < "$tmp/h" | sed -n "s/^$1: //Ip" | head -n 1; }
+fail() { echo "FAIL: $*"; echo "--- headers"; cat "$tmp/h"; echo "--- body"; cat "$tmp/body"; echo; exit 1; }
+
+# alice: 60 a minute, a full bucket at start: 60 pass, the 61st is refused.
+for i in $(seq 1 60); do
+  [ "$(ask "$a_key" 1)" = 200 ] || fail "alice's request $i of her 60 was refused"
+done
+[ "$(header x-ratelimit-limit-requests)" = 60 ] || fail "no x-ratelimit-limit-requests: 60"
+[ "$(header x-ratelimit-remaining-requests)" = 0 ] || fail "remaining requests not 0 after 60"
+[ -n "$(header x-ratelimit-reset-requests)" ] || fail "no x-ratelimit-reset-requests"
+ok "60 requests a minute: each reply carries OpenAI's x-ratelimit-* headers"
+[ "$(ask "$a_key" 1)" = 429 ] || fail "alice's 61st request was not refused"
+grep -q '"code":"rate_limited"' "$tmp/body" || fail "the 429 is not a rate_limited error object"
+grep -q 'requests per minute (60)' "$tmp/body" || fail "the 429 does not name the limit"
+[ "$(header retry-after)" = 1 ] || fail "Retry-After is not 1 (s)"
+ok "the 61st: 429 rate_limited naming the limit, Retry-After 1"
+[ "$(ask "$b_key" 4)" = 200 ] || fail "bob (no limits) was refused"
+[ -z "$(header x-ratelimit-limit-requests)" ] || fail "a key without limits got rate-limit headers"
+ok "another key is not touched, and gets no rate-limit headers"
+sleep 1.1
+[ "$(ask "$a_key" 1)" = 200 ] || fail "alice was still refused after the bucket refilled one request"
+ok "after a second, one request has refilled"
+
+# carol: 100 tokens a minute; prompt (2) + max_tokens (40) = 42 a request; a stream carries the headers.
+[ "$(ask "$c_key" 40 stream)" = 200 ] || fail "carol's first stream was refused"
+[ "$(header x-ratelimit-limit-tokens)" = 100 ] || fail "the stream's first line has no x-ratelimit-limit-tokens"
+[ "$(header x-ratelimit-remaining-tokens)" = 58 ] || fail "remaining tokens not 100 - 42"
+[ "$(ask "$c_key" 40)" = 200 ] || fail "carol's second request was refused"
+[ "$(ask "$c_key" 40)" = 429 ] || fail "carol's third request (126 tokens in a minute) was not refused"
+grep -q 'tokens per minute (100' "$tmp/body" || fail "the 429 does not name the token limit"
+[ "$(ask "$c_key" 200)" = 400 ] || fail "a request over a whole minute's tokens was not a 400"
+grep -q 'lower max_tokens' "$tmp/body" || fail "the 400 does not say what to change"
+ok "100 tokens a minute: a stream carries the headers, the third request gets 429, one over the minute's budget 400"
+echo "rate limits: $passed passed"
