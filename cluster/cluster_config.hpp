@@ -165,6 +165,8 @@ struct cluster_config {
   node_security tls;
   launch_settings launch;
   std::vector<node_config> nodes;  ///< in file order
+  /// [workers]: the workers of a node the file does not name (`node CONFIG --name NEW` joins).
+  worker_group worker_defaults;
 
   /// The node named `name`, or nullptr.
   const node_config* find(const std::string& name) const;

@@ -228,6 +228,7 @@ bool read_config(const std::string& text, cluster_config& c, parse_state& st) {
     read_workers(wr, defaults, true, st);
     wr.finish();
   }
+  c.worker_defaults = defaults;
   if (const auto* t = r.table("cluster")) {
     toml_reader cr(*t, "cluster", st);
     read_cluster(cr, c);

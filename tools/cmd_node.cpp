@@ -49,15 +49,21 @@ int cmd_node(int argc, char** argv) {
   a.finish();
   cluster::load_options lo;
   lo.default_model_dir = default_model_dir();
-  const auto cfg = cluster::load_cluster_config(path, lo);
-  const auto* node = cfg.find(name);
-  if (!node) {
-    std::string names;
-    for (const auto& n : cfg.nodes)
-      names += (names.empty() ? "" : ", ") + n.name;
-    throw std::invalid_argument("no node named \"" + name + "\" in " + path + " (nodes: " + names
-                                + "); a worker node the file does not name joins with --join HOST:PORT");
+  auto cfg = cluster::load_cluster_config(path, lo);
+  if (!cfg.find(name)) {
+    // A node the file does not name joins as a worker node with [workers]' settings (its
+    // security, heartbeats and router address are the file's).
+    if (!cluster::valid_node_name(name))
+      throw std::invalid_argument("--name \"" + name + "\": use 1 to 64 letters, digits, '-', '_' and '.'");
+    cluster::node_config joined;
+    joined.name = name;
+    joined.host = "localhost";  // connects out only
+    joined.workers = cfg.worker_defaults;
+    if (joined.workers.count == 0)
+      joined.workers.count = 1;
+    cfg.nodes.push_back(joined);
   }
+  const auto* node = cfg.find(name);
   if (std::string why; !probe_listen.empty() && !gateway::parse_host_port(probe_listen, &why))
     throw std::invalid_argument("--probe-listen: " + why);
   if (auto why = cluster::check_router_exposure(cfg); !why.empty() && name == cfg.router_node)

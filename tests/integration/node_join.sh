@@ -7,7 +7,7 @@
 #   not resolve is retried, not fatal; a second node joins under load and takes work; SIGTERM on a
 #   node: its /ready turns 503 before it exits 0 and its requests move; a frozen node replaced by
 #   one of the same name: the old entry goes at once; afterwards every request ended once, with
-#   no error, and the same text as a calm replay.
+#   no error, and the same text as a calm replay; a node the config file does not name joins too.
 # Usage: node_join.sh LORAFLEET_BINARY SOURCE_DIR
 set -euo pipefail
 bin=$1
@@ -154,3 +154,15 @@ echo "ok 7 - every request ended once without error ($resumed moved mid-stream);
 "$py" "$src/tests/integration/join_load.py" "tcp://127.0.0.1:$zport" "$tmp/load.json" --replay \
   || fail "texts differ from a calm replay"
 echo "ok 8 - every text equals a calm replay of the same request"
+
+# A node the config file does not name joins with the file's [workers] settings and its token.
+pe=$(free_port)
+"$bin" node "$tmp/cluster.toml" --name extra-1 --probe-listen "127.0.0.1:$pe" > "$tmp/extra-1.log" 2>&1 &
+pids+=($!)
+pid_e=${pids[-1]}
+until_code "http://127.0.0.1:$pe/ready" 200 60 || fail "a node the file does not name did not join"
+until_workers 3 30 || fail "the router does not count extra-1"
+kill -TERM "$pid_e"
+rc=0; wait "$pid_e" || rc=$?
+[ "$rc" = 0 ] || fail "extra-1 exited with $rc after SIGTERM"
+echo "ok 9 - a node the config file does not name joins with its [workers] settings, and leaves on SIGTERM"
