@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cluster/config_detail.hpp"
+#include "core/access.hpp"
 #include "core/secret_file.hpp"
 
 namespace lf::cluster {
@@ -16,7 +17,7 @@ std::string check_router_exposure(const cluster_config& cfg) {
   if (r == nullptr || cfg.tls.enabled() || !cfg.tls.join_token_file.empty())
     return {};
   const auto& b = r->bind.empty() ? r->host : r->bind;
-  if (b == "localhost" || b == "::1" || b.rfind("127.", 0) == 0)
+  if (b == "localhost" || auth::loopback_host(b))
     return {};
   return "the router's CAF port (" + b + ":" + std::to_string(r->port)
          + ") would be reachable beyond this machine with neither mutual TLS nor a join token, so anyone "
