@@ -63,7 +63,10 @@ router_node::router_node(const cluster_config& cfg, const node_config& self, log
   auto& st = *impl_;
   if (auto why = check_router_exposure(cfg); !why.empty())
     throw std::runtime_error(why);
-  st.router = router::spawn_router(st.sys, router_config_for(cfg));
+  // Read once (the model's limits, the join token): the router, its local workers and the HTTP
+  // gateway share it.
+  const auto rc = router_config_for(cfg);
+  st.router = router::spawn_router(st.sys, rc);
   auto p = publish_router(st.sys, st.router, cfg, st.sys_cfg.tls());
   if (!p) {
     caf::anon_send_exit(st.router, caf::exit_reason::user_shutdown);
@@ -84,7 +87,7 @@ router_node::router_node(const cluster_config& cfg, const node_config& self, log
       actors::worker_options o;
       o.name = self.name + "/" + std::to_string(i + 1);
       o.report_interval = self.workers.report_interval;
-      o.join_token = join_token_of(cfg);
+      o.join_token = rc.join_token;
       st.workers.push_back(actors::spawn_worker(st.sys, actors::backend_of(st.runtimes[i]), st.router, o));
     }
     st.gw = std::make_unique<gateway::zmq_gateway>(st.sys, st.router, gateway_options_for(cfg));
@@ -97,7 +100,7 @@ router_node::router_node(const cluster_config& cfg, const node_config& self, log
       h.keys = g.keys;
       h.metrics_need_key = cfg.metrics_need_key;
       h.model_name = cfg.http_model_name.empty() ? default_model_name(cfg.model_dir) : cfg.http_model_name;
-      h.context_window = router_config_for(cfg).limits.context_window;
+      h.context_window = rc.limits.context_window;
       h.tls = {cfg.http_tls_cert, cfg.http_tls_key};
       st.http = std::make_unique<gateway::http_gateway>(st.sys, st.router, std::move(h));
       st.log("HTTP (OpenAI API, /metrics, dashboard) on " + st.http->url() + "/");
