@@ -1,17 +1,9 @@
 #include "cluster/node_metrics.hpp"
 
-#include <algorithm>
-
 #include "core/prometheus_text.hpp"
 #include "gateway/vllm_metrics.hpp"
 
 namespace lf::cluster {
-
-namespace {
-
-std::uint32_t used(const worker_gauges& w) { return w.total_blocks - std::min(w.free_blocks, w.total_blocks); }
-
-} // namespace
 
 std::string render_node_metrics(const std::string& model, const std::vector<worker_gauges>& workers, bool ready,
                                 double now_unix_s) {
@@ -34,7 +26,7 @@ std::string render_node_metrics(const std::string& model, const std::vector<work
              [](const wg& g) { return g.waiting; });
   per_worker("num_requests_running", "gauge", "Sequences in the worker's running batch.",
              [](const wg& g) { return g.running; });
-  per_worker("kv_blocks_used", "gauge", "K/V cache blocks in use.", used);
+  per_worker("kv_blocks_used", "gauge", "K/V cache blocks in use.", [](const wg& g) { return gateway::blocks_in_use(g); });
   per_worker("kv_blocks_total", "gauge", "K/V cache blocks in the pool.", [](const wg& g) { return g.total_blocks; });
   per_worker("requests_finished_total", "counter", "Requests the worker finished.", [](const wg& g) { return g.finished; });
   per_worker("requests_failed_total", "counter", "Requests that failed on the worker.", [](const wg& g) { return g.failed; });

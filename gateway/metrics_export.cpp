@@ -22,7 +22,7 @@ std::string worker_labels(const T& x) {
   return "worker=\"" + prom_label(x.name) + "\",worker_id=\"" + std::to_string(x.wid.value()) + "\"";
 }
 
-std::uint32_t blocks_used(const actors::worker_load& l) { return l.total_blocks - std::min(l.free_blocks, l.total_blocks); }
+std::uint32_t blocks_used(const actors::worker_load& l) { return blocks_in_use(l); }
 
 json hist_json(const histogram& h) {
   return {{"bounds", h.bounds}, {"counts", h.counts}, {"sum", h.sum}, {"count", h.count}};

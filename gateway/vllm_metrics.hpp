@@ -11,12 +11,20 @@
 ///                                           value: the snapshot's time (Unix seconds), as vLLM's;
 ///                                           GIE reads the labels of the newest
 
+#include <cstdint>
 #include <set>
 #include <string>
 
 #include "core/prometheus_text.hpp"
 
 namespace lf::gateway {
+
+/// K/V blocks in use of a worker's figures (any struct with free_blocks and total_blocks; a
+/// report that says more free than total counts as none in use).
+template <class Worker>
+std::uint32_t blocks_in_use(const Worker& w) {
+  return w.total_blocks - (w.free_blocks < w.total_blocks ? w.free_blocks : w.total_blocks);
+}
 
 /// What the gauges say, summed over the workers behind one endpoint.
 struct vllm_load {
@@ -31,7 +39,7 @@ struct vllm_load {
   void add(const Worker& w) {
     waiting += w.waiting;
     running += w.running;
-    used_blocks += w.total_blocks - (w.free_blocks < w.total_blocks ? w.free_blocks : w.total_blocks);
+    used_blocks += blocks_in_use(w);
     total_blocks += w.total_blocks;
     max_lora += w.max_adapters;
     running_adapters.insert(w.running_adapters.begin(), w.running_adapters.end());
