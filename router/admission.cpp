@@ -2,22 +2,24 @@
 
 namespace lf::router {
 
-std::optional<admit_refuse> refuse_in_outage(const admission_view& v, std::chrono::steady_clock::time_point now) {
+std::optional<admit_refuse> refuse_in_outage(const availability& avail, std::size_t live_workers,
+                                             std::uint32_t no_workers_retry_ms,
+                                             std::chrono::steady_clock::time_point now) {
   // Nothing would serve it: say so now rather than let it wait for its client's timeout.
-  if (!v.avail->refuses() && !v.avail->expired(now))
+  if (!avail.refuses() && !avail.expired(now))
     return std::nullopt;
   return admit_refuse{serve_errc::no_workers,
-                        v.live_workers == 0
+                        live_workers == 0
                           ? std::string("no worker takes requests: none is registered (every one was lost, "
                                         "or none came yet); retry when one is")
-                          : "no worker takes requests: the " + std::to_string(v.live_workers)
+                          : "no worker takes requests: the " + std::to_string(live_workers)
                               + " live worker(s) are drained (`lorafleet undrain NODE` puts them back)",
-                        v.no_workers_retry_ms};
+                        no_workers_retry_ms};
 }
 
 admission admit(const admission_ask& ask, const admission_view& v, const choose_fn& choose,
                 std::chrono::steady_clock::time_point now) {
-  if (auto no = refuse_in_outage(v, now))
+  if (auto no = refuse_in_outage(*v.avail, v.live_workers, v.no_workers_retry_ms, now))
     return std::move(*no);
   if (auto why = v.tenancy->deadline_refusal({ask.tenant, ask.prompt_tokens, ask.max_tokens, ask.timeout_ms, ask.ttft_ms},
                                              v.saturated))

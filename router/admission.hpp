@@ -73,8 +73,11 @@ using admission = std::variant<admit_place, admit_enqueue, admit_refuse>;
 using choose_fn = std::function<std::optional<actors::worker_id>()>;
 
 /// The outage rule alone (the first of admit's): the router asks it before it validates a
-/// request, since without workers it knows no model to validate against.
-std::optional<admit_refuse> refuse_in_outage(const admission_view& view, std::chrono::steady_clock::time_point now);
+/// request, since without workers it knows no model to validate against (`live_workers`: the
+/// registered ones, drained or not, for the message).
+std::optional<admit_refuse> refuse_in_outage(const availability& avail, std::size_t live_workers,
+                                             std::uint32_t no_workers_retry_ms,
+                                             std::chrono::steady_clock::time_point now);
 
 /// See the file comment.
 admission admit(const admission_ask& ask, const admission_view& view, const choose_fn& choose,

@@ -52,7 +52,7 @@ void router_state::submit(actors::generate_request& req) {
     const auto key = std::make_pair(addr, req.id.value());
     if (by_client_.count(key))
       return refuse(sink, req.id, {serve_errc::invalid_request, "request id " + std::to_string(req.id.value()) + " is already in use"});
-    if (auto no = refuse_in_outage(admission_view_of(req.draft.tenant), now))
+    if (auto no = refuse_in_outage(avail_, workers_.size(), no_workers_retry_ms(), now))
       return refuse(sink, req.id, std::move(*no));  // before validation: no worker, no model known
     auto checked = checked_here(std::move(req.draft));
     if (auto* bad = std::get_if<admit_refuse>(&checked))

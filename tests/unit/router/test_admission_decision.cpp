@@ -86,7 +86,7 @@ TEST_CASE("admit: no worker takes requests -> no_workers at once, with a retry h
     CHECK(r.retry_after_ms == 1000);
     CHECK_THAT(r.message, Catch::Contains("the 2 live worker(s) are drained"));
     CHECK(calls == 0);
-    CHECK(refuse_in_outage(b.view, b.t0 + 1s));
+    CHECK(refuse_in_outage(b.avail, 2, 1000, b.t0 + 1s));
   }
   SECTION("none ever came: queued while the first outage is young, refused once it is older than the wait") {
     books b(0);
