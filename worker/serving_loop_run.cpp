@@ -276,8 +276,9 @@ void serving_loop::publish_load() {
     names.erase(std::unique(names.begin(), names.end()), names.end());
     return names;
   };
-  auto running_adapters = adapters_of(sched_.running());
-  auto waiting_adapters = adapters_of(sched_.waiting());
+  // Without an adapter manager no request holds an adapter: nothing to list on every step.
+  auto running_adapters = adapters_ ? adapters_of(sched_.running()) : std::vector<std::string>{};
+  auto waiting_adapters = adapters_ ? adapters_of(sched_.waiting()) : std::vector<std::string>{};
   auto st = blocks_.get_stats();
   auto ad = adapters_ ? adapters_->stats() : cache::adapter_cache_stats{};
   std::lock_guard<std::mutex> g(mtx_);
