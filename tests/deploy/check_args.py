@@ -170,16 +170,7 @@ def main():
         material_dir = os.path.join(tmp, "material")
         os.makedirs(material_dir)
         material = make_material(material_dir)
-        failed = 0
-        for path in files:
-            failures = check_target(binary, path, material)
-            name = os.path.basename(path).removesuffix(".yaml")
-            print(f"check_args: {name}: " + ("ok" if not failures else "FAILED"))
-            for f in failures:
-                print(f"  {f}")
-            failed += bool(failures)
-    print(f"check_args: {len(files) - failed} passed, {failed} failed")
-    return 1 if failed else 0
+        return mf.report_per_file("check_args", files, lambda path: check_target(binary, path, material))
 
 
 if __name__ == "__main__":

@@ -402,16 +402,7 @@ def main():
             return 1
         # The base alone is not what is applied (no namespace, no image choice): the overlays are.
         files = [rendered[name] for name in rendered if name != "base"]
-    failed = 0
-    for path in files:
-        problems = check_file(path)
-        name = os.path.basename(path).removesuffix(".yaml")
-        print(f"consistency: {name}: " + ("ok" if not problems else f"{len(problems)} problem(s)"))
-        for p in problems:
-            print(f"  {p}")
-        failed += bool(problems)
-    print(f"consistency: {len(files) - failed} passed, {failed} failed")
-    return 1 if failed else 0
+    return mf.report_per_file("consistency", files, check_file)
 
 
 if __name__ == "__main__":

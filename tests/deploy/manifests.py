@@ -5,6 +5,7 @@ serve and read (from its flags and, for the router, from the cluster.toml it is 
 Used by check_consistency.py (the structure) and check_args.py (the program's own argument check).
 """
 import base64
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -22,6 +23,21 @@ TOML_FILES = (("http", "tls_cert"), ("http", "tls_key"), ("auth", "key_file"),
               ("security.nodes", "ca_file"), ("security.nodes", "certificate"),
               ("security.nodes", "key"), ("security.nodes", "join_token_file"),
               ("cluster", "model_dir"), ("cluster", "tokenizer_dir"), ("cluster", "adapter_dir"))
+
+
+def report_per_file(tool, files, check):
+    """Runs `check(path) -> [problem]` on each rendered file, prints `TOOL: NAME: ok` or its
+    problems, then `TOOL: N passed, M failed`; the exit status (1 when any file failed)."""
+    failed = 0
+    for path in files:
+        problems = check(path)
+        name = os.path.basename(path).removesuffix(".yaml")
+        print(f"{tool}: {name}: " + ("ok" if not problems else f"FAILED ({len(problems)} problem(s))"))
+        for p in problems:
+            print(f"  {p}")
+        failed += bool(problems)
+    print(f"{tool}: {len(files) - failed} passed, {failed} failed")
+    return 1 if failed else 0
 
 
 def load(path):
