@@ -76,13 +76,18 @@ struct worker_state {
   worker_id wid;  ///< 0 until registered
   std::unordered_map<route_id, worker::request_id> live;
   std::shared_ptr<router_sink> sink;  ///< every request's, once registered (the id is in its messages)
+  std::uint64_t cache_listener = 0;   ///< its prefix-cache listener on the loop (0: none)
 
   ~worker_state() {
     if (wid.value() != 0 && opts.registered)
       --*opts.registered;
-    if (backend.loop)
+    if (backend.loop) {
+      // Only this actor's requests: a loop shared with the actors of other routers keeps theirs.
       for (auto& [rid, id] : live)
         backend.loop->cancel(id);
+      if (cache_listener != 0)
+        backend.loop->unwatch_prefix_cache(cache_listener);
+    }
   }
 };
 
@@ -132,7 +137,7 @@ void watch_prefix_cache(worker_state& st) {
     return;
   const auto block_size = st.backend.block_size;
   const bool tenant = loop->prefix_isolation() == cache::prefix_isolation::tenant;
-  loop->watch_prefix_cache([router = st.router, wid = st.wid, block_size, tenant](cache::prefix_event_batch b) {
+  st.cache_listener = loop->watch_prefix_cache([router = st.router, wid = st.wid, block_size, tenant](cache::prefix_event_batch b) {
     caf::anon_send(router, prefix_events{wid, b.seq, b.snapshot, block_size, tenant, std::move(b.stored),
                                          std::move(b.removed)});
   });

@@ -33,6 +33,7 @@
 #include <deque>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -202,9 +203,12 @@ public:
 
   /// Prefix-cache events (cache/prefix_events.hpp): from now on, `deliver` gets on the loop's
   /// thread what entered and left this loop's prefix cache, at most one numbered batch a loop
-  /// turn, the first one a snapshot; it replaces any earlier listener (a worker that registers
-  /// again). Nothing is sent when the prefix cache is off. Thread-safe.
-  void watch_prefix_cache(std::function<void(cache::prefix_event_batch)> deliver);
+  /// turn, the first one a snapshot. Every listener gets every batch (a worker registered with
+  /// several routers has one per router); each new listener makes the next batch a snapshot for
+  /// all. Nothing is sent when the prefix cache is off. Returns the listener's id. Thread-safe.
+  std::uint64_t watch_prefix_cache(std::function<void(cache::prefix_event_batch)> deliver);
+  /// Stops the listener `id` (watch_prefix_cache's); unknown ids are ignored. Thread-safe.
+  void unwatch_prefix_cache(std::uint64_t id);
   /// The next batch is a snapshot (the receiver saw a gap in the numbers). Thread-safe.
   void resend_prefix_cache();
   /// The prefix-cache namespace rule this loop's scheduler applies (the receiver salts with it).
@@ -309,8 +313,10 @@ private:
   std::vector<std::pair<request_id, std::uint32_t>> credits_;  ///< new allowances
   bool stopping_ = false, drain_ = false;
   bool adapter_news_ = false;  ///< an adapter load settled since the loop last looked
-  /// watch_prefix_cache's listener, and whether a snapshot was asked since the loop last looked.
-  std::function<void(cache::prefix_event_batch)> cache_listener_;
+  /// watch_prefix_cache's listeners by id, and whether a snapshot was asked since the loop last
+  /// looked.
+  std::map<std::uint64_t, std::function<void(cache::prefix_event_batch)>> cache_listeners_;
+  std::uint64_t next_listener_ = 1;
   bool cache_snapshot_asked_ = false;
   std::uint64_t next_id_ = 1;
   load_report load_;
