@@ -34,11 +34,15 @@ struct generate_request {
   request_draft draft;
   /// Credit window in tokens (proto::submit_msg::window); 0 => unlimited.
   std::uint32_t window = 0;
+  /// A continuation: tokens the client already received from another router (that router was
+  /// lost). The router resumes after them exactly as after a lost worker (the draft carries the
+  /// seed); the first event is token `continued.size()`. Empty for a new request.
+  std::vector<std::int32_t> continued;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generate_request& x) {
-  return f(caf::meta::type_name("lf.generate_request"), x.id, x.draft, x.window);
+  return f(caf::meta::type_name("lf.generate_request"), x.id, x.draft, x.window, x.continued);
 }
 
 /// Grants the sender's request `id` `tokens` more tokens of its credit window.

@@ -104,6 +104,8 @@ struct router_stats {
   std::vector<worker_metrics> metrics;  ///< per worker ever registered, then worker 0
   std::uint64_t prefix_blocks = 0;   ///< the prefix index's entries (block hashes x workers holding them)
   std::uint64_t prefix_resyncs = 0;  ///< snapshots asked of workers after a gap in their events
+  /// Continuations accepted: requests a gateway moved here mid-stream from a lost router.
+  std::uint64_t continued = 0;
 };
 
 template <class Inspector>
@@ -111,7 +113,7 @@ typename Inspector::result_type inspect(Inspector& f, router_stats& x) {
   return f(caf::meta::type_name("lf.router_stats"), x.workers, x.queued, x.inflight, x.accepted,
            x.overloaded, x.rejected, x.completed, x.failed, x.cancelled, x.timed_out, x.replaced,
            x.worker_lost, x.resumed, x.draining, x.accepting, x.kv_shipped, x.kv_shipped_tokens, x.loads, x.metrics,
-           x.adapter_prefetches, x.prefix_blocks, x.prefix_resyncs);
+           x.adapter_prefetches, x.prefix_blocks, x.prefix_resyncs, x.continued);
 }
 
 } // namespace lf::actors

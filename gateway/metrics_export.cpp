@@ -55,6 +55,9 @@ std::string render_prometheus(const actors::router_stats& rs, const http_side& h
   router_counter("requests_resumed_total",
                  "Resumptions: requests moved mid-stream to another worker (lost or drained), continuing exactly.",
                  rs.resumed);
+  router_counter("requests_continued_total",
+                 "Continuations: requests a gateway moved to this router mid-stream after another router was lost.",
+                 rs.continued);
   router_counter("kv_shipped_total", "Drain moves whose K/V went along to the next worker instead of being recomputed.",
                  rs.kv_shipped);
   router_counter("kv_shipped_tokens_total", "Tokens whose K/V drain moves carried.", rs.kv_shipped_tokens);

@@ -54,7 +54,7 @@ void router_state::submit(actors::generate_request& req) {
       return refuse(sink, req.id, {serve_errc::invalid_request, "request id " + std::to_string(req.id.value()) + " is already in use"});
     if (auto no = refuse_in_outage(avail_, workers_.size(), no_workers_retry_ms(), now))
       return refuse(sink, req.id, std::move(*no));  // before validation: no worker, no model known
-    auto checked = checked_here(std::move(req.draft));
+    auto checked = checked_here(std::move(req.draft), req.continued);
     if (auto* bad = std::get_if<admit_refuse>(&checked))
       return refuse(sink, req.id, std::move(*bad));
     auto& valid = std::get<validated_request>(checked);
@@ -62,8 +62,9 @@ void router_state::submit(actors::generate_request& req) {
                             static_cast<std::uint32_t>(valid.params().max_tokens), valid.timeout_ms(), valid.ttft_ms()};
     cached_tokens cached;
     const auto decision = admit(ask, admission_view_of(ask.tenant), [&] {
-      cached = cached_of(valid, {});
-      return placement_.choose(valid.adapter(), ask.prompt_tokens, 0.0, cached.tokens, cached.keys);
+      cached = cached_of(valid, req.continued);
+      return placement_.choose(valid.adapter(), ask.prompt_tokens + static_cast<std::uint32_t>(req.continued.size()),
+                               0.0, cached.tokens, cached.keys);
     }, now);
     if (auto* no = std::get_if<admit_refuse>(&decision)) {
       if (no->code == serve_errc::overloaded)
@@ -71,7 +72,7 @@ void router_state::submit(actors::generate_request& req) {
       return refuse(sink, req.id, std::move(*no));
     }
     note_adapter_demand(valid.adapter());
-    auto& e = accept(std::move(valid), req.id, req.window, sink, sender, now);
+    auto& e = accept(std::move(valid), req, sink, sender, now);
     if (auto* to = std::get_if<admit_place>(&decision)) {
       place(e, workers_.at(to->worker), cached);
     } else {
@@ -83,7 +84,10 @@ void router_state::submit(actors::generate_request& req) {
   }
 }
 
-std::variant<validated_request, admit_refuse> router_state::checked_here(request_draft draft) {
+std::variant<validated_request, admit_refuse> router_state::checked_here(request_draft draft,
+                                                                       const std::vector<std::int32_t>& continued) {
+  if (!continued.empty() && !draft.params.seed && draft.params.temperature > 0)
+    return admit_refuse{serve_errc::invalid_request, "a sampled continuation needs the seed its tokens were drawn with", 0};
   if (!draft.params.seed)
     draft.params.seed = seeds_();  // resumption needs a seed; `done` reports it
   draft.tenant_weight = cfg_.tenants.limits_of(draft.tenant).weight;
@@ -92,7 +96,22 @@ std::variant<validated_request, admit_refuse> router_state::checked_here(request
   auto checked = validate_request(std::move(draft), limits());
   if (auto* bad = std::get_if<check_failure>(&checked))
     return admit_refuse{bad->code, std::move(bad->message), bad->code == serve_errc::overloaded ? cfg_.retry_after_ms : 0};
+  if (auto why = bad_continuation(std::get<validated_request>(checked), continued))
+    return admit_refuse{serve_errc::invalid_request, std::move(*why), 0};
   return std::move(std::get<validated_request>(checked));
+}
+
+std::optional<std::string> router_state::bad_continuation(const validated_request& r,
+                                                          const std::vector<std::int32_t>& continued) const {
+  if (continued.empty())
+    return std::nullopt;
+  if (continued.size() > static_cast<std::size_t>(std::max(0, r.params().max_tokens)))
+    return "a continuation has at most max_tokens tokens (" + std::to_string(continued.size()) + " given)";
+  const auto vocab = limits().vocab_size;
+  for (auto t : continued)
+    if (t < 0 || (vocab > 0 && static_cast<std::size_t>(t) >= vocab))
+      return "a continuation's token " + std::to_string(t) + " is outside the vocabulary";
+  return std::nullopt;
 }
 
 admission_view router_state::admission_view_of(const std::string& tenant) const {
@@ -120,10 +139,12 @@ void router_state::refuse(const actors::event_sink& sink, actors::sink_request_i
   reject(sink, id, why.code, std::move(why.message), why.retry_after_ms);
 }
 
-route_entry& router_state::accept(validated_request valid, actors::sink_request_id id, std::uint32_t window,
+route_entry& router_state::accept(validated_request valid, actors::generate_request& req,
                                   const actors::event_sink& sink, const caf::strong_actor_ptr& sender,
                                   router_clock::time_point now) {
   const auto addr = caf::actor_cast<caf::actor_addr>(sender);
+  const auto id = req.id;
+  const auto window = req.window;
   actors::route_id rid{next_rid_++};
   auto& e = routes_[rid];
   e.rid = rid;
@@ -143,6 +164,9 @@ route_entry& router_state::accept(validated_request valid, actors::sink_request_
                         actors::expire_atom::value, rid);
   }
   e.req = std::move(valid);
+  e.sent = std::move(req.continued);  // a continuation is placed like a resumed request
+  if (!e.sent.empty())
+    ++counters_.continued;
   by_client_.emplace(std::make_pair(addr, id.value()), rid);
   if (sinks_[addr]++ == 0)
     self_->monitor(sender);  // the client going away cancels its requests

@@ -220,14 +220,20 @@ private:
   admission_queue<actors::route_id>::eligible_fn eligible() const;
   /// A request as the router takes it: seeded, weighted, its adapter pinned to "NAME@V", then
   /// validated once (validate_request) against the router's limits; or the refusal.
-  std::variant<validated_request, admit_refuse> checked_here(request_draft draft);
+  /// A continuation (`continued` not empty) must also fit (bad_continuation), and bring its
+  /// seed when it samples.
+  std::variant<validated_request, admit_refuse> checked_here(request_draft draft,
+                                                             const std::vector<std::int32_t>& continued);
   /// What admit() reads of the books for a request of `tenant`, now.
   admission_view admission_view_of(const std::string& tenant) const;
+  /// Why `continued` (a generate_request's) cannot continue `r`, or nothing (also when empty).
+  std::optional<std::string> bad_continuation(const validated_request& r,
+                                              const std::vector<std::int32_t>& continued) const;
   /// Refuses a request before it is accepted (counted as overloaded or rejected by its code).
   void refuse(const actors::event_sink& sink, actors::sink_request_id id, admit_refuse why);
-  /// Books an admitted request: its route, deadline timer, sink monitor and tenant; not yet
-  /// placed or queued.
-  route_entry& accept(validated_request valid, actors::sink_request_id id, std::uint32_t window,
+  /// Books an admitted request (`req`'s id, window and continued tokens): its route, deadline
+  /// timer, sink monitor and tenant; not yet placed or queued.
+  route_entry& accept(validated_request valid, actors::generate_request& req,
                       const actors::event_sink& sink, const caf::strong_actor_ptr& sender,
                       router_clock::time_point now);
   /// Every worker's batch is full, or requests wait in the queue.

@@ -47,7 +47,7 @@ struct field_list<validated_request> {
 };
 
 // client_messages.hpp
-LF_FIELDS(generate_request, id, draft, window);
+LF_FIELDS(generate_request, id, draft, window, continued);
 LF_FIELDS(credit_request, id, tokens);
 LF_FIELDS(cancel_request, id);
 LF_FIELDS(token_event, id, token, text, index, has_logprobs, logprobs);
@@ -74,7 +74,7 @@ LF_FIELDS(worker_load, wid, waiting, running, waiting_tokens, running_tokens, fr
 LF_FIELDS(worker_metrics, wid, name, live, m, state);
 LF_FIELDS(router_stats, workers, queued, inflight, accepted, overloaded, rejected, completed, failed, cancelled,
           timed_out, replaced, worker_lost, resumed, draining, accepting, kv_shipped, kv_shipped_tokens,
-          adapter_prefetches, loads, metrics, prefix_blocks, prefix_resyncs);
+          adapter_prefetches, loads, metrics, prefix_blocks, prefix_resyncs, continued);
 // adapter_messages.hpp
 LF_FIELDS(adapter_command, op, name, path);
 LF_FIELDS(adapter_reply, error, message, adapters, resident, seq);
@@ -220,6 +220,7 @@ router_stats stats() {
   s.adapter_prefetches = 17;
   s.prefix_blocks = 18;
   s.prefix_resyncs = 19;
+  s.continued = 20;
   s.loads = {load()};
   s.metrics = {metrics()};
   return s;
@@ -266,7 +267,7 @@ TEST_CASE("every actor message round-trips with every field set", "[messages][ro
   config cfg;
   caf::actor_system sys{cfg};
   SECTION("client") {
-    check(sys, generate_request{sink_request_id{42}, draft(), 8});
+    check(sys, generate_request{sink_request_id{42}, draft(), 8, {7, 8}});
     check(sys, credit_request{sink_request_id{42}, 16});
     check(sys, cancel_request{sink_request_id{42}});
     check(sys, token());
@@ -310,7 +311,7 @@ TEST_CASE("every actor message round-trips with every field set", "[messages][ro
 TEST_CASE("a seedless request stays seedless across nodes", "[messages][round_trip]") {
   config cfg;
   caf::actor_system sys{cfg};
-  auto r = generate_request{sink_request_id{1}, draft(), 0};
+  auto r = generate_request{sink_request_id{1}, draft(), 0, {}};
   r.draft.params.seed.reset();
   CHECK_FALSE(round_trip(sys, r).draft.params.seed);
 }
