@@ -13,16 +13,18 @@ namespace lf::cluster {
 namespace fs = std::filesystem;
 
 std::string check_router_exposure(const cluster_config& cfg) {
-  const auto* r = cfg.find(cfg.router_node);
-  if (r == nullptr || cfg.tls.enabled() || !cfg.tls.join_token_file.empty())
+  if (cfg.tls.enabled() || !cfg.tls.join_token_file.empty())
     return {};
-  const auto& b = r->bind.empty() ? r->host : r->bind;
-  if (b == "localhost" || auth::loopback_host(b))
-    return {};
-  return "the router's CAF port (" + b + ":" + std::to_string(r->port)
+  for (const auto* r : cfg.routers()) {
+    const auto& b = r->bind.empty() ? r->host : r->bind;
+    if (b == "localhost" || auth::loopback_host(b))
+      continue;
+    return "the router's CAF port (" + b + ":" + std::to_string(r->port)
          + ") would be reachable beyond this machine with neither mutual TLS nor a join token, so anyone "
            "who reaches it could join as a worker and be sent prompts: set [security.nodes] ca_file "
            "(docs/cluster.md) or join_token_file, or bind it to 127.0.0.1";
+  }
+  return {};
 }
 
 bool valid_node_name(const std::string& s) noexcept {
@@ -90,6 +92,30 @@ const node_config& cluster_config::router() const {
   if (const auto* n = find(router_node))
     return *n;
   throw std::logic_error("cluster config without its router node " + router_node);
+}
+
+std::vector<const node_config*> cluster_config::routers() const {
+  std::vector<const node_config*> out;
+  for (const auto& name : router_nodes.empty() ? std::vector<std::string>{router_node} : router_nodes)
+    if (const auto* n = find(name))
+      out.push_back(n);
+  return out;
+}
+
+bool cluster_config::is_router(const std::string& name) const {
+  return name == router_node || std::find(router_nodes.begin(), router_nodes.end(), name) != router_nodes.end();
+}
+
+bool cluster_config::is_gateway(const std::string& name) const {
+  return std::find(gateway_nodes.begin(), gateway_nodes.end(), name) != gateway_nodes.end();
+}
+
+std::string cluster_config::gateway_listen_of(const node_config& n) const {
+  return n.gateway_listen.empty() ? gateway_listen : n.gateway_listen;
+}
+
+std::string cluster_config::http_listen_of(const node_config& n) const {
+  return n.http_listen.empty() ? http_listen : n.http_listen;
 }
 
 std::uint32_t cluster_config::total_workers() const {

@@ -76,6 +76,9 @@ struct node_config {
   /// starts it only when the host is local, and otherwise prints the command to run there.
   std::string ssh;
   std::string tls_certificate, tls_key;  ///< this node's own certificate (overrides [security.nodes])
+  /// A gateway node's own client endpoints ([[nodes]] gateway_listen, http_listen): empty =>
+  /// [gateway] listen and [http] listen.
+  std::string gateway_listen, http_listen;
 };
 
 /// Router settings ([router] and [limits]).
@@ -146,7 +149,13 @@ struct cluster_config {
   std::string model_dir;       ///< absolute
   std::string tokenizer_dir;   ///< absolute; empty => model_dir
   std::string adapter_dir;     ///< absolute; empty => base model only
-  std::string router_node;     ///< name of the node with router + gateway
+  std::string router_node;     ///< name of the (first) router node: router + gateway unless gateway_nodes
+  /// [cluster] router_nodes: every router replica (router_node alone when the file names one).
+  /// With more than one, the gateways run on gateway_nodes and workers register with each.
+  std::vector<std::string> router_nodes;
+  /// [cluster] gateway_nodes: nodes that run only the client gateways (ZeroMQ, HTTP) and reach
+  /// every router; empty => the gateways run on the router node (one router).
+  std::vector<std::string> gateway_nodes;
   std::string gateway_listen = "tcp://127.0.0.1:5555";
   std::size_t max_per_connection = 1024;
   std::string http_listen;      ///< [http] listen: host:port of the HTTP gateway; empty => none
@@ -170,8 +179,18 @@ struct cluster_config {
 
   /// The node named `name`, or nullptr.
   const node_config* find(const std::string& name) const;
-  /// The router node (exists in a validated config).
+  /// The router node (exists in a validated config); the first of router_nodes.
   const node_config& router() const;
+  /// Every router node, in router_nodes order.
+  std::vector<const node_config*> routers() const;
+  /// Does node `name` run a router? A gateway of its own (split front)?
+  bool is_router(const std::string& name) const;
+  bool is_gateway(const std::string& name) const;
+  /// The gateways run on nodes of their own (gateway_nodes), apart from the routers.
+  bool split_front() const noexcept { return !gateway_nodes.empty(); }
+  /// The ZeroMQ / HTTP endpoint node `n` serves clients on (its own, else the cluster's).
+  std::string gateway_listen_of(const node_config& n) const;
+  std::string http_listen_of(const node_config& n) const;
   /// Workers over all nodes.
   std::uint32_t total_workers() const;
 };

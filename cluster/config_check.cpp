@@ -38,7 +38,32 @@ void check_workers(const worker_group& w, const std::string& path, parse_state& 
                                            + "), or a full batch of decodes never fits a step");
 }
 
+/// router_node / router_nodes / gateway_nodes: who runs what. router_node becomes the first
+/// router replica, so code that knows one router keeps working.
+void check_roles(cluster_config& c, parse_state& st) {
+  std::set<std::string> seen;
+  for (const auto& r : c.router_nodes)
+    if (!seen.insert(r).second)
+      st.add("cluster.router_nodes", "\"" + r + "\" is listed twice");
+  if (!c.router_nodes.empty()) {
+    if (!c.router_node.empty() && c.router_node != c.router_nodes.front())
+      st.add("cluster.router_node", "give router_node or router_nodes, not both");
+    c.router_node = c.router_nodes.front();
+  }
+  for (const auto& g : c.gateway_nodes) {
+    if (c.is_router(g))
+      st.add("cluster.gateway_nodes", "\"" + g + "\" is a router node: a split front keeps gateways and routers apart");
+    if (!seen.insert(g).second && !c.is_router(g))
+      st.add("cluster.gateway_nodes", "\"" + g + "\" is listed twice");
+  }
+  if (c.router_nodes.size() > 1 && c.gateway_nodes.empty())
+    st.add("cluster.gateway_nodes", "several router nodes need gateway nodes (the gateways reach every router)");
+  if (c.router_nodes.empty() && !c.router_node.empty())
+    c.router_nodes = {c.router_node};
+}
+
 void check_nodes(cluster_config& c, parse_state& st) {
+  check_roles(c, st);
   if (c.nodes.empty()) {
     if (!st.reported("nodes"))
       st.add("nodes", "no [[nodes]]: a cluster needs at least the router node");
@@ -62,29 +87,44 @@ void check_nodes(cluster_config& c, parse_state& st) {
       st.add(n.host.empty() ? p : p + ".host", n.host.empty() ? "missing host" : "host has spaces");
     if (n.bind.empty())
       n.bind = n.host;
-    const bool is_router = n.name == c.router_node;
+    const bool is_router = c.is_router(n.name);
+    const bool is_gateway = c.is_gateway(n.name);
     if (is_router && n.port == 0 && !st.reported(p + ".port"))
       st.add(p, "the router node needs a port (worker nodes connect to it there)");
+    if ((is_gateway || (is_router && c.split_front())) && n.workers.count > 0 && !st.reported(p + ".workers.count"))
+      st.add(p + ".workers.count", std::string("a ") + (is_gateway ? "gateway" : "router")
+                                     + " node of a split front runs no workers (give them nodes of their own)");
+    if ((!n.gateway_listen.empty() || !n.http_listen.empty()) && !is_gateway && !(is_router && !c.split_front()))
+      st.add(p + (n.gateway_listen.empty() ? ".http_listen" : ".gateway_listen"),
+             "only a node that runs the gateways listens for clients");
     if (n.port != 0 && !n.host.empty()) {
       auto [it, fresh] = by_port.emplace(std::make_pair(host_key(n.host), n.port), i);
       if (!fresh)
         st.add(p + ".port", "port " + std::to_string(n.port) + " on " + n.host + " is already used by node \""
                               + c.nodes[it->second].name + "\"");
     }
-    if (!is_router && n.workers.count == 0)
+    if (!is_router && !is_gateway && n.workers.count == 0)
       st.add(p + ".workers.count", "a worker node needs at least one worker");
     if (has_space(n.ssh))
       st.add(p + ".ssh", "expected an ssh target like user@host");
     check_workers(n.workers, p + ".workers", st);
   }
-  if (c.router_node.empty()) {
-    st.add("cluster.router_node", "missing: name the node that runs the router and the gateway");
-  } else if (!by_name.count(c.router_node)) {
+  auto named = [&](const std::string& key, const std::string& name) {
+    if (by_name.count(name))
+      return;
     std::string names;
     for (const auto& [n, i] : by_name)
       names += (names.empty() ? "" : ", ") + n;
-    st.add("cluster.router_node", "no node named \"" + c.router_node + "\" (nodes: " + names + ")");
+    st.add(key, "no node named \"" + name + "\" (nodes: " + names + ")");
+  };
+  if (c.router_node.empty()) {
+    st.add("cluster.router_node", "missing: name the node that runs the router and the gateway");
+  } else {
+    for (const auto& r : c.router_nodes.empty() ? std::vector<std::string>{c.router_node} : c.router_nodes)
+      named(c.router_nodes.size() <= 1 ? "cluster.router_node" : "cluster.router_nodes", r);
   }
+  for (const auto& g : c.gateway_nodes)
+    named("cluster.gateway_nodes", g);
   // A file with no worker at all is an elastic cluster: worker nodes join it (node --join).
   // Nodes on other machines reach the router node at its host: it cannot be a loopback name.
   if (const auto* r = c.find(c.router_node); r && host_key(r->host) == "loopback") {
@@ -225,6 +265,14 @@ void check_config(cluster_config& c, parse_state& st) {
     st.add("gateway.listen", "\"" + c.gateway_listen + "\": " + why);
   if (!c.http_listen.empty() && !gateway::parse_host_port(c.http_listen, &why))
     st.add("http.listen", why);
+  for (std::size_t i = 0; i < c.nodes.size(); ++i) {
+    const auto& n = c.nodes[i];
+    const auto p = "nodes[" + std::to_string(i + 1) + "]";
+    if (!n.gateway_listen.empty() && !parse_endpoint(n.gateway_listen, &why))
+      st.add(p + ".gateway_listen", "\"" + n.gateway_listen + "\": " + why);
+    if (!n.http_listen.empty() && !gateway::parse_host_port(n.http_listen, &why))
+      st.add(p + ".http_listen", why);
+  }
   if (c.http_tls_cert.empty() != c.http_tls_key.empty())
     st.add(c.http_tls_cert.empty() ? "http.tls_key" : "http.tls_cert",
            "tls_cert and tls_key go together: " + std::string(c.http_tls_cert.empty() ? "tls_cert" : "tls_key")

@@ -57,6 +57,10 @@ void read_workers(toml_reader& r, worker_group& w, bool with_count, parse_state&
 void read_cluster(toml_reader& r, cluster_config& c) {
   r.set("name", c.name);
   r.set("router_node", c.router_node);
+  if (auto names = r.strings("router_nodes"))
+    c.router_nodes = *names;
+  if (auto names = r.strings("gateway_nodes"))
+    c.gateway_nodes = *names;
   r.set_path("model_dir", c.model_dir);
   r.set_path("tokenizer_dir", c.tokenizer_dir);
   r.set_path("adapter_dir", c.adapter_dir);
@@ -200,6 +204,8 @@ void read_node(toml_reader& r, node_config& n, const worker_group& defaults, par
   r.set("ssh", n.ssh);
   r.set_path("tls_certificate", n.tls_certificate);
   r.set_path("tls_key", n.tls_key);
+  r.set("gateway_listen", n.gateway_listen);
+  r.set("http_listen", n.http_listen);
   if (const auto* w = r.table("workers")) {
     toml_reader wr(*w, r.key_path("workers"), st);
     read_workers(wr, n.workers, true, st);

@@ -69,10 +69,12 @@ bool is_local_host(std::string_view host, const std::vector<std::string>& local_
 }
 
 std::string client_endpoint(const cluster_config& cfg) {
-  auto ep = parse_endpoint(cfg.gateway_listen);
+  // The gateways' node: the first gateway node of a split front, else the router node.
+  const auto* r = cfg.find(cfg.split_front() ? cfg.gateway_nodes.front() : cfg.router_node);
+  const auto listen = r ? cfg.gateway_listen_of(*r) : cfg.gateway_listen;
+  auto ep = parse_endpoint(listen);
   if (!ep || ep->transport != "tcp" || (ep->host != "*" && ep->host != "0.0.0.0"))
-    return cfg.gateway_listen;
-  const auto* r = cfg.find(cfg.router_node);
+    return listen;
   return "tcp://" + (r ? r->host : std::string("127.0.0.1")) + ":" + std::to_string(ep->port);
 }
 

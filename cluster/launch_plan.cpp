@@ -46,11 +46,11 @@ std::vector<node_start> plan_launch(const cluster_config& cfg, const std::string
         s.argv.push_back(command_line(remote));
       }
     }
-    if (n.name == cfg.router_node)
-      out.insert(out.begin(), std::move(s));
-    else
-      out.push_back(std::move(s));
+    out.push_back(std::move(s));
   }
+  // Routers first (the others connect to them), then gateway nodes, then workers.
+  auto rank = [&](const node_start& s) { return cfg.is_router(s.node) ? 0 : cfg.is_gateway(s.node) ? 1 : 2; };
+  std::stable_sort(out.begin(), out.end(), [&](const node_start& a, const node_start& b) { return rank(a) < rank(b); });
   return out;
 }
 

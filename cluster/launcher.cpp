@@ -122,6 +122,10 @@ private:
   void enter(phase p);
   void step_phase();
   void write_ready_file() const;
+  /// Stops first: the node the clients reach (the router node; the gateway nodes of a split front).
+  bool is_front(const std::string& node) const {
+    return cfg_.split_front() ? cfg_.is_gateway(node) : node == cfg_.router_node;
+  }
   bool all_stopped(bool router_only) const;
 
   const cluster_config& cfg_;
@@ -176,15 +180,15 @@ void launch_run::enter(phase p) {
   for (auto& n : nodes_) {
     if (!n.proc || !n.proc->running())
       continue;
-    const bool is_router = n.start.node == cfg_.router_node;
-    if ((p == phase::stopping_router && is_router) || (p == phase::stopping_workers && !is_router))
+    const bool front = is_front(n.start.node);
+    if ((p == phase::stopping_router && front) || (p == phase::stopping_workers && !front))
       n.proc->signal(SIGTERM);
   }
 }
 
 bool launch_run::all_stopped(bool router_only) const {
   for (const auto& n : nodes_)
-    if (n.proc && n.proc->running() && (!router_only || n.start.node == cfg_.router_node))
+    if (n.proc && n.proc->running() && (!router_only || is_front(n.start.node)))
       return false;
   return true;
 }
@@ -196,7 +200,7 @@ void launch_run::step_phase() {
   if (!all_stopped(router_only) && clock::now() < deadline_)
     return;
   for (auto& n : nodes_) {
-    if (n.proc && n.proc->running() && (!router_only || n.start.node == cfg_.router_node)) {
+    if (n.proc && n.proc->running() && (!router_only || is_front(n.start.node))) {
       say("launch", "node " + n.start.node + " did not stop within "
                       + std::to_string(cfg_.launch.stop_timeout.count()) + " s: SIGKILL");
       n.proc->signal(SIGKILL);
