@@ -11,6 +11,7 @@
 #include <caf/openssl/remote_actor.hpp>
 
 #include "actors/system_config.hpp"
+#include "cluster/local_cluster.hpp"
 #include "cluster/openssl_guard.hpp"
 #include "worker/worker_settings.hpp"
 
@@ -39,8 +40,7 @@ node_system_config::node_system_config(const cluster_config& cfg, const node_con
 }
 
 caf::expected<std::uint16_t> publish_router(caf::actor_system& sys, const actors::router_actor& router,
-                                            const cluster_config& cfg, bool tls) {
-  const auto& node = cfg.router();
+                                            const node_config& node, bool tls) {
   const char* in = node.bind == "0.0.0.0" || node.bind == "*" ? nullptr : node.bind.c_str();
   // SO_REUSEADDR: a restarted router node binds its port at once, with old connections in
   // TIME_WAIT.
@@ -49,9 +49,8 @@ caf::expected<std::uint16_t> publish_router(caf::actor_system& sys, const actors
   return sys.middleman().publish(router, node.port, in, true);
 }
 
-caf::expected<actors::router_actor> connect_router(caf::actor_system& sys, const cluster_config& cfg,
+caf::expected<actors::router_actor> connect_router(caf::actor_system& sys, const node_config& node,
                                                    bool tls, std::chrono::milliseconds timeout) {
-  const auto& node = cfg.router();
   // The middleman actor's connect, with a timeout: middleman().remote_actor() waits for ever
   // when the peer accepts TCP but never answers the handshake (a frozen process).
   caf::io::middleman_actor mm = tls ? sys.openssl_manager().actor_handle() : sys.middleman().actor_handle();
@@ -130,6 +129,20 @@ gateway::gateway_options gateway_options_for(const cluster_config& cfg) {
   if (!cfg.api_key_file.empty())
     g.keys = std::make_shared<const auth::key_table>(auth::load_key_file(cfg.api_key_file));
   return g;
+}
+
+gateway::http_options http_options_for(const cluster_config& cfg, const gateway::gateway_options& zmq,
+                                       const std::string& listen, std::uint32_t context_window) {
+  gateway::http_options h;
+  h.listen = listen;
+  h.tokenizer = zmq.tokenizer;
+  h.max_prompt_bytes = zmq.max_prompt_bytes;
+  h.keys = zmq.keys;
+  h.metrics_need_key = cfg.metrics_need_key;
+  h.model_name = cfg.http_model_name.empty() ? default_model_name(cfg.model_dir) : cfg.http_model_name;
+  h.context_window = context_window;
+  h.tls = {cfg.http_tls_cert, cfg.http_tls_key};
+  return h;
 }
 
 std::vector<std::shared_ptr<worker::worker_runtime>> load_workers(const cluster_config& cfg,

@@ -5,8 +5,8 @@
 ///
 ///   node_system_config cfg(cluster, node);   // middleman + heartbeats (+ OpenSSL with TLS)
 ///   caf::actor_system sys{cfg};
-///   auto router = connect_router(sys, cluster);   // worker nodes
-///   publish_router(sys, router, cluster);         // the router node
+///   auto router = connect_router(sys, *cluster.routers()[0], tls, timeout);  // worker, gateway nodes
+///   publish_router(sys, router, cluster.router(), tls);                   // a router node
 
 #include <chrono>
 #include <cstdint>
@@ -19,6 +19,7 @@
 #include "router/router_actor.hpp"
 #include "cluster/cluster_config.hpp"
 #include "gateway/gateway.hpp"
+#include "gateway/http_gateway.hpp"
 #include "worker/worker_runtime.hpp"
 
 namespace lf::cluster {
@@ -42,12 +43,12 @@ private:
   bool tls_ = false;
 };
 
-/// Publishes the router on the router node's CAF port (its `bind` address), through TLS when on.
+/// Publishes the router on router node `node`'s CAF port (its `bind` address), through TLS when on.
 caf::expected<std::uint16_t> publish_router(caf::actor_system& sys, const actors::router_actor& router,
-                                            const cluster_config& cfg, bool tls);
+                                            const node_config& node, bool tls);
 
-/// A handle on the router node's router, through TLS when on; blocks up to `timeout`.
-caf::expected<actors::router_actor> connect_router(caf::actor_system& sys, const cluster_config& cfg,
+/// A handle on the router of router node `node`, through TLS when on; blocks up to `timeout`.
+caf::expected<actors::router_actor> connect_router(caf::actor_system& sys, const node_config& node,
                                                    bool tls, std::chrono::milliseconds timeout);
 
 /// The cluster's join token ([security.nodes] join_token_file), or "" without one; throws
@@ -63,6 +64,11 @@ router::router_config router_config_for(const cluster_config& cfg);
 /// The gateway's settings from [gateway], [security.clients] and [auth] (the key file, loaded: throws
 /// std::invalid_argument naming it when it is refused).
 gateway::gateway_options gateway_options_for(const cluster_config& cfg);
+
+/// The HTTP gateway's settings ([http], [auth]) for a node serving it on `listen`, with the
+/// tokenizer and keys of `zmq` (gateway_options_for's) and the model's `context_window`.
+gateway::http_options http_options_for(const cluster_config& cfg, const gateway::gateway_options& zmq,
+                                       const std::string& listen, std::uint32_t context_window);
 
 /// Loads `count` worker runtimes of `group` (the model, once per worker); throws like
 /// worker_runtime does, naming the file.

@@ -67,7 +67,7 @@ router_node::router_node(const cluster_config& cfg, const node_config& self, log
   // gateway share it.
   const auto rc = router_config_for(cfg);
   st.router = router::spawn_router(st.sys, rc);
-  auto p = publish_router(st.sys, st.router, cfg, st.sys_cfg.tls());
+  auto p = publish_router(st.sys, st.router, self, st.sys_cfg.tls());
   if (!p) {
     caf::anon_send_exit(st.router, caf::exit_reason::user_shutdown);
     throw std::runtime_error("cannot publish the router on " + self.bind + ":"
@@ -90,19 +90,13 @@ router_node::router_node(const cluster_config& cfg, const node_config& self, log
       o.join_token = rc.join_token;
       st.workers.push_back(actors::spawn_worker(st.sys, actors::backend_of(st.runtimes[i]), st.router, o));
     }
-    st.gw = std::make_unique<gateway::zmq_gateway>(st.sys, st.router, gateway_options_for(cfg));
+    if (cfg.split_front())
+      return;  // the gateways run on gateway nodes, which reach every router replica
+    const auto g = gateway_options_for(cfg);
+    st.gw = std::make_unique<gateway::zmq_gateway>(st.sys, st.router, g);
     if (!cfg.http_listen.empty()) {
-      gateway::http_options h;
-      h.listen = cfg.http_listen;
-      const auto g = gateway_options_for(cfg);
-      h.tokenizer = g.tokenizer;
-      h.max_prompt_bytes = g.max_prompt_bytes;
-      h.keys = g.keys;
-      h.metrics_need_key = cfg.metrics_need_key;
-      h.model_name = cfg.http_model_name.empty() ? default_model_name(cfg.model_dir) : cfg.http_model_name;
-      h.context_window = rc.limits.context_window;
-      h.tls = {cfg.http_tls_cert, cfg.http_tls_key};
-      st.http = std::make_unique<gateway::http_gateway>(st.sys, st.router, std::move(h));
+      st.http = std::make_unique<gateway::http_gateway>(
+        st.sys, st.router, http_options_for(cfg, g, cfg.http_listen, rc.limits.context_window));
       st.log("HTTP (OpenAI API, /metrics, dashboard) on " + st.http->url() + "/");
     }
   } catch (...) {

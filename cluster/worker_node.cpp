@@ -32,8 +32,9 @@ struct worker_node::impl {
   std::vector<std::shared_ptr<worker::worker_runtime>> runtimes;
 
   std::string join_token;  ///< sent with every registration
-  /// Worker actors the router has accepted and that still run (worker_options::registered).
-  std::shared_ptr<std::atomic<int>> registered = std::make_shared<std::atomic<int>>(0);
+  /// Per router node (cfg.routers() order): worker actors that router has accepted and that
+  /// still run (worker_options::registered).
+  std::vector<std::shared_ptr<std::atomic<int>>> registered;
 
   mutable std::mutex m;
   std::condition_variable cv;
@@ -42,7 +43,10 @@ struct worker_node::impl {
   std::chrono::milliseconds drain_limit;
 
   impl(const cluster_config& c, const node_config& s, log_fn l, std::chrono::milliseconds drain)
-      : cfg(c), self(s), log(std::move(l)), sys_cfg(c, s), join_token(join_token_of(c)), drain_limit(drain) {}
+      : cfg(c), self(s), log(std::move(l)), sys_cfg(c, s), join_token(join_token_of(c)), drain_limit(drain) {
+    for (std::size_t i = 0; i < cfg.routers().size(); ++i)
+      registered.push_back(std::make_shared<std::atomic<int>>(0));
+  }
 
   /// Waits `d` or until stop(); true when stopping.
   bool wait(std::chrono::milliseconds d) {
@@ -55,15 +59,20 @@ struct worker_node::impl {
     return stopping;
   }
 
-  std::string router_address() const {
-    return cfg.router().host + ":" + std::to_string(cfg.router().port);
+  /// "router-a at 10.0.0.1:7301" ("the router at ..." with one router).
+  std::string router_address(const node_config& r) const {
+    return (cfg.routers().size() > 1 ? "router " + r.name : std::string("the router")) + " at " + r.host + ":"
+           + std::to_string(r.port);
   }
 
+  /// Connects to router node `r` (index `k` of cfg.routers()), serves and reconnects until stop().
+  void keep_registered(const node_config& r, std::size_t k, std::atomic<std::uint32_t>& connections);
   /// Serves with `router` until it is lost (returns true) or stop() (returns false).
-  bool serve(const actors::router_actor& router, backoff& retry);
+  bool serve(const actors::router_actor& router, backoff& retry, const node_config& r, std::size_t k);
 };
 
-bool worker_node::impl::serve(const actors::router_actor& router, backoff& retry) {
+bool worker_node::impl::serve(const actors::router_actor& router, backoff& retry, const node_config& r,
+                              std::size_t k) {
   caf::scoped_actor me{sys};
   me->monitor(router);  // a proxy of a router that is already gone reports down at once
   std::vector<actors::worker_actor> workers(runtimes.size());
@@ -80,7 +89,7 @@ bool worker_node::impl::serve(const actors::router_actor& router, backoff& retry
         log("worker " + o.name + " ended (" + why[i] + "); starting it again");
       o.report_interval = self.workers.report_interval;
       o.join_token = join_token;
-      o.registered = registered;
+      o.registered = registered[k];
       workers[i] = actors::spawn_worker(sys, actors::backend_of(runtimes[i]), router, o);
       me->monitor(workers[i]);
       respawn_at[i].reset();
@@ -89,7 +98,7 @@ bool worker_node::impl::serve(const actors::router_actor& router, backoff& retry
       [&](caf::down_msg& dm) {
         if (dm.source == router.address()) {
           lost = true;
-          log("lost the router at " + router_address() + " (" + sys.render(dm.reason) + ")");
+          log("lost " + router_address(r) + " (" + sys.render(dm.reason) + ")");
           return;
         }
         for (std::size_t i = 0; i < workers.size(); ++i) {
@@ -164,7 +173,10 @@ bool worker_node::ready() const {
     if (st.stopping)
       return false;
   }
-  return !st.runtimes.empty() && st.registered->load() == static_cast<int>(st.runtimes.size());
+  // Every worker registered with at least one router: it takes work (from that router).
+  return !st.runtimes.empty() && std::any_of(st.registered.begin(), st.registered.end(), [&](const auto& n) {
+           return n->load() == static_cast<int>(st.runtimes.size());
+         });
 }
 
 std::vector<worker_gauges> worker_node::gauges() const {
@@ -189,35 +201,49 @@ std::vector<worker_gauges> worker_node::gauges() const {
   return out;
 }
 
-void worker_node::run() {
-  auto& st = *impl_;
-  backoff retry(st.cfg.reconnect_initial, st.cfg.reconnect_max);
+void worker_node::impl::keep_registered(const node_config& r, std::size_t k,
+                                        std::atomic<std::uint32_t>& connections) {
+  backoff retry(cfg.reconnect_initial, cfg.reconnect_max);
   // A connect attempt may take as long as a peer may stay silent, but not less than 5 s.
-  const auto connect_timeout = std::max<std::chrono::milliseconds>(std::chrono::seconds(5), st.cfg.heartbeat_timeout);
+  const auto connect_timeout = std::max<std::chrono::milliseconds>(std::chrono::seconds(5), cfg.heartbeat_timeout);
   std::uint32_t failures = 0;
-  while (!st.stop_requested()) {
-    auto router = connect_router(st.sys, st.cfg, st.sys_cfg.tls(), connect_timeout);
+  while (!stop_requested()) {
+    auto router = connect_router(sys, r, sys_cfg.tls(), connect_timeout);
     if (!router) {
       const auto d = retry.next();
       ++failures;
       if ((failures & (failures - 1)) == 0)  // the 1st, 2nd, 4th, 8th ... failure
-        st.log("cannot reach the router at " + st.router_address() + " (" + st.sys.render(router.error())
-               + "); next try in " + std::to_string(d.count()) + " ms");
-      if (st.wait(d))
+        log("cannot reach " + router_address(r) + " (" + sys.render(router.error()) + "); next try in "
+            + std::to_string(d.count()) + " ms");
+      if (wait(d))
         break;
       continue;
     }
     failures = 0;
     retry.reset();
-    ++connections_;
-    st.log("connected to the router at " + st.router_address() + (st.sys_cfg.tls() ? " (mutual TLS)" : "")
-           + "; registering " + std::to_string(st.runtimes.size()) + " worker(s)");
-    if (!st.serve(*router, retry))
+    ++connections;
+    log("connected to " + router_address(r) + (sys_cfg.tls() ? " (mutual TLS)" : "") + "; registering "
+        + std::to_string(runtimes.size()) + " worker(s)");
+    if (!serve(*router, retry, r, k))
       break;
-    st.log("reconnecting");
-    if (st.wait(retry.next()))
+    log("reconnecting to " + router_address(r));
+    if (wait(retry.next()))
       break;
   }
+}
+
+void worker_node::run() {
+  auto& st = *impl_;
+  // One connection per router replica, each in its own thread; the workers' serving loops are
+  // shared: every router places on them, each through worker actors of its own.
+  const auto routers = st.cfg.routers();
+  std::vector<std::thread> others;
+  for (std::size_t k = 1; k < routers.size(); ++k)
+    others.emplace_back([&st, r = routers[k], k, this] { st.keep_registered(*r, k, connections_); });
+  if (!routers.empty())
+    st.keep_registered(*routers[0], 0, connections_);
+  for (auto& t : others)
+    t.join();
   st.log("stopping " + std::to_string(st.runtimes.size()) + " worker(s)");
   for (auto& rt : st.runtimes)
     rt->loop().stop(false);

@@ -18,6 +18,7 @@
 #include "cluster/child_process.hpp"
 #include "cluster/endpoints.hpp"
 #include "cluster/launcher.hpp"
+#include "cluster/gateway_node.hpp"
 #include "cluster/router_node.hpp"
 #include "gateway/host_port.hpp"
 #include "tools/args.hpp"
@@ -29,6 +30,28 @@ namespace lf::tools {
 
 namespace fs = std::filesystem;
 
+
+namespace {
+
+/// A gateway node: serves until a stop signal, then drains its clients' requests.
+int run_gateway_node(const cluster::cluster_config& cfg, const cluster::node_config& node,
+                     std::chrono::seconds drain, const std::string& ready_file, sigset_t sigs) {
+  log_line("gateway node \"" + node.name + "\" of cluster \"" + cfg.name + "\" starting");
+  cluster::gateway_node gn(cfg, node, log_line);
+  log_line("ready: clients connect to " + gn.endpoint() + (gn.http_url().empty() ? "" : " and " + gn.http_url())
+           + "; SIGINT/SIGTERM drains and stops");
+  if (!ready_file.empty())
+    std::ofstream(ready_file) << gn.endpoint() << "\n";
+  int sig = 0;
+  sigwait(&sigs, &sig);
+  log_line(std::string(signal_name(sig)) + ": not accepting new requests; draining for up to "
+           + std::to_string(drain.count()) + " s");
+  const auto cancelled = gn.stop(drain);
+  log_line("stopped (" + std::to_string(cancelled) + " cancelled at shutdown)");
+  return 0;
+}
+
+} // namespace
 
 int cmd_node(int argc, char** argv) {
   // Blocked before any thread starts, so that sigwait (and nothing else) takes them.
@@ -66,19 +89,26 @@ int cmd_node(int argc, char** argv) {
   const auto* node = cfg.find(name);
   if (std::string why; !probe_listen.empty() && !gateway::parse_host_port(probe_listen, &why))
     throw std::invalid_argument("--probe-listen: " + why);
-  if (auto why = cluster::check_router_exposure(cfg); !why.empty() && name == cfg.router_node)
+  if (auto why = cluster::check_router_exposure(cfg); !why.empty() && cfg.is_router(name))
     throw std::invalid_argument(path + ": " + why);
   args::checkpoint();
   log::configure(logs);
   int sig = 0;
-  if (name == cfg.router_node) {
+  if (cfg.is_gateway(name))
+    return run_gateway_node(cfg, *node, drain, ready_file, sigs);
+  if (cfg.is_router(name)) {
     log_line("router node \"" + name + "\" of cluster \"" + cfg.name + "\" starting");
     cluster::router_node rn(cfg, *node, log_line);
-    // A wildcard bind ("tcp://0.0.0.0:5555") is reached at the router node's host.
-    const auto ep = rn.endpoint().find("0.0.0.0") == std::string::npos ? rn.endpoint() : cluster::client_endpoint(cfg);
-    log_line("ready: clients connect to " + ep + "; SIGINT/SIGTERM drains and stops");
+    if (cfg.split_front()) {
+      log_line("ready: a router replica on port " + std::to_string(rn.port())
+               + " (the gateway nodes reach it); SIGINT/SIGTERM stops it");
+    } else {
+      // A wildcard bind ("tcp://0.0.0.0:5555") is reached at the router node's host.
+      const auto ep = rn.endpoint().find("0.0.0.0") == std::string::npos ? rn.endpoint() : cluster::client_endpoint(cfg);
+      log_line("ready: clients connect to " + ep + "; SIGINT/SIGTERM drains and stops");
+    }
     if (!ready_file.empty())
-      std::ofstream(ready_file) << rn.endpoint() << "\n";
+      std::ofstream(ready_file) << (cfg.split_front() ? "router " + std::to_string(rn.port()) : rn.endpoint()) << "\n";
     sigwait(&sigs, &sig);
     log_line(std::string(signal_name(sig)) + ": not accepting new requests; draining for up to "
              + std::to_string(drain.count()) + " s");
