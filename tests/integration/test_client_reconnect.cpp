@@ -67,6 +67,7 @@ TEST_CASE("the client survives a server restart", "[gateway][model]") {
     auto r = f.get();
     if (!r.ok()) {
       ++interrupted;
+      INFO(client::describe(r));
       CHECK((r.error == serve_errc::cancelled || r.error == serve_errc::worker_lost));
     }
   }
