@@ -185,13 +185,14 @@ void on_submit(link_self self, actors::generate_request& req) {
   }
   if (!req.draft.params.seed)
     req.draft.params.seed = st.seeds();  // a continuation on another router needs it
-  const auto id = st.book.open(req.draft, req.window, *r, link_clock::now());
+  const auto id = st.book.open(req.draft, req.window, *r, link_clock::now(), req.continued);
   st.clients[id] = client_ref{sink, addr, req.id};
   st.by_client[{addr, req.id.value()}] = id;
   if (st.sinks[addr]++ == 0)
     self->monitor(addr);
   self->send(st.replicas[*r].handle,
-             actors::generate_request{actors::sink_request_id{id}, std::move(req.draft), req.window, {}});
+             actors::generate_request{actors::sink_request_id{id}, std::move(req.draft), req.window,
+                                      std::move(req.continued)});
 }
 
 /// Should terminal error `code` of a stream move it to another replica instead of ending it?

@@ -100,6 +100,7 @@ void on_submit(gw_self self, const std::string& identity, proto::submit_msg m, c
   req.id = gid;
   req.draft = std::move(std::get<request_draft>(draft));
   req.window = m.stream ? m.window.value_or(0) : 0;  // a request that does not stream needs no credits
+  req.continued = std::move(m.continued);  // a client moving a request here from a lost gateway
   ++st.io->live;
   self->send(st.io->router, std::move(req));
 }

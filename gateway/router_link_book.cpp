@@ -46,7 +46,7 @@ std::optional<std::size_t> router_link_book::pick(std::optional<std::size_t> exc
 }
 
 link_stream_id router_link_book::open(request_draft draft, std::uint32_t window, std::size_t r,
-                                      link_clock::time_point now) {
+                                      link_clock::time_point now, std::vector<std::int32_t> continued) {
   if (!draft.params.seed)
     throw std::invalid_argument("router_link_book::open: the draft needs its seed");
   const auto id = next_id_++;
@@ -54,6 +54,7 @@ link_stream_id router_link_book::open(request_draft draft, std::uint32_t window,
   s.id = id;
   s.draft = std::move(draft);
   s.credits = credit_window(window);
+  s.tokens = std::move(continued);
   s.router = r;
   s.opened = now;
   ++slots_.at(r).streams;

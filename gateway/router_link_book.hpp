@@ -76,7 +76,9 @@ public:
   std::optional<std::size_t> pick(std::optional<std::size_t> except = std::nullopt);
 
   /// Books a new stream on replica `r`; `draft.params.seed` must be set (continuations need it).
-  link_stream_id open(request_draft draft, std::uint32_t window, std::size_t r, link_clock::time_point now);
+  /// `continued`: tokens the client already has (it moved here from another gateway).
+  link_stream_id open(request_draft draft, std::uint32_t window, std::size_t r, link_clock::time_point now,
+                      std::vector<std::int32_t> continued = {});
   /// The stream, or nullptr once closed.
   const link_stream* find(link_stream_id id) const;
   /// Token `index` of stream `id` came from replica `r`: true when it is the next one and `r`

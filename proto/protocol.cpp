@@ -65,6 +65,11 @@ std::optional<std::string> validate(const submit_msg& m) {
            + std::to_string(m.logit_bias.size()) + ")";
   if (m.window && (*m.window < 1 || *m.window > max_window))
     return "window must be in [1, " + std::to_string(max_window) + "] (got " + std::to_string(*m.window) + ")";
+  if (m.continued.size() > static_cast<std::size_t>(std::max(0, m.max_tokens)))
+    return "continued must have at most max_tokens (" + std::to_string(m.max_tokens) + ") tokens (got "
+           + std::to_string(m.continued.size()) + ")";
+  if (!m.continued.empty() && m.temperature > 0 && !m.seed)
+    return std::string("a sampled continuation needs the seed its tokens were drawn with");
   // Sizes only: the sampling rules (ranges of temperature, top_p, max_tokens, the stop strings'
   // contents) are checked once, with the rest of the request, by lf::validate_request.
   const auto params = to_sampling_params(m);
@@ -150,11 +155,11 @@ bool operator==(const submit_msg& a, const submit_msg& b) {
   return std::tie(a.id, a.prompt, a.messages, a.adapter, a.temperature, a.top_k, a.top_p,
                   a.repetition_penalty, a.seed, a.max_tokens, a.stop, a.ignore_eos, a.stream,
                   a.deadline_ms, a.window, a.ttft_ms, a.tenant, a.logit_bias, a.logprobs, a.top_logprobs,
-                  a.constraint_kind, a.constraint, a.speculative)
+                  a.constraint_kind, a.constraint, a.speculative, a.continued)
          == std::tie(b.id, b.prompt, b.messages, b.adapter, b.temperature, b.top_k, b.top_p,
                      b.repetition_penalty, b.seed, b.max_tokens, b.stop, b.ignore_eos, b.stream,
                      b.deadline_ms, b.window, b.ttft_ms, b.tenant, b.logit_bias, b.logprobs, b.top_logprobs,
-                     b.constraint_kind, b.constraint, b.speculative);
+                     b.constraint_kind, b.constraint, b.speculative, b.continued);
 }
 bool operator==(const cancel_msg& a, const cancel_msg& b) { return a.id == b.id; }
 bool operator==(const credit_msg& a, const credit_msg& b) { return a.id == b.id && a.tokens == b.tokens; }

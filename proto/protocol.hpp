@@ -109,6 +109,11 @@ struct submit_msg {
   /// `constraint`, at most lf::max_constraint_text bytes.
   std::string constraint_kind;
   std::string constraint;
+  /// A continuation (a client moving its request from a lost gateway to another): the tokens it
+  /// already received, in order. The stream goes on after them (the first token frame has index
+  /// continued.size()) exactly as an undisturbed run would: a sampled request must carry the seed
+  /// it was drawn with. At most max_tokens; empty for a new request.
+  std::vector<std::int32_t> continued;
 
   /// True for a chat request.
   bool is_chat() const noexcept { return !messages.empty(); }

@@ -259,6 +259,8 @@ void read_submit(field_reader& r, submit_msg& m) {
     m.constraint = std::move(*text);
   if (auto s = r.get_int("speculative", presence::optional, i32_min, i32_max))
     m.speculative = static_cast<std::int32_t>(*s);
+  if (present(r, "continued"))
+    m.continued = read_ids(r, "continued", presence::required, static_cast<std::size_t>(max_tokens_limit));
   r.finish();
   if (r.ok())
     if (auto problem = validate(m))

@@ -168,7 +168,7 @@ std::string encode(const submit_msg& m) {
                           !m.stop.empty(), m.ignore_eos, m.deadline_ms.has_value(), m.window.has_value(),
                           m.ttft_ms.has_value(), !m.tenant.empty(), !m.logit_bias.empty(), m.logprobs,
                           m.top_logprobs != 0, !m.constraint_kind.empty(), !m.constraint.empty(),
-                          m.speculative.has_value()});
+                          m.speculative.has_value(), !m.continued.empty()});
   frame_writer w("submit", n);
   w.field("id", m.id);
   if (with_prompt)
@@ -222,6 +222,8 @@ std::string encode(const submit_msg& m) {
     w.field("constraint", m.constraint);
   if (m.speculative)
     w.field_i64("speculative", *m.speculative);
+  if (!m.continued.empty())
+    write_ids(w, "continued", m.continued);
   return w.take();
 }
 

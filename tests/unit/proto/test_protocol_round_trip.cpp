@@ -16,7 +16,7 @@ namespace lf::test {
 LF_FIELDS(chat_message, role, content);
 LF_FIELDS(submit_msg, id, prompt, messages, adapter, temperature, top_k, top_p, repetition_penalty, seed,
           max_tokens, stop, ignore_eos, stream, deadline_ms, window, ttft_ms, tenant, logit_bias, logprobs,
-          top_logprobs, constraint_kind, constraint, speculative);
+          top_logprobs, constraint_kind, constraint, speculative, continued);
 LF_FIELDS(token_logprobs, logprob, top_tokens, top_logprobs);
 LF_FIELDS(cancel_msg, id);
 LF_FIELDS(credit_msg, id, tokens);
@@ -68,6 +68,7 @@ submit_msg submit(bool chat) {
   m.constraint_kind = "regex";
   m.constraint = "[a-z]+ \\d{2}";
   m.speculative = 4;
+  m.continued = {464, 2068, 7586};
   return m;
 }
 
