@@ -4,6 +4,7 @@
 #include <atomic>
 #include <deque>
 #include <mutex>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -23,9 +24,33 @@ struct live_entry {
   std::optional<clock_type::time_point> deadline;
   std::uint32_t window = 0;      ///< credit window; 0: none
   std::uint32_t ungranted = 0;   ///< tokens consumed and not yet granted back (automatic credits)
+  /// With several gateways: the request as sent (to send it again elsewhere), when it was sent,
+  /// the credits granted so far and the times it moved.
+  std::optional<proto::submit_msg> sent;
+  clock_type::time_point submitted;
+  std::uint64_t granted = 0;
+  std::uint32_t moves = 0;
 };
 
-void configure_dealer(zmq::socket_t& s, const client_options& o) {
+/// `m` sent again to another gateway: the tokens `e` received become its continuation, the
+/// credit bound stays where it was, the deadline counts from the first submit. nullopt when the
+/// deadline has passed.
+std::optional<proto::submit_msg> continuation_of(const live_entry& e, clock_type::time_point now) {
+  auto m = *e.sent;
+  m.continued = e.acc.tokens;  // stream=false: none arrived, it starts again (same seed)
+  if (m.window)
+    m.window = static_cast<std::uint32_t>(std::min<std::uint64_t>(*m.window + e.granted, proto::max_window));
+  if (m.deadline_ms) {
+    const auto spent = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - e.submitted).count());
+    if (spent >= *m.deadline_ms)
+      return std::nullopt;
+    m.deadline_ms = *m.deadline_ms - spent;
+  }
+  return m;
+}
+
+void configure_dealer(zmq::socket_t& s, const client_options& o, const std::string& endpoint) {
   s.set(zmq::sockopt::linger, 0);
   s.set(zmq::sockopt::sndhwm, 100000);
   s.set(zmq::sockopt::rcvhwm, 100000);
@@ -43,7 +68,7 @@ void configure_dealer(zmq::socket_t& s, const client_options& o) {
     s.set(zmq::sockopt::curve_publickey, pub);
     s.set(zmq::sockopt::curve_secretkey, sec);
   }
-  s.connect(o.endpoint);
+  s.connect(endpoint);
 }
 
 } // namespace
@@ -79,10 +104,15 @@ struct client::impl {
     return f.get();
   }
   std::uint64_t next_id = 1;
+  std::vector<std::string> gateways;  ///< endpoints, or the one endpoint
+  std::size_t current = 0;            ///< gateways[current] is in use (under `m`)
+  std::uint64_t moved = 0;            ///< continuations sent (under `m`)
+  std::mt19937_64 seeds{std::random_device{}()};
   std::atomic<bool> stopping{false};
   std::thread io;
 
   explicit impl(client_options o) : opts(std::move(o)) {
+    gateways = opts.endpoints.empty() ? std::vector<std::string>{opts.endpoint} : opts.endpoints;
     const auto name = "inproc://lf-client-" + std::to_string(reinterpret_cast<std::uintptr_t>(this));
     wake_in.bind(name);
     wake_out.connect(name);
@@ -187,16 +217,20 @@ struct client::impl {
             e->cb.on_token(msg);
           if (e->window > 0 && !e->cb.manual_credit && ++e->ungranted >= std::max<std::uint32_t>(1, e->window / 2)) {
             post(proto::encode(proto::credit_msg{msg.id, e->ungranted}));
+            std::lock_guard<std::mutex> g(m);
+            e->granted += e->ungranted;
             e->ungranted = 0;
           }
         } else if constexpr (std::is_same_v<T, proto::done_msg>) {
           result r;
+          std::uint32_t moves = 0;
           {
             std::lock_guard<std::mutex> g(m);
             auto it = live.find(msg.id.value());
             if (it == live.end())
               return;
             r = std::move(it->second.acc);
+            moves = it->second.moves;
           }
           if (msg.text)
             r.text = *msg.text;
@@ -206,6 +240,7 @@ struct client::impl {
           }
           r.finish_reason = msg.finish_reason;
           r.usage = msg.usage;
+          r.usage.resumed += moves;  // and the times this client moved it to another gateway
           r.timings = msg.timings;
           r.seed = msg.seed;
           finish(msg.id.value(), std::move(r));
@@ -253,12 +288,40 @@ struct client::impl {
     }
   }
 
+  /// The gateway `lost` stopped answering: every live request goes to the next one as a
+  /// continuation (I/O thread); one past its deadline ends with timeout.
+  void move_all(zmq::socket_t& dealer, const std::string& lost, clock_type::time_point now) {
+    std::vector<std::string> frames;
+    std::vector<std::uint64_t> late;
+    {
+      std::lock_guard<std::mutex> g(m);
+      for (auto& [id, e] : live) {
+        auto next = continuation_of(e, now);
+        if (!next) {
+          late.push_back(id);
+          continue;
+        }
+        ++e.moves;
+        ++moved;
+        frames.push_back(proto::encode(*next));
+      }
+    }
+    for (auto& f : frames)
+      (void) dealer.send(zmq::buffer(f), zmq::send_flags::dontwait);
+    for (auto id : late) {
+      result r;
+      r.error = serve_errc::timeout;
+      r.message = "deadline passed while the gateway at " + lost + " was unreachable";
+      finish(id, std::move(r));
+    }
+  }
+
   std::vector<std::uint64_t> pending_cancels;  // I/O thread only
   void wake_self_cancel(std::uint64_t id) { pending_cancels.push_back(id); }
 
   void run() {
     auto dealer = std::make_unique<zmq::socket_t>(ctx, zmq::socket_type::dealer);
-    configure_dealer(*dealer, opts);
+    configure_dealer(*dealer, opts, gateways[0]);
     auto last_rx = clock_type::now(), last_ping = clock_type::now();
     while (!stopping) {
       zmq::pollitem_t items[] = {{static_cast<void*>(*dealer), 0, ZMQ_POLLIN, 0},
@@ -297,10 +360,32 @@ struct client::impl {
         last_ping = now;
       }
       if (now - last_rx > 3 * opts.heartbeat) {
-        fail_all(serve_errc::worker_lost, "gateway unreachable at " + opts.endpoint
-                                            + " (no reply to heartbeats); reconnecting");
+        std::string lost;
+        {
+          std::lock_guard<std::mutex> g(m);
+          lost = gateways[current];
+          current = (current + 1) % gateways.size();
+        }
+        if (gateways.size() > 1) {
+          // If the old gateway is only slow, not gone, it should not keep generating: a cancel
+          // for each request, given a moment to leave before the socket closes.
+          dealer->set(zmq::sockopt::linger, 100);
+          std::vector<std::uint64_t> ids;
+          {
+            std::lock_guard<std::mutex> g(m);
+            for (auto& [id, e] : live)
+              ids.push_back(id);
+          }
+          for (auto id : ids)
+            (void) dealer->send(zmq::buffer(proto::encode(proto::cancel_msg{proto::client_request_id{id}})),
+                                zmq::send_flags::dontwait);
+        }
         dealer = std::make_unique<zmq::socket_t>(ctx, zmq::socket_type::dealer);
-        configure_dealer(*dealer, opts);
+        configure_dealer(*dealer, opts, gateways[current]);
+        if (gateways.size() > 1)
+          move_all(*dealer, lost, now);
+        else
+          fail_all(serve_errc::worker_lost, "gateway unreachable at " + lost + " (no reply to heartbeats); reconnecting");
         last_rx = now;
       }
     }
@@ -339,8 +424,14 @@ proto::client_request_id client::submit(proto::submit_msg m, stream_callbacks cb
     live_entry e;
     e.cb = std::move(cb);
     e.window = m.stream ? m.window.value_or(0) : 0;
+    e.submitted = clock_type::now();
     if (impl_->opts.request_timeout.count() > 0)
-      e.deadline = clock_type::now() + impl_->opts.request_timeout;
+      e.deadline = e.submitted + impl_->opts.request_timeout;
+    if (impl_->gateways.size() > 1) {
+      if (!m.seed)
+        m.seed = impl_->seeds();  // another gateway must draw the same tokens
+      e.sent = m;
+    }
     impl_->live.emplace(m.id.value(), std::move(e));
     frame = proto::encode(m);
     impl_->wake_out.send(zmq::buffer(frame), zmq::send_flags::none);
@@ -360,7 +451,12 @@ std::future<result> client::submit(proto::submit_msg m) {
 bool client::cancel(proto::client_request_id id) { return impl_->post_if_live(id, proto::encode(proto::cancel_msg{id})); }
 
 bool client::grant(proto::client_request_id id, std::uint32_t tokens) {
-  return tokens > 0 && impl_->post_if_live(id, proto::encode(proto::credit_msg{id, tokens}));
+  if (tokens == 0 || !impl_->post_if_live(id, proto::encode(proto::credit_msg{id, tokens})))
+    return false;
+  std::lock_guard<std::mutex> g(impl_->m);
+  if (auto it = impl_->live.find(id.value()); it != impl_->live.end())
+    it->second.granted += tokens;
+  return true;
 }
 
 std::optional<std::chrono::microseconds> client::ping(std::chrono::milliseconds timeout) {
@@ -405,6 +501,16 @@ std::optional<proto::adapters_result> client::adapters(const proto::adapters_msg
 std::size_t client::in_flight() const {
   std::lock_guard<std::mutex> g(impl_->m);
   return impl_->live.size();
+}
+
+std::string client::endpoint() const {
+  std::lock_guard<std::mutex> g(impl_->m);
+  return impl_->gateways[impl_->current];
+}
+
+std::uint64_t client::continuations() const {
+  std::lock_guard<std::mutex> g(impl_->m);
+  return impl_->moved;
 }
 
 std::string describe(const result& r) {

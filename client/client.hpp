@@ -10,8 +10,12 @@
 ///   c.submit(m, {on_token, on_done});         // streaming
 ///
 /// Liveness: while requests are in flight the client pings the gateway every `heartbeat`; when
-/// nothing at all arrives for 3 heartbeats, every in-flight request ends with worker_lost
-/// ("gateway unreachable") and the socket is re-created (ZeroMQ then reconnects on its own).
+/// nothing at all arrives for 3 heartbeats the gateway counts as lost. With one endpoint every
+/// in-flight request then ends with worker_lost ("gateway unreachable") and the socket is
+/// re-created (ZeroMQ then reconnects on its own). With several (`endpoints`, gateways of one
+/// cluster) the client moves to the next one and sends each live request there again as a
+/// continuation (the tokens it already has, the same seed: the client gives every request one),
+/// so the stream pauses and goes on with the text an undisturbed run gives.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -20,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "proto/protocol.hpp"
 
@@ -28,6 +33,8 @@ namespace lf::client {
 /// Settings of a client.
 struct client_options {
   std::string endpoint = "tcp://127.0.0.1:5555";
+  /// Gateways of one cluster to fail over between, first used first; empty: `endpoint` alone.
+  std::vector<std::string> endpoints;
   /// A request without a terminal reply after this long ends with `timeout` (and is cancelled
   /// on the server). Zero: no limit.
   std::chrono::milliseconds request_timeout{0};
@@ -110,6 +117,10 @@ public:
   std::optional<proto::adapters_result> adapters(const proto::adapters_msg& m, std::chrono::milliseconds timeout);
   /// Requests sent and not yet ended.
   std::size_t in_flight() const;
+  /// The gateway in use now (it changes when one is lost and `endpoints` has another).
+  std::string endpoint() const;
+  /// Requests moved to another gateway so far.
+  std::uint64_t continuations() const;
 
 private:
   struct impl;

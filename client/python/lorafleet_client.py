@@ -17,8 +17,9 @@ one terminal reply (done, error or cancelled).
 import asyncio
 import json
 import itertools
+import random
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Dict, List, Optional
+from typing import AsyncIterator, Dict, List, Optional, Union
 
 import msgpack
 import zmq
@@ -75,6 +76,10 @@ class Request:
         self._text: List[str] = []
         self._tokens: List[int] = []
         self._logprobs: List[dict] = []
+        self._msg: Optional[dict] = None  # the submit as sent (several gateways: to send it again)
+        self._submitted = asyncio.get_running_loop().time()
+        self._granted = 0  # credits granted so far
+        self._moves = 0  # times it moved to another gateway
 
     def _on_message(self, msg: dict) -> None:
         t = msg.get("type")
@@ -94,7 +99,10 @@ class Request:
                 tokens = list(msg.get("tokens", []))
                 logprobs = [_token_logprobs(*x) for x in zip(msg["logprobs"], msg.get("top_tokens", []),
                                                               msg.get("top_logprobs", []))]
-            self._done.set_result(Result(text, msg.get("finish_reason", ""), msg.get("usage", {}),
+            usage = dict(msg.get("usage", {}))
+            if self._moves:
+                usage["resumed"] = usage.get("resumed", 0) + self._moves
+            self._done.set_result(Result(text, msg.get("finish_reason", ""), usage,
                                          msg.get("timings", {}), tokens, msg.get("seed", 0), logprobs))
             self._queue.put_nowait(None)
         elif t == "error":
@@ -125,6 +133,7 @@ class Request:
                 self._ungranted += 1
                 if self._ungranted >= max(1, self._window // 2) and not self._done.done():
                     await self._client._send({"type": "credit", "id": self.id, "tokens": self._ungranted})
+                    self._granted += self._ungranted
                     self._ungranted = 0
 
     async def _consume(self) -> None:
@@ -149,26 +158,34 @@ class Request:
 
 class Client:
     """An asyncio client. One DEALER socket; ZeroMQ reconnects by itself after a server restart,
-    and requests in flight when the server goes silent fail after `timeout` seconds."""
+    and requests in flight when the server goes silent fail after `timeout` seconds.
 
-    def __init__(self, endpoint: str, *, timeout: Optional[float] = None,
+    Several endpoints (gateways of one cluster, a list): while requests are in flight the client
+    pings its gateway every `heartbeat` seconds; when nothing arrives for 3 of them it moves to the
+    next gateway and sends every live request there again as a continuation (the tokens it has,
+    the same seed: the client gives each request one), so a stream pauses and goes on with the
+    text an undisturbed run gives. `continuations` counts the moves."""
+
+    def __init__(self, endpoint: Union[str, List[str]], *, timeout: Optional[float] = None,
                  server_public_key: Optional[bytes] = None, public_key: Optional[bytes] = None,
-                 secret_key: Optional[bytes] = None, tenant: Optional[str] = None):
-        self.endpoint = endpoint
+                 secret_key: Optional[bytes] = None, tenant: Optional[str] = None,
+                 heartbeat: float = 2.0):
+        self._endpoints = [endpoint] if isinstance(endpoint, str) else list(endpoint)
+        if not self._endpoints:
+            raise ValueError("give at least one endpoint")
+        self._at = 0
+        self.endpoint = self._endpoints[0]
         self.timeout = timeout
         self.tenant = tenant  # the tenant of submits that name none
+        self.heartbeat = heartbeat
+        self.continuations = 0
         self._ctx = zmq.asyncio.Context.instance()
-        self._sock = self._ctx.socket(zmq.DEALER)
-        self._sock.setsockopt(zmq.LINGER, 0)
-        self._sock.setsockopt(zmq.RCVHWM, 100000)
-        self._sock.setsockopt(zmq.SNDHWM, 100000)
-        if server_public_key:
-            if not (public_key and secret_key):
-                public_key, secret_key = zmq.curve_keypair()
-            self._sock.curve_serverkey = server_public_key
-            self._sock.curve_publickey = public_key
-            self._sock.curve_secretkey = secret_key
-        self._sock.connect(endpoint)
+        if server_public_key and not (public_key and secret_key):
+            public_key, secret_key = zmq.curve_keypair()
+        self._curve = (server_public_key, public_key, secret_key) if server_public_key else None
+        self._sock = self._socket(self.endpoint)
+        self._watchdog: Optional[asyncio.Task] = None
+        self._last_rx = 0.0
         self._ids = itertools.count(1)
         self._live: Dict[int, Request] = {}
         self._adapters_lock: Optional[asyncio.Lock] = None
@@ -183,9 +200,80 @@ class Client:
     async def __aexit__(self, *exc) -> None:
         await self.close()
 
+    def _socket(self, endpoint: str):
+        sock = self._ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.RCVHWM, 100000)
+        sock.setsockopt(zmq.SNDHWM, 100000)
+        if self._curve:
+            sock.curve_serverkey, sock.curve_publickey, sock.curve_secretkey = self._curve
+        sock.connect(endpoint)
+        return sock
+
     def _ensure_reader(self) -> None:
         if self._reader is None:
-            self._reader = asyncio.get_running_loop().create_task(self._read_loop())
+            loop = asyncio.get_running_loop()
+            self._last_rx = loop.time()
+            self._reader = loop.create_task(self._read_loop())
+            if len(self._endpoints) > 1:
+                self._watchdog = loop.create_task(self._watch())
+
+    async def _watch(self) -> None:
+        """Several gateways: pings while requests are in flight; after 3 silent heartbeats moves
+        every live request to the next gateway."""
+        loop = asyncio.get_running_loop()
+        last_ping = loop.time()
+        while not self._closed:
+            await asyncio.sleep(self.heartbeat / 4)
+            now = loop.time()
+            if not self._live:
+                self._last_rx = now  # silence while idle is not a failure
+                continue
+            if now - last_ping >= self.heartbeat:
+                last_ping = now
+                try:
+                    await self._send({"type": "ping"})
+                except zmq.ZMQError:
+                    pass
+            if now - self._last_rx > 3 * self.heartbeat:
+                await self._move_on(now)
+
+    async def _move_on(self, now: float) -> None:
+        old = self._sock
+        # If the old gateway is only slow, not gone, it should not keep generating: a cancel for
+        # each request, given a moment to leave before the socket closes.
+        old.setsockopt(zmq.LINGER, 100)
+        for rid in list(self._live):
+            try:
+                old.send(msgpack.packb({"v": PROTOCOL_VERSION, "type": "cancel", "id": rid}, use_bin_type=True),
+                         flags=zmq.NOBLOCK)
+            except zmq.ZMQError:
+                break
+        self._at = (self._at + 1) % len(self._endpoints)
+        self.endpoint = self._endpoints[self._at]
+        self._sock = self._socket(self.endpoint)
+        # A recv pending on a closed socket may never return: a new reader reads the new socket.
+        if self._reader is not None:
+            self._reader.cancel()
+        self._reader = asyncio.get_running_loop().create_task(self._read_loop())
+        old.close(0)
+        self._last_rx = now
+        for rid, req in list(self._live.items()):
+            msg = dict(req._msg)
+            if req._stream and req._tokens:
+                msg["continued"] = list(req._tokens)
+            if "window" in msg:
+                msg["window"] = min(msg["window"] + req._granted, 1 << 20)
+            if "deadline_ms" in msg:
+                left = msg["deadline_ms"] - int((now - req._submitted) * 1000)
+                if left <= 0:
+                    self._live.pop(rid, None)
+                    req._fail(LorafleetError("timeout", "deadline passed while the gateway was unreachable"))
+                    continue
+                msg["deadline_ms"] = left
+            req._moves += 1
+            self.continuations += 1
+            await self._send(msg)
 
     async def _send(self, msg: dict) -> None:
         msg = {"v": PROTOCOL_VERSION, **msg}
@@ -193,10 +281,18 @@ class Client:
 
     async def _read_loop(self) -> None:
         while not self._closed:
+            sock = self._sock
             try:
-                frame = await self._sock.recv()
-            except (zmq.ZMQError, asyncio.CancelledError):
+                frame = await sock.recv()
+            except asyncio.CancelledError:
                 return
+            except zmq.ZMQError:
+                if sock is not self._sock and not self._closed:
+                    continue  # moved to another gateway: read from its socket
+                return
+            if sock is not self._sock:
+                continue  # a late frame of the gateway given up on
+            self._last_rx = asyncio.get_running_loop().time()
             try:
                 msg = msgpack.unpackb(frame, raw=False, strict_map_key=True)
             except Exception:
@@ -306,7 +402,10 @@ class Client:
             msg["constraint_kind"] = constraints[0][0]
             if constraints[0][1]:
                 msg["constraint"] = constraints[0][1]
+        if len(self._endpoints) > 1 and "seed" not in msg:
+            msg["seed"] = random.getrandbits(63)  # another gateway must draw the same tokens
         req = Request(self, rid, stream, window)
+        req._msg = msg
         self._live[rid] = req
         await self._send(msg)
         if self.timeout is not None:
@@ -382,4 +481,6 @@ class Client:
         self._live.clear()
         if self._reader is not None:
             self._reader.cancel()
+        if self._watchdog is not None:
+            self._watchdog.cancel()
         self._sock.close(0)
