@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Load for the no-single-point-of-failure test (ha_failover.sh): STREAMS concurrent requests in a
-closed loop, half over ZeroMQ (the asyncio client library) and half over HTTP (OpenAI's streaming
-/v1/completions), spread over every gateway given, greedy and seeded, 24-64 tokens, until STOP_FILE
+closed loop, half over ZeroMQ (the asyncio client library, each client given every gateway so it
+moves its streams when one is lost) and half over HTTP (OpenAI's streaming /v1/completions),
+spread over the gateways given, greedy and seeded, 24-64 tokens, until STOP_FILE
 appears; the ones in flight then finish. Every request, its text or error and the longest gap
 between two of its streamed pieces, goes to OUT (JSON). Requests that were in flight at a time
 listed in MARKS_FILE (one line per fault: epoch seconds, then what happened) report their longest
@@ -117,7 +118,9 @@ async def load(zmqs, urls, out, stop_file, marks_file, streams):
     done = []
     counter = iter(range(10**9))
     asyncio.get_running_loop().set_default_executor(__import__("concurrent.futures").futures.ThreadPoolExecutor(streams))
-    clients = [Client(ep, timeout=300) for ep in zmqs]
+    # Each client knows every gateway, starting from a different one: a lost gateway's streams
+    # move to the next (heartbeats every 0.5 s).
+    clients = [Client(zmqs[k:] + zmqs[:k], timeout=300, heartbeat=0.5) for k in range(len(zmqs))]
     for c in clients:
         await c.__aenter__()
     try:
@@ -139,7 +142,8 @@ async def load(zmqs, urls, out, stop_file, marks_file, streams):
                 marks.append((float(t), what or "fault"))
     by = {p: sum(1 for r in done if r["proto"] == p) for p in ("zmq", "http")}
     print(f"load: {len(done)} requests ({by['zmq']} ZeroMQ, {by['http']} HTTP), {len(errors)} errors, "
-          f"{sum(1 for r in done if r.get('resumed'))} resumed or continued (ZeroMQ's count)")
+          f"{sum(1 for r in done if r.get('resumed'))} resumed or continued (ZeroMQ's count), "
+          f"{sum(c.continuations for c in clients)} moved by clients to another gateway")
     for m, what in marks:
         hit = [r["gap"] for r in done if "error" not in r and r["start"] < m < r["end"]]
         if hit:
