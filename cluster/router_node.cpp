@@ -65,7 +65,11 @@ router_node::router_node(const cluster_config& cfg, const node_config& self, log
     throw std::runtime_error(why);
   // Read once (the model's limits, the join token): the router, its local workers and the HTTP
   // gateway share it.
-  const auto rc = router_config_for(cfg);
+  auto rc = router_config_for(cfg);
+  // Router replicas keep a log each (two processes appending to one file would interleave):
+  // adapter_log "registry.log" is "registry.log.router-a" on router-a.
+  if (cfg.routers().size() > 1 && !rc.adapter_log.empty())
+    rc.adapter_log += "." + self.name;
   st.router = router::spawn_router(st.sys, rc);
   auto p = publish_router(st.sys, st.router, self, st.sys_cfg.tls());
   if (!p) {
