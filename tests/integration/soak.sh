@@ -18,15 +18,16 @@ for a in shakespeare bible fortunes; do
   "$bin" make-adapter --base "$tmp/model" --out "$tmp/adapters/$a" --rank 4 --seed $seed --init-std 0.2 > /dev/null
   seed=$((seed + 1))
 done
-# three-nodes.toml with the tiny model, its adapters, and a free port for the gateway and each node.
-"$py" - "$src/cluster-configs/three-nodes.toml" "$tmp" > "$tmp/cluster.toml" <<'PY'
+# The config (three-nodes.toml, or LF_SOAK_CONFIG from cluster-configs/) with the tiny model, its
+# adapters, and a free port for every endpoint and node.
+"$py" - "$src/cluster-configs/${LF_SOAK_CONFIG:-three-nodes.toml}" "$tmp" > "$tmp/cluster.toml" <<'PY'
 import re, socket, sys
 def free_port():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
 text = open(sys.argv[1]).read()
 tmp = sys.argv[2]
 text = text.replace('"../models/default"', '"%s/model"' % tmp).replace('"../models/adapters"', '"%s/adapters"' % tmp)
-text = text.replace("tcp://127.0.0.1:5555", "tcp://127.0.0.1:%d" % free_port())
+text = re.sub(r'127\.0\.0\.1:[0-9]+"', lambda m: '127.0.0.1:%d"' % free_port(), text)
 text = re.sub(r"port = [0-9]+", lambda m: "port = %d" % free_port(), text)
 sys.stdout.write(text)
 PY
@@ -46,7 +47,9 @@ if [ "${LF_SOAK_SECURE:-0}" = 1 ]; then
 fi
 
 status=0
-"$bin" soak "$tmp/cluster.toml" --work-dir "$tmp/soak" --requests 2000 --clients 128 "$@" | tee "$tmp/out.txt" || status=$?
+size=(--requests 2000 --clients 128)  # --long: the soak's own long size (20,000 requests, 256 clients)
+for a in "$@"; do [ "$a" = --long ] && size=(); done
+"$bin" soak "$tmp/cluster.toml" --work-dir "$tmp/soak" "${size[@]}" "$@" | tee "$tmp/out.txt" || status=$?
 if [ $status -ne 0 ]; then
   echo "---- last 80 lines of the cluster's log ----"
   tail -n 80 "$tmp/soak/launch.log" || true

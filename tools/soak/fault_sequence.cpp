@@ -44,7 +44,12 @@ std::optional<fault_step> fault_sequence::next(double now_s, std::size_t ended, 
     case phase::recovering: {
       if (workers && *workers < total_workers_)
         r.saw_drop = true;
-      const bool back = workers && *workers >= total_workers_ && (r.saw_drop || r.f.kind == fault_kind::drain);
+      // A router replica's loss shows in no worker count (the other replica answers): it is
+      // back after its hold.
+      const bool waited = r.f.kind == fault_kind::kill_router
+                          && now_s >= r.fired_s + std::chrono::duration<double>(r.f.hold).count();
+      const bool back = workers && *workers >= total_workers_
+                        && (r.saw_drop || r.f.kind == fault_kind::drain || waited);
       if (back) {
         r.recovered_s = now_s;
         ++current_;

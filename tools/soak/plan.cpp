@@ -45,6 +45,7 @@ std::string_view to_string(fault_kind k) noexcept {
     case fault_kind::kill: return "kill";
     case fault_kind::stop: return "stop";
     case fault_kind::drain: return "drain";
+    case fault_kind::kill_router: return "kill_router";
   }
   return "kill";
 }
@@ -159,13 +160,16 @@ planned_request replay_of(const planned_request& r, std::uint64_t served_seed, s
 
 std::vector<fault> plan_faults(const std::vector<std::string>& worker_nodes,
                                std::chrono::milliseconds heartbeat_interval,
-                               std::chrono::milliseconds heartbeat_timeout, bool drain) {
+                               std::chrono::milliseconds heartbeat_timeout, bool drain,
+                               const std::vector<std::string>& router_nodes) {
   if (worker_nodes.size() < 2)
     throw std::invalid_argument("the soak needs two worker nodes (one is killed while the other serves)");
   using namespace std::chrono_literals;
   std::vector<fault> f;
   f.push_back({fault_kind::kill, worker_nodes[0], 0.15, 0ms});
   f.push_back({fault_kind::stop, worker_nodes[1], 0.35, heartbeat_timeout + 2 * heartbeat_interval + 1000ms});
+  if (router_nodes.size() >= 2)
+    f.push_back({fault_kind::kill_router, router_nodes[0], 0.50, heartbeat_timeout + 2 * heartbeat_interval + 2000ms});
   if (drain)
     f.push_back({fault_kind::drain, worker_nodes[0], 0.60, 0ms});
   return f;

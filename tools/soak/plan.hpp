@@ -110,6 +110,10 @@ enum class fault_kind {
   kill,   ///< SIGKILL the node's process (launch starts it again)
   stop,   ///< SIGSTOP it for `hold` (longer than the heartbeat timeout), then SIGCONT
   drain,  ///< `lorafleet drain NODE`: its requests move, nothing new is placed there
+  /// SIGKILL a router replica of a split front (launch starts it again): the gateways continue
+  /// its streams on the other replica. Recovered `hold` after it fired (the restart and the
+  /// workers' re-registration), with every worker registered.
+  kill_router,
 };
 
 std::string_view to_string(fault_kind k) noexcept;
@@ -123,11 +127,13 @@ struct fault {
 };
 
 /// Kill the first worker node at 15% of the run, stop the second at 35% for the heartbeat
-/// timeout + 2 intervals + 1 s, drain the first at 60% (when `drain`): early enough that each
+/// timeout + 2 intervals + 1 s, kill the first router replica at 50% (with two or more
+/// `router_nodes`), drain the first worker node at 60% (when `drain`): early enough that each
 /// fault's recovery (a restart, a re-registration) ends while requests still run. Needs two
 /// worker nodes (std::invalid_argument otherwise).
 std::vector<fault> plan_faults(const std::vector<std::string>& worker_nodes,
                                std::chrono::milliseconds heartbeat_interval,
-                               std::chrono::milliseconds heartbeat_timeout, bool drain);
+                               std::chrono::milliseconds heartbeat_timeout, bool drain,
+                               const std::vector<std::string>& router_nodes = {});
 
 } // namespace lf::soak

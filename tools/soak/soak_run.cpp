@@ -41,8 +41,16 @@ std::vector<std::string> adapters_of(const cluster::cluster_config& cfg) {
 std::vector<std::string> worker_nodes_of(const cluster::cluster_config& cfg) {
   std::vector<std::string> out;
   for (const auto& n : cfg.nodes)
-    if (n.name != cfg.router_node && n.workers.count > 0)
+    if (!cfg.is_router(n.name) && !cfg.is_gateway(n.name) && n.workers.count > 0)
       out.push_back(n.name);
+  return out;
+}
+
+/// Router replicas in router_nodes order (one: no router fault).
+std::vector<std::string> router_nodes_of(const cluster::cluster_config& cfg) {
+  std::vector<std::string> out;
+  for (const auto* r : cfg.routers())
+    out.push_back(r->name);
   return out;
 }
 
@@ -124,6 +132,7 @@ void take_step(const fleet& f, const fault_step& st, double now_s, std::ostream&
   }
   switch (flt.kind) {
     case fault_kind::kill:
+    case fault_kind::kill_router:
       out << "SIGKILL " << flt.node << " (launch starts it again)" << std::endl;
       if (!f.signal_node(flt.node, SIGKILL))
         violations.push_back("fault: could not SIGKILL node " + flt.node);
@@ -178,7 +187,8 @@ int run_soak(const soak_options& o, std::ostream& out) {
   });
   std::vector<fault> faults;
   if (o.faults)
-    faults = plan_faults(worker_nodes_of(cfg), cfg.heartbeat_interval, cfg.heartbeat_timeout, o.drain);
+    faults = plan_faults(worker_nodes_of(cfg), cfg.heartbeat_interval, cfg.heartbeat_timeout, o.drain,
+                         router_nodes_of(cfg));
   out << "[soak] " << cfg.name << ": " << o.requests << " requests from " << o.clients << " clients, seed " << o.seed
       << ", adapters " << ps.adapters.size() << ", context " << ps.context_window << ", faults " << faults.size()
       << (o.faults && !o.drain ? " (no drain)" : "") << "; logs in " << o.work_dir << std::endl;

@@ -185,6 +185,30 @@ TEST_CASE("faults: one at a time, each on a whole cluster, a stopped node is res
   CHECK(stuck.finished());
 }
 
+TEST_CASE("a split front's first router replica is killed at half the run and is back after its hold",
+          "[soak]") {
+  auto faults = plan_faults({"w1", "w2"}, 500ms, 3000ms, false, {"ra", "rb"});
+  REQUIRE(faults.size() == 3);
+  CHECK(faults[2].kind == fault_kind::kill_router);
+  CHECK(faults[2].node == "ra");
+  CHECK(faults[2].at == 0.5);
+  CHECK(faults[2].hold == 6000ms);
+  CHECK(to_string(fault_kind::kill_router) == "kill_router");
+  CHECK(plan_faults({"w1", "w2"}, 500ms, 3000ms, false, {"ra"}).size() == 2);  // one router: no router fault
+  fault_sequence seq({faults[2]}, 100, 2);
+  auto st = seq.next(10, 50, 30, 2u);
+  REQUIRE(st);
+  CHECK(st->f->kind == fault_kind::kill_router);
+  CHECK_FALSE(seq.next(12, 60, 30, 2u));  // the other replica answers with every worker: not yet
+  CHECK_FALSE(seq.finished());
+  CHECK_FALSE(seq.next(16, 70, 30, 1u));  // its hold passed, a worker not registered again
+  CHECK_FALSE(seq.finished());
+  CHECK_FALSE(seq.next(16.5, 71, 30, 2u));
+  CHECK(seq.finished());
+  CHECK_FALSE(seq.failed());
+  CHECK(seq.records()[0].recovered_s == 16.5);
+}
+
 TEST_CASE("RSS: VmRSS is read from /proc status text, growth past the bound is reported", "[soak]") {
   CHECK(parse_vm_rss_kib("Name:\tlorafleet\nVmPeak:\t  900 kB\nVmRSS:\t   51234 kB\nThreads: 9\n")
         == std::optional<std::uint64_t>(51234));
