@@ -268,6 +268,70 @@ void ask_one(link_self self, Ts... xs) {
   self->delegate(st.replicas[*r].handle, std::move(xs)...);
 }
 
+/// `b`'s counters added to `a`'s; `a` keeps its own view of the workers (the replica with the
+/// most is asked first, so its view is the one kept).
+void add_counters(actors::router_stats& a, const actors::router_stats& b) {
+  a.queued += b.queued;
+  a.inflight += b.inflight;
+  for (auto f : {&actors::router_stats::accepted, &actors::router_stats::overloaded, &actors::router_stats::rejected,
+                 &actors::router_stats::completed, &actors::router_stats::failed, &actors::router_stats::cancelled,
+                 &actors::router_stats::timed_out, &actors::router_stats::replaced,
+                 &actors::router_stats::worker_lost, &actors::router_stats::resumed, &actors::router_stats::kv_shipped,
+                 &actors::router_stats::kv_shipped_tokens, &actors::router_stats::adapter_prefetches,
+                 &actors::router_stats::prefix_resyncs, &actors::router_stats::continued})
+    a.*f += b.*f;
+}
+
+/// The replicas' stats as one: the counters summed over every replica up, the workers (their
+/// loads, per-worker metrics, states) as the replica with the most accepting workers sees them.
+void ask_stats(link_self self) {
+  auto& st = self->state;
+  auto rp = self->make_response_promise();
+  std::vector<std::size_t> up;
+  for (std::size_t r = 0; r < st.replicas.size(); ++r)
+    if (st.replicas[r].handle)
+      up.push_back(r);
+  if (up.empty()) {
+    rp.deliver(actors::make_serve_error(serve_errc::no_workers, "no router is reachable"));
+    return;
+  }
+  struct gather {
+    std::vector<std::optional<actors::router_stats>> got;
+    std::size_t left = 0;
+  };
+  auto g = std::make_shared<gather>();
+  g->got.resize(up.size());
+  g->left = up.size();
+  auto finish = [rp, g]() mutable {
+    std::optional<std::size_t> best;
+    for (std::size_t k = 0; k < g->got.size(); ++k) {
+      const auto& s = g->got[k];
+      if (s && (!best || s->accepting > g->got[*best]->accepting
+                || (s->accepting == g->got[*best]->accepting && s->workers > g->got[*best]->workers)))
+        best = k;
+    }
+    if (!best)
+      return rp.deliver(actors::make_serve_error(serve_errc::no_workers, "no router answered"));
+    auto out = *g->got[*best];
+    for (std::size_t k = 0; k < g->got.size(); ++k)
+      if (k != *best && g->got[k])
+        add_counters(out, *g->got[k]);
+    rp.deliver(std::move(out));
+  };
+  for (std::size_t k = 0; k < up.size(); ++k)
+    self->request(st.replicas[up[k]].handle, std::chrono::seconds(5), caf::get_atom::value)
+      .then(
+        [g, k, finish](actors::router_stats& s) mutable {
+          g->got[k] = std::move(s);
+          if (--g->left == 0)
+            finish();
+        },
+        [g, finish](const caf::error&) mutable {
+          if (--g->left == 0)
+            finish();
+        });
+}
+
 /// A request the link sends to every replica up (operators' drain, undrain, adapter changes: each
 /// replica keeps its own books); the first answer is the reply, an error only when all fail.
 template <class... Reply, class... Ts>
@@ -394,7 +458,7 @@ caf::behavior link_impl(link_self self, router_link_options opts) {
         carry_on(self, id);
       self->delayed_send(self, st.opts.stats_interval, tick_tag::value);
     },
-    [self](caf::get_atom) { ask_one(self, caf::get_atom::value); },
+    [self](caf::get_atom) { ask_stats(self); },
     [self](caf::wait_for_atom, std::uint32_t n) { ask_one(self, caf::wait_for_atom::value, n); },
     [self](actors::drain_atom, std::string& node) {
       ask_all<std::uint32_t, std::uint32_t>(self, actors::drain_atom::value, std::move(node));

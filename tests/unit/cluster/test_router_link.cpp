@@ -89,6 +89,9 @@ TEST_CASE("a router replica killed mid-stream: its streams continue on the other
   for (auto& r : requests(0))
     calm.submit(r);
   REQUIRE(calm.run_until_terminals(12));
+  // Through the link, the stats count over both replicas (each served some of the 12).
+  CHECK(calm.stats().completed == 12);
+  CHECK(calm.stats().workers == 2);
 
   test::client cl(c.sys, link);
   for (auto& r : requests(100))
