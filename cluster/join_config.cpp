@@ -7,17 +7,39 @@
 namespace lf::cluster {
 
 cluster_config join_cluster_config(const join_settings& j) {
-  std::string why;
-  const auto at = gateway::parse_host_port(j.router, &why);
-  if (!at)
-    throw std::invalid_argument("--join: " + why);
-  if (at->port == 0)
-    throw std::invalid_argument("--join " + j.router + ": the router's CAF port is needed (HOST:PORT)");
+  // HOST:PORT, or several separated by commas: router replicas of a split front, each registered with.
+  std::vector<node_config> routers;
+  std::string rest = j.router;
+  while (true) {
+    const auto comma = rest.find(',');
+    const auto one = rest.substr(0, comma);
+    std::string why;
+    const auto at = gateway::parse_host_port(one, &why);
+    if (!at)
+      throw std::invalid_argument("--join: " + why);
+    if (at->port == 0)
+      throw std::invalid_argument("--join " + one + ": the router's CAF port is needed (HOST:PORT)");
+    node_config r;
+    r.name = "router-" + std::to_string(routers.size() + 1);  // one replica: "router" (below)
+    r.host = at->host;
+    r.port = static_cast<std::uint16_t>(at->port);
+    r.bind = at->host;
+    r.workers.count = 0;
+    routers.push_back(std::move(r));
+    if (comma == std::string::npos)
+      break;
+    rest = rest.substr(comma + 1);
+  }
+  if (routers.size() > 16)
+    throw std::invalid_argument("--join: at most 16 router replicas");
+  if (routers.size() == 1)
+    routers[0].name = "router";
   if (!valid_node_name(j.name))
     throw std::invalid_argument("--name \"" + j.name
                                 + "\": use 1 to 64 letters, digits, '-', '_' and '.' (the host name is the default)");
-  if (j.name == "router")
-    throw std::invalid_argument("--name router: that name is the router node's");
+  for (const auto& r : routers)
+    if (j.name == r.name)
+      throw std::invalid_argument("--name " + j.name + ": that name is a router node's");
   const auto& t = j.tls;
   const int tls_parts = !t.ca_file.empty() + !t.certificate.empty() + !t.key.empty();
   if (tls_parts != 0 && tls_parts != 3)
@@ -37,23 +59,20 @@ cluster_config join_cluster_config(const join_settings& j) {
   c.model_dir = j.model_dir;
   c.tokenizer_dir = j.tokenizer_dir;
   c.adapter_dir = j.adapter_dir;
-  c.router_node = "router";
+  c.router_node = routers.front().name;
+  for (const auto& r : routers)
+    c.router_nodes.push_back(r.name);
   c.tls = j.tls;
   c.heartbeat_interval = j.heartbeat_interval;
   c.heartbeat_timeout = j.heartbeat_timeout;
   c.reconnect_initial = j.reconnect_initial;
   c.reconnect_max = j.reconnect_max;
-  node_config router;
-  router.name = "router";
-  router.host = at->host;
-  router.port = static_cast<std::uint16_t>(at->port);
-  router.bind = at->host;
-  router.workers.count = 0;
   node_config self;
   self.name = j.name;
   self.host = "localhost";  // connects out only; its host is never dialled
   self.workers = j.workers;
-  c.nodes = {router, self};
+  c.nodes = routers;
+  c.nodes.push_back(self);
   return c;
 }
 

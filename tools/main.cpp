@@ -69,8 +69,9 @@ commands:
   node        CONFIG --name NODE [--drain-timeout S] [--ready-file PATH] [--probe-listen HOST:PORT]
               [--log-level L] [--log-format text|json]
               run one node of a cluster config (docs/cluster.md): the router node (router +
-              gateway + its workers) or a worker node (connects to the router node, reconnects)
-              --join HOST:PORT [--name NAME ($HOSTNAME)] [serve's worker flags: --model DIR
+              gateway + its workers), a router replica or a gateway node of a split front
+              (router_nodes, gateway_nodes), or a worker node (connects to every router, reconnects)
+              --join HOST:PORT[,HOST:PORT...] [--name NAME ($HOSTNAME)] [serve's worker flags: --model DIR
               --adapters DIR --workers N --threads N --dtype D --kv-cache-mb MB --max-seqs N ...]
               [--probe-listen HOST:PORT] [--join-token-file F] [--tls-ca F --tls-cert F --tls-key F]
               [--heartbeat-interval-ms N] [--heartbeat-timeout-ms N] [--drain-timeout S]

@@ -59,6 +59,7 @@ TEST_CASE("join: bad values are refused naming the flag", "[cluster][join]") {
   CHECK_THAT(bad([](join_settings& j) { j.name = "has space"; }), Contains("--name"));
   CHECK_THAT(bad([](join_settings& j) { j.name = std::string(65, 'a'); }), Contains("--name"));
   CHECK_THAT(bad([](join_settings& j) { j.name = "router"; }), Contains("router node's"));
+  CHECK_THAT(bad([](join_settings& j) { j.router = "a:7300,b"; }), Contains("got \"b\""));
   CHECK_THAT(bad([](join_settings& j) { j.tls.ca_file = "ca.crt"; }), Contains("--tls-ca, --tls-cert and --tls-key"));
   CHECK_THAT(bad([](join_settings& j) { j.heartbeat_timeout = j.heartbeat_interval; }), Contains("twice"));
   CHECK_THAT(bad([](join_settings& j) { j.model_dir.clear(); }), Contains("--model"));
@@ -142,4 +143,19 @@ TEST_CASE("node metrics: vLLM's gauges for the node and lorafleet's per worker",
   CHECK_THAT(empty, Catch::Contains("vllm:num_requests_waiting{model_name=\"m\"} 0\n"));
   CHECK_THAT(empty, Catch::Contains("vllm:kv_cache_usage_perc{model_name=\"m\"} 0\n"));
   CHECK_THAT(empty, Catch::Contains("lorafleet:node_ready 0\n"));
+}
+
+TEST_CASE("join: several router replicas, each registered with", "[cluster][join]") {
+  join_settings j;
+  j.router = "router-0.router:7300,router-1.router:7300";
+  j.name = "pod-1";
+  j.model_dir = "/models/default";
+  const auto c = join_cluster_config(j);
+  REQUIRE(c.routers().size() == 2);
+  CHECK(c.routers()[0]->host == "router-0.router");
+  CHECK(c.routers()[1]->host == "router-1.router");
+  CHECK(c.routers()[1]->port == 7300);
+  CHECK(c.is_router("router-2"));
+  CHECK_FALSE(c.is_router("pod-1"));
+  CHECK(c.find("pod-1")->workers.count == 1);
 }
