@@ -65,9 +65,14 @@ local_cluster::local_cluster(cluster_settings s) : impl_(std::make_unique<impl>(
                [&](const caf::error& e) { why = st.sys.render(e); });
     if (!ready)
       throw std::runtime_error("cluster: the workers did not register: " + why);
-    st.gw = std::make_unique<gateway::zmq_gateway>(st.sys, st.router, st.settings.gateway);
+    auto g = st.settings.gateway;
+    if (!g.limiter)
+      g.limiter = std::make_shared<shared_rate_limiter>();  // one set of buckets for both gateways
+    st.gw = std::make_unique<gateway::zmq_gateway>(st.sys, st.router, g);
     if (!st.settings.http.listen.empty()) {
       auto h = st.settings.http;
+      if (!h.limiter)
+        h.limiter = g.limiter;
       h.tokenizer = st.settings.gateway.tokenizer;
       h.context_window = limits.context_window;
       if (h.model_name.empty())

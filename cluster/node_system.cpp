@@ -128,6 +128,7 @@ gateway::gateway_options gateway_options_for(const cluster_config& cfg) {
   g.client_key_names = cfg.clients.key_names;
   if (!cfg.api_key_file.empty())
     g.keys = std::make_shared<const auth::key_table>(auth::load_key_file(cfg.api_key_file));
+  g.limiter = std::make_shared<shared_rate_limiter>();  // http_options_for shares it
   return g;
 }
 
@@ -138,6 +139,7 @@ gateway::http_options http_options_for(const cluster_config& cfg, const gateway:
   h.tokenizer = zmq.tokenizer;
   h.max_prompt_bytes = zmq.max_prompt_bytes;
   h.keys = zmq.keys;
+  h.limiter = zmq.limiter;
   h.metrics_need_key = cfg.metrics_need_key;
   h.model_name = cfg.http_model_name.empty() ? default_model_name(cfg.model_dir) : cfg.http_model_name;
   h.context_window = context_window;

@@ -91,4 +91,25 @@ rate_verdict rate_limiter::admit(const std::string& key, const rate_limits& limi
   return v;
 }
 
+rate_verdict shared_rate_limiter::admit(const std::string& key, const rate_limits& limits, std::uint64_t tokens,
+                                        clock::time_point now) {
+  std::lock_guard<std::mutex> g(m_);
+  auto v = limiter_.admit(key, limits, tokens, now);
+  if (limits.any()) {
+    auto& c = counts_[key];
+    if (v.allowed) {
+      ++c.admitted;
+      c.tokens += tokens;
+    } else {
+      ++c.rate_limited;
+    }
+  }
+  return v;
+}
+
+std::map<std::string, key_rate_counts> shared_rate_limiter::counts() const {
+  std::lock_guard<std::mutex> g(m_);
+  return counts_;
+}
+
 } // namespace lf

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <string>
 
 namespace lf {
@@ -78,6 +79,30 @@ private:
     token_bucket requests, tokens;
   };
   std::map<std::string, buckets> by_key_;
+};
+
+/// What one key was charged and refused so far (per-key metrics).
+struct key_rate_counts {
+  std::uint64_t admitted = 0;      ///< requests charged
+  std::uint64_t rate_limited = 0;  ///< requests refused by a limit (or too big for one)
+  std::uint64_t tokens = 0;        ///< tokens charged (prompt + max_tokens)
+};
+
+/// One rate_limiter shared by every gateway of a process (its ZeroMQ and HTTP gateways), so a key
+/// cannot spend its limit twice by using both protocols; with its per-key counts. Thread-safe.
+class shared_rate_limiter {
+public:
+  using clock = rate_limiter::clock;
+
+  /// rate_limiter::admit under the lock, counted.
+  rate_verdict admit(const std::string& key, const rate_limits& limits, std::uint64_t tokens, clock::time_point now);
+  /// Every limited key's counts so far (keys that were never charged are absent).
+  std::map<std::string, key_rate_counts> counts() const;
+
+private:
+  mutable std::mutex m_;
+  rate_limiter limiter_;
+  std::map<std::string, key_rate_counts> counts_;
 };
 
 } // namespace lf

@@ -28,10 +28,11 @@ enum class serve_errc : std::uint8_t {
   no_workers,
   unauthenticated,   ///< no key, or a key the server does not know (HTTP 401)
   forbidden,         ///< the caller's role may not do this (an admin operation; HTTP 403)
+  rate_limited,      ///< the key's requests or tokens per minute are spent; retry after the time given (HTTP 429)
 };
 
 /// The last code (for loops over every code).
-inline constexpr serve_errc last_serve_errc = serve_errc::forbidden;
+inline constexpr serve_errc last_serve_errc = serve_errc::rate_limited;
 
 /// Wire spelling: "invalid_request", "prompt_too_long", ...
 constexpr std::string_view to_string(serve_errc e) noexcept {
@@ -50,6 +51,7 @@ constexpr std::string_view to_string(serve_errc e) noexcept {
     case serve_errc::no_workers: return "no_workers";
     case serve_errc::unauthenticated: return "unauthenticated";
     case serve_errc::forbidden: return "forbidden";
+    case serve_errc::rate_limited: return "rate_limited";
   }
   return "internal";
 }

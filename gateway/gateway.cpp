@@ -61,6 +61,38 @@ void refuse_frame(gw_self self, const std::string& identity, proto::client_reque
   self->state.io->send_out(identity, proto::encode(e));
 }
 
+/// A request refused by its key's rate limits: the code, the message and when to retry.
+struct rate_refusal {
+  serve_errc code = serve_errc::rate_limited;
+  std::string message;
+  std::uint32_t retry_after_ms = 0;
+};
+
+/// Why a keyed caller's request is over its key's rate limits (rpm= / tpm=), charging it when it
+/// is not: one request and prompt + max_tokens tokens, from the buckets the process's HTTP gateway
+/// shares. Nothing for a key without limits.
+std::optional<rate_refusal> over_rate_limit(gw_self self, const auth::caller& who, const request_draft& d) {
+  const auto& opts = self->state.io->opts;
+  const auto* key = opts.keys && who.keyed() ? opts.keys->find_name(who.name) : nullptr;
+  if (key == nullptr || !key->limits.any())
+    return std::nullopt;
+  const auto tokens = d.prompt.size() + static_cast<std::size_t>(std::max(0, d.params.max_tokens));
+  const auto v = opts.limiter->admit(who.name, key->limits, tokens, std::chrono::steady_clock::now());
+  if (v.allowed)
+    return std::nullopt;
+  if (v.never)
+    return rate_refusal{serve_errc::invalid_request,
+                         "the request needs " + std::to_string(tokens) + " tokens (prompt + max_tokens), more than key \""
+                           + who.name + "\" may use in a minute (" + std::to_string(v.limit_tokens) + ")", 0};
+  const bool requests = v.limited_requests && (v.remaining_requests == 0 || !v.limited_tokens);
+  return rate_refusal{serve_errc::rate_limited,
+                       "rate limit reached for key \"" + who.name + "\" on "
+                         + (requests ? "requests per minute (" + std::to_string(v.limit_requests) + ")"
+                                     : "tokens per minute (" + std::to_string(v.limit_tokens) + ")")
+                         + "; retry in " + reset_text(v.retry_after_ms),
+                       std::max<std::uint32_t>(1, v.retry_after_ms)};
+}
+
 void on_submit(gw_self self, const std::string& identity, proto::submit_msg m, const auth::caller& who) {
   auto& st = self->state;
   auto reply_error = [&](serve_errc code, std::string why, std::uint32_t retry = 0) {
@@ -94,6 +126,11 @@ void on_submit(gw_self self, const std::string& identity, proto::submit_msg m, c
   if (auto* bad = std::get_if<check_failure>(&draft)) {
     st.book.end(gid);
     reply_error(bad->code, std::move(bad->message));
+    return;
+  }
+  if (auto why = over_rate_limit(self, who, std::get<request_draft>(draft))) {
+    st.book.end(gid);
+    reply_error(why->code, std::move(why->message), why->retry_after_ms);
     return;
   }
   actors::generate_request req;

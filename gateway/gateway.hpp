@@ -62,6 +62,9 @@ struct gateway_options {
   /// The API key file's keys (nullptr: none). Its `curve:` keys are added to the allow-list and
   /// the names above, and give their clients a role and a tenant.
   std::shared_ptr<const auth::key_table> keys;
+  /// Rate-limit buckets per key (rpm= / tpm= in the key file), shared with the process's HTTP
+  /// gateway; nullptr: the gateway makes its own.
+  std::shared_ptr<shared_rate_limiter> limiter;
 };
 
 /// See the file comment.

@@ -48,7 +48,6 @@ struct http_state {
   std::optional<std::vector<http_out>> outputs;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   std::mt19937_64 ids{std::random_device{}()};
-  rate_limiter limiter;  ///< per key with rpm= / tpm= in the key file
   static inline const char* name = "lf_http_gateway";
 };
 
@@ -120,7 +119,7 @@ bool within_rate_limits(http_self self, std::uint64_t hid, const std::string& ke
   const auto* key = opts.keys && !key_name.empty() ? opts.keys->find_name(key_name) : nullptr;
   if (key == nullptr || !key->limits.any())
     return true;
-  const auto v = self->state.limiter.admit(key_name, key->limits, tokens, std::chrono::steady_clock::now());
+  const auto v = opts.limiter->admit(key_name, key->limits, tokens, std::chrono::steady_clock::now());
   headers = rate_limit_headers(v);
   if (v.allowed)
     return true;
@@ -306,6 +305,7 @@ void on_stats_request(http_self self, std::uint64_t hid, http_endpoint ep, const
                          std::chrono::system_clock::now().time_since_epoch()).count();
         side.live = self->state.entries.size();
         side.connections = io->connections;
+        side.keys = io->opts.limiter->counts();
         switch (ep) {
           case http_endpoint::metrics:
             return reply(self, hid, 200, render_prometheus(rs, side), "text/plain; version=0.0.4; charset=utf-8");

@@ -54,6 +54,9 @@ struct http_options {
   std::size_t max_buffered_bytes = std::size_t{8} << 20;  ///< per connection, unsent reply bytes
   int max_n = 16;                         ///< choices per prompt
   std::shared_ptr<const auth::key_table> keys;  ///< API keys; nullptr or no secrets: none
+  /// Rate-limit buckets per key (rpm= / tpm=), shared with the process's ZeroMQ gateway; nullptr:
+  /// the gateway makes its own.
+  std::shared_ptr<shared_rate_limiter> limiter;
   bool metrics_need_key = false;          ///< /metrics, /api/stats and the dashboard need a key
   tls_files tls;                          ///< both set: HTTPS (checked at start); neither: HTTP
 };

@@ -78,7 +78,10 @@ struct http_gateway::impl {
   std::atomic<std::size_t> connections{0};
 
   impl(caf::actor_system& s, actors::router_actor r, http_options o)
-    : sys(s), router(std::move(r)), opts(std::move(o)) {}
+    : sys(s), router(std::move(r)), opts(std::move(o)) {
+    if (!opts.limiter)
+      opts.limiter = std::make_shared<shared_rate_limiter>();
+  }
 
   /// Queues `o` for the loop and wakes it (any thread).
   void post(http_out o);

@@ -62,6 +62,20 @@ std::string render_prometheus(const actors::router_stats& rs, const http_side& h
                  rs.kv_shipped);
   router_counter("kv_shipped_tokens_total", "Tokens whose K/V drain moves carried.", rs.kv_shipped_tokens);
   router_counter("adapter_prefetches_total", "Background adapter loads the router asked of workers.", rs.adapter_prefetches);
+  // Per rate-limited key of this gateway process (labelled by the key's name, bounded by the
+  // key file).
+  auto key_counter = [&](const char* name, const char* help, std::uint64_t key_rate_counts::*field) {
+    if (http.keys.empty())
+      return;
+    w.head(p + name, "counter", help);
+    for (const auto& [key, c] : http.keys)
+      w.sample(p + name, "key=\"" + prom_label(key) + "\"", static_cast<double>(c.*field));
+  };
+  key_counter("key_requests_admitted_total", "Requests a rate-limited key was charged for.", &key_rate_counts::admitted);
+  key_counter("key_requests_rate_limited_total", "Requests refused by their key's rate limits.",
+              &key_rate_counts::rate_limited);
+  key_counter("key_tokens_charged_total", "Tokens (prompt + max_tokens) charged to a rate-limited key.",
+              &key_rate_counts::tokens);
   auto gauge = [&](const char* name, const char* help, double v) {
     w.head(p + name, "gauge", help);
     w.sample(p + name, "", v);

@@ -5,9 +5,11 @@
 /// them). Pure C++.
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "actors/messages.hpp"
+#include "core/rate_limit.hpp"
 
 namespace lf::gateway {
 
@@ -18,6 +20,8 @@ struct http_side {
   std::int64_t time_ms = 0;     ///< wall clock, Unix milliseconds
   std::uint64_t live = 0;       ///< HTTP requests in flight
   std::uint64_t connections = 0;
+  /// Per rate-limited key (by name, never the secret): admitted, refused, tokens charged.
+  std::map<std::string, key_rate_counts> keys;
 };
 
 /// Prometheus text format 0.0.4: counters, gauges and histograms, per-worker labels

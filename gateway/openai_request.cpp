@@ -298,6 +298,7 @@ api_error to_api_error(serve_errc code, std::string message) {
     case serve_errc::cancelled: e.status = 499; e.type = "cancelled"; break;
     case serve_errc::unauthenticated: e.status = 401; e.type = "authentication_error"; break;
     case serve_errc::forbidden: e.status = 403; e.type = "permission_error"; break;
+    case serve_errc::rate_limited: e.status = 429; e.type = "requests"; break;
     default: e.status = 500; e.type = "server_error"; break;
   }
   return e;

@@ -49,7 +49,10 @@ struct zmq_gateway::impl {
   bool curve_keys = false;       ///< the key file names CURVE clients: roles are in force
 
   impl(caf::actor_system& s, actors::router_actor r, gateway_options o)
-    : sys(s), router(std::move(r)), opts(std::move(o)) {}
+    : sys(s), router(std::move(r)), opts(std::move(o)) {
+    if (!opts.limiter)
+      opts.limiter = std::make_shared<shared_rate_limiter>();
+  }
 
   /// Queues (identity, frame) for the ZeroMQ thread (any thread).
   void send_out(const std::string& identity, const std::string& frame);

@@ -15,14 +15,18 @@ source "$here/lib.sh"
 
 k() { echo "sk-$1-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"; }
 a_key=$(k a); b_key=$(k b); c_key=$(k c)
+"$bin" keygen --out "$tmp/k" --name server > /dev/null
+"$bin" keygen --out "$tmp/k" --name zed > /dev/null
 cat > "$tmp/keys" <<KEYS
 # NAME ROLE KEY [TENANT] [rpm=N] [tpm=N]
 alice user $a_key rpm=5
 bob   user $b_key
 carol user $c_key team-c tpm=100
+zed   user curve:$(cat "$tmp/k/zed.public") rpm=3
 KEYS
 chmod 600 "$tmp/keys"
-serve_extra=(--api-key-file "$tmp/keys")
+serve_extra=(--api-key-file "$tmp/keys" --curve-secret-key "$(cat "$tmp/k/server.secret")"
+             --curve-public-key "$(cat "$tmp/k/server.public")")
 serve_tiny 256 16
 base=http://127.0.0.1:$hport
 ask() {  # KEY MAX_TOKENS [stream]: the status; headers in $tmp/h, body in $tmp/body
@@ -65,4 +69,23 @@ grep -q 'tokens per minute (100' "$tmp/body" || fail "the 429 does not name the 
 [ "$(ask "$c_key" 200)" = 400 ] || fail "a request over a whole minute's tokens was not a 400"
 grep -q 'lower max_tokens' "$tmp/body" || fail "the 400 does not say what to change"
 ok "100 tokens a minute: a stream carries the headers, the third request gets 429, one over the minute's budget 400"
+
+# zed, over ZeroMQ with its CURVE key: 3 a minute; the 4th gets the protocol's rate_limited error
+# with a retry time; /metrics counts per key name.
+zc=(--endpoint "tcp://127.0.0.1:$zport" --server-key "$tmp/k/server.public" --client-key "$tmp/k/zed")
+for i in 1 2 3; do
+  "$bin" client "${zc[@]}" --prompt Hi --max-tokens 2 --no-stream > "$tmp/body" 2>&1 || fail "zed's ZeroMQ request $i of 3 failed"
+done
+set +e
+"$bin" client "${zc[@]}" --prompt Hi --max-tokens 2 --no-stream > "$tmp/body" 2>&1; rc=$?
+set -e
+[ $rc != 0 ] && grep -q "rate_limited" "$tmp/body" || fail "zed's 4th ZeroMQ request was not refused as rate_limited"
+grep -q "requests per minute (3)" "$tmp/body" || fail "the ZeroMQ refusal does not name the limit"
+ok "over ZeroMQ: a CURVE key's rpm=3, the 4th request gets error rate_limited naming the limit"
+curl -s "$base/metrics" > "$tmp/metrics"
+grep -q 'lorafleet:key_requests_admitted_total{key="zed"} 3' "$tmp/metrics" || { cat "$tmp/metrics" | grep key_; fail "no admitted count for zed"; }
+grep -q 'lorafleet:key_requests_rate_limited_total{key="zed"} 1' "$tmp/metrics" || fail "no rate_limited count for zed"
+grep -q 'lorafleet:key_requests_rate_limited_total{key="alice"} 1' "$tmp/metrics" || fail "no rate_limited count for alice"
+grep -q 'lorafleet:key_tokens_charged_total{key="carol"} 84' "$tmp/metrics" || fail "carol's charged tokens are not 2 x 42"
+ok "/metrics counts per key name (both gateways, one set of buckets): admitted, refused, tokens"
 echo "rate limits: $passed passed"

@@ -88,3 +88,19 @@ TEST_CASE("key file: rpm= and tpm= after the tenant, checked", "[rate_limit][api
     CHECK_THROWS_WITH(auth::parse_key_file(bad, "keys.txt"), Catch::Contains("expected rpm=N or tpm=N"));
   }
 }
+
+TEST_CASE("a shared limiter: one set of buckets for every gateway, counted per key", "[rate_limit]") {
+  lf::shared_rate_limiter shared;
+  const auto t0 = lf::shared_rate_limiter::clock::now();
+  const lf::rate_limits two{2, 0};
+  CHECK(shared.admit("zed", two, 10, t0).allowed);   // say, over ZeroMQ
+  CHECK(shared.admit("zed", two, 20, t0).allowed);   // over HTTP: the same bucket
+  CHECK_FALSE(shared.admit("zed", two, 5, t0).allowed);
+  CHECK(shared.admit("free", lf::rate_limits{}, 7, t0).allowed);  // no limits: never counted
+  const auto c = shared.counts();
+  REQUIRE(c.count("zed"));
+  CHECK(c.at("zed").admitted == 2);
+  CHECK(c.at("zed").rate_limited == 1);
+  CHECK(c.at("zed").tokens == 30);
+  CHECK_FALSE(c.count("free"));
+}
