@@ -39,6 +39,9 @@ gateway_node::gateway_node(const cluster_config& cfg, const node_config& self, l
   try {
     auto g = gateway_options_for(cfg);
     g.endpoint = cfg.gateway_listen_of(self);
+    // Each gateway node enforces its share of every key's limits: the cluster never admits more
+    // than the limit (docs/http.md, "Rate limits per key").
+    g.limiter = std::make_shared<shared_rate_limiter>(static_cast<std::uint32_t>(cfg.gateway_nodes.size()));
     st.gw = std::make_unique<gateway::zmq_gateway>(st.sys, st.link, g);
     st.log("gateway on " + st.gw->endpoint() + ", in front of " + std::to_string(cfg.routers().size())
            + " router(s)");

@@ -91,10 +91,19 @@ rate_verdict rate_limiter::admit(const std::string& key, const rate_limits& limi
   return v;
 }
 
+rate_limits shared_rate_limiter::share_of(const rate_limits& limits) const noexcept {
+  rate_limits out = limits;
+  if (out.requests_per_minute > 0)
+    out.requests_per_minute = std::max<std::uint32_t>(1, out.requests_per_minute / share_);
+  if (out.tokens_per_minute > 0)
+    out.tokens_per_minute = std::max<std::uint64_t>(1, out.tokens_per_minute / share_);
+  return out;
+}
+
 rate_verdict shared_rate_limiter::admit(const std::string& key, const rate_limits& limits, std::uint64_t tokens,
                                         clock::time_point now) {
   std::lock_guard<std::mutex> g(m_);
-  auto v = limiter_.admit(key, limits, tokens, now);
+  auto v = limiter_.admit(key, share_of(limits), tokens, now);
   if (limits.any()) {
     auto& c = counts_[key];
     if (v.allowed) {

@@ -90,9 +90,18 @@ struct key_rate_counts {
 
 /// One rate_limiter shared by every gateway of a process (its ZeroMQ and HTTP gateways), so a key
 /// cannot spend its limit twice by using both protocols; with its per-key counts. Thread-safe.
+///
+/// `share`: the number of gateway processes the cluster spreads a key's traffic over (a split
+/// front's gateway nodes). Each enforces 1/share of every limit (rounded down, at least 1), so
+/// the cluster as a whole never admits more than the key's limit; a key whose clients all use one
+/// gateway gets only that gateway's share.
 class shared_rate_limiter {
 public:
   using clock = rate_limiter::clock;
+
+  explicit shared_rate_limiter(std::uint32_t share = 1) : share_(share == 0 ? 1 : share) {}
+  /// The limits this process enforces for a key with `limits` (its share of them).
+  rate_limits share_of(const rate_limits& limits) const noexcept;
 
   /// rate_limiter::admit under the lock, counted.
   rate_verdict admit(const std::string& key, const rate_limits& limits, std::uint64_t tokens, clock::time_point now);
@@ -100,6 +109,7 @@ public:
   std::map<std::string, key_rate_counts> counts() const;
 
 private:
+  std::uint32_t share_;
   mutable std::mutex m_;
   rate_limiter limiter_;
   std::map<std::string, key_rate_counts> counts_;

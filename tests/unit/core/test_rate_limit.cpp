@@ -104,3 +104,18 @@ TEST_CASE("a shared limiter: one set of buckets for every gateway, counted per k
   CHECK(c.at("zed").tokens == 30);
   CHECK_FALSE(c.count("free"));
 }
+
+TEST_CASE("a limiter of one of several gateways enforces its share of each limit", "[rate_limit]") {
+  lf::shared_rate_limiter one_of_two(2);
+  const auto t0 = lf::shared_rate_limiter::clock::now();
+  const lf::rate_limits l{5, 1000};
+  CHECK(one_of_two.share_of(l).requests_per_minute == 2);  // rounded down: never above 5 in all
+  CHECK(one_of_two.share_of(l).tokens_per_minute == 500);
+  CHECK(one_of_two.share_of({1, 0}).requests_per_minute == 1);  // at least 1 each
+  CHECK(one_of_two.share_of({0, 0}).requests_per_minute == 0);  // no limit stays none
+  CHECK(one_of_two.admit("k", l, 10, t0).allowed);
+  CHECK(one_of_two.admit("k", l, 10, t0).allowed);
+  auto v = one_of_two.admit("k", l, 10, t0);
+  CHECK_FALSE(v.allowed);
+  CHECK(v.limit_requests == 2);  // the headers say what this gateway enforces
+}
