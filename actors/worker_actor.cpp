@@ -189,6 +189,8 @@ worker_actor::behavior_type worker_impl(worker_self self, worker_backend backend
                       st.backend.max_seqs, {}, st.opts.join_token};
   if (st.backend.loaded_adapters)
     reg.adapters = st.backend.loaded_adapters();
+  if (st.backend.adapter_log)
+    reg.registry = st.backend.adapter_log();
   // await, not then: the router places queued requests on a worker as it registers it, so
   // worker_submits may arrive before the answer; they wait in the mailbox until the worker knows
   // its id (events sent with id 0 would be dropped by the router as a stale worker's).

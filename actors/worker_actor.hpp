@@ -56,6 +56,8 @@ struct worker_backend {
   /// Applies the cluster registry's events (worker_runtime::apply_adapter_events); not set =>
   /// ignored (the worker serves only its adapter directory).
   std::function<void(const std::vector<cache::adapter_event>&, bool whole_log)> apply_adapter_events;
+  /// Its copy of the registry's log (sent with each registration); not set => none.
+  std::function<std::vector<cache::adapter_event>()> adapter_log;
   /// Adapter slots neither resident nor loading (load reports); not set => 0.
   std::function<std::uint32_t()> adapter_slots_free;
   /// Loads a registered version in the background; not set => ignored.

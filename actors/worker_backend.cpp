@@ -24,6 +24,7 @@ worker_backend backend_of(std::shared_ptr<worker::worker_runtime> rt) {
       out.push_back({r.name, r.loads, r.last_load_ms, r.bytes});
     return out;
   };
+  b.adapter_log = [raw] { return raw->adapter_log(); };
   b.apply_adapter_events = [raw](const std::vector<cache::adapter_event>& ev, bool whole) {
     raw->apply_adapter_events(ev, whole);
   };

@@ -18,6 +18,7 @@
 #include <caf/atom.hpp>
 #include <caf/meta/type_name.hpp>
 
+#include "actors/adapter_messages.hpp"
 #include "actors/client_messages.hpp"
 #include "actors/core_inspect.hpp"
 #include "actors/ids.hpp"
@@ -58,12 +59,16 @@ struct register_worker {
   /// The cluster's join token when the router requires one ([security.nodes] join_token_file);
   /// compared in constant time, never logged.
   std::string join_token;
+  /// The worker's copy of the cluster's adapter registry log (from any router it served): a
+  /// router whose own log is a prefix of it catches up (a replica that was down, or restarted
+  /// without a log file, rebuilds the registry from its workers).
+  std::vector<cache::adapter_event> registry;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, register_worker& x) {
   return f(caf::meta::type_name("lf.register_worker"), x.name, x.context_window, x.vocab_size, x.total_blocks,
-           x.block_size, x.max_seqs, x.adapters, x.join_token);
+           x.block_size, x.max_seqs, x.adapters, x.join_token, x.registry);
 }
 
 /// Router -> worker: serve this request. The worker answers with worker_token* and then exactly

@@ -60,6 +60,8 @@ caf::result<actors::worker_id> router_state::add_worker(actors::worker_actor han
                                     "worker " + info.name + ": wrong or missing join token (--join-token-file)");
   }
   info.join_token.clear();  // kept nowhere
+  catch_up_adapters(info.registry, info.name);
+  info.registry.clear();
   for (auto& [id, w] : workers_)
     if (w.handle == handle) {
       replay_adapters(w);  // back after a partition: it may have missed events

@@ -65,6 +65,17 @@ std::optional<std::string> router_state::pin_adapter(request_draft& d) const {
   return std::nullopt;
 }
 
+void router_state::catch_up_adapters(const std::vector<cache::adapter_event>& copy, const std::string& from) {
+  const auto& mine = adapters_->registry.log();
+  if (copy.size() <= mine.size() || !cache::is_prefix_of(mine, copy))
+    return;  // nothing newer, or a different history: this router's log stands (the worker follows it)
+  log::info("router", "adapter registry caught up from a worker",
+            {{"worker", from}, {"events", copy.size() - mine.size()}, {"seq", copy.back().seq}});
+  const std::vector<cache::adapter_event> newer(copy.begin() + static_cast<std::ptrdiff_t>(mine.size()), copy.end());
+  for (const auto& e : newer)
+    commit_adapter_event(e);  // logged to its file, applied, and sent to its other workers
+}
+
 void router_state::replay_adapters(const worker_entry& w) const {
   // Sent even when empty: a worker that kept a copy from a router that has since started over
   // must learn that its copy is stale.

@@ -201,6 +201,9 @@ private:
   /// Pins a request's adapter to the registry's "NAME@V" (unchanged for unregistered names);
   /// the refusal's message when the registry removed it or has no such version.
   std::optional<std::string> pin_adapter(request_draft& d) const;
+  /// A registering worker's registry copy extends this router's log (this router was down during
+  /// changes, or restarted without its log file): take the newer events, as if committed here.
+  void catch_up_adapters(const std::vector<cache::adapter_event>& copy, const std::string& from);
   /// Sends `w` the whole registry log (a worker that registers or registers again).
   void replay_adapters(const worker_entry& w) const;
   /// Logs, applies and broadcasts a registry event; the reply for the operator.

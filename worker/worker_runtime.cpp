@@ -260,6 +260,12 @@ void worker_runtime::apply_adapter_events(const std::vector<cache::adapter_event
     i.adapters->retire(key);
 }
 
+std::vector<cache::adapter_event> worker_runtime::adapter_log() const {
+  auto& i = *impl_;
+  std::lock_guard<std::mutex> g(i.registry->m);
+  return i.registry->r.log();
+}
+
 bool worker_runtime::prefetch_adapter(const std::string& key) { return impl_->adapters->prefetch(key); }
 
 std::uint32_t worker_runtime::adapter_slots_free() const { return impl_->adapters->free_slots(); }

@@ -77,6 +77,8 @@ public:
   /// this worker registers): if the copy held here is not a prefix of it (the router started over
   /// without its log file), the copy is replaced and every version it knew is retired. Thread-safe.
   void apply_adapter_events(const std::vector<cache::adapter_event>& events, bool whole_log = false);
+  /// Its copy of the cluster registry's log (what the routers sent it). Thread-safe.
+  std::vector<cache::adapter_event> adapter_log() const;
 
   /// Starts loading `key` in the background if an adapter slot is free (never evicts); false if
   /// declined.

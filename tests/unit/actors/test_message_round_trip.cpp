@@ -55,7 +55,8 @@ LF_FIELDS(done_event, id, finish_reason, text, tokens, usage, timings, worker, s
 LF_FIELDS(error_event, id, code, message, retry_after_ms);
 LF_FIELDS(event_batch, tokens, done, errors);
 // worker_messages.hpp
-LF_FIELDS(register_worker, name, context_window, vocab_size, total_blocks, block_size, max_seqs, adapters, join_token);
+LF_FIELDS(register_worker, name, context_window, vocab_size, total_blocks, block_size, max_seqs, adapters, join_token,
+          registry);
 LF_FIELDS(worker_submit, rid, id, req, timeout_ms, resume, kv, allowance);
 LF_FIELDS(worker_credit, rid, allowance);
 LF_FIELDS(worker_cancel, rid, ship_kv);
@@ -276,7 +277,7 @@ TEST_CASE("every actor message round-trips with every field set", "[messages][ro
     check(sys, event_batch{{token(), token()}, {done()}, {error()}});
   }
   SECTION("router <-> worker") {
-    check(sys, register_worker{"node/1", 1024, 50257, 512, 16, 32, {"a@1"}, "s3cret"});
+    check(sys, register_worker{"node/1", 1024, 50257, 512, 16, 32, {"a@1"}, "s3cret", {event()}});
     check(sys, worker_submit{route_id{8}, sink_request_id{42}, validated(), 250, {1, 2}, kv(), 20});
     check(sys, worker_credit{route_id{8}, 24});
     check(sys, worker_cancel{route_id{8}, true});

@@ -280,6 +280,42 @@ TEST_CASE("a worker that joins later replays the log and a restarted router read
   CHECK(next.adapters[0].latest == 2);  // the log goes on where it was
 }
 
+TEST_CASE("a router that starts over without its log catches up from a registering worker's copy",
+          "[cluster][registry][model]") {
+  adapter_files f;
+  // One runtime (one serving loop) that outlives its first router, as a worker node's does.
+  auto backend = actors::backend_of(std::make_shared<worker::worker_runtime>(test::tiny_worker()));
+  cluster c(registry_router(f), {[backend] { return backend; }});
+  REQUIRE(command(c, "add", "tone", f.root + "/v1").error == serve_errc::none);
+  REQUIRE(command(c, "add", "other", f.root + "/v2").error == serve_errc::none);
+  REQUIRE(command(c, "update", "tone", f.root + "/v2").error == serve_errc::none);
+  REQUIRE(backend.adapter_log().size() == 3);  // the worker's copy
+  // A second router replica (a restarted one, no log file): its registry is empty until the
+  // worker registers with it, then it holds the worker's events, versions included.
+  auto fresh = router::spawn_router(c.sys, registry_router(f));
+  worker_options o;
+  o.name = "w1";
+  auto again = spawn_worker(c.sys, backend, fresh, o);
+  caf::scoped_actor self(c.sys);
+  bool ready = false;
+  self->request(fresh, std::chrono::seconds(30), caf::wait_for_atom::value, std::uint32_t{1})
+    .receive([&](const router_stats& s) { ready = s.workers == 1; }, [](const caf::error&) {});
+  REQUIRE(ready);
+  adapter_reply list;
+  self->request(fresh, std::chrono::seconds(30), adapter_command{"list", "", ""})
+    .receive([&](adapter_reply& r) { list = std::move(r); }, [](const caf::error& e) { FAIL(caf::to_string(e)); });
+  CHECK(list.seq == 3);
+  REQUIRE(list.adapters.size() == 2);
+  CHECK(list.adapters[1].name == "tone");
+  CHECK(list.adapters[1].latest == 2);
+  CHECK(backend.adapter_log().size() == 3);  // the copy was not replaced by an empty log
+  client cl(c.sys, fresh);
+  auto served = run_alone(cl, 1, "tone");
+  REQUIRE(served.done);
+  caf::anon_send_exit(again, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(fresh, caf::exit_reason::user_shutdown);
+}
+
 TEST_CASE("an adapter whose demand outgrows its copies is prefetched on another worker",
           "[cluster][registry][model]") {
   adapter_files f;
