@@ -11,7 +11,7 @@ gap: the pause a client sees, as p50 / p99 / max per fault.
 With --replay, sends every request of OUT again on a calm cluster (the same protocol) and fails
 when any text differs.
 
-Usage: ha_load.py ZMQ_EP[,ZMQ_EP] HTTP_URL[,HTTP_URL] OUT STOP_FILE MARKS_FILE [--streams N]
+Usage: ha_load.py ZMQ_EP[,ZMQ_EP] HTTP_URL[,HTTP_URL] OUT STOP_FILE MARKS_FILE [--streams N] [--http-only] [--model NAME]
        ha_load.py ZMQ_EP[,...] HTTP_URL[,...] OUT --replay"""
 import asyncio
 import http.client
@@ -28,9 +28,13 @@ from lorafleet_client import Client, LorafleetError  # noqa: E402
 PROMPTS = ["Once upon a time", "The router fell", "Two gateways", "In the beginning", "No single point"]
 
 
+HTTP_ONLY = "--http-only" in sys.argv
+MODEL = sys.argv[sys.argv.index("--model") + 1] if "--model" in sys.argv else "default"  # the API's model name
+
+
 def make_request(i):
     rnd = random.Random(i)
-    r = {"i": i, "proto": "zmq" if i % 2 == 0 else "http", "prompt": PROMPTS[i % len(PROMPTS)] + f" ({i})",
+    r = {"i": i, "proto": "zmq" if i % 2 == 0 and not HTTP_ONLY else "http", "prompt": PROMPTS[i % len(PROMPTS)] + f" ({i})",
          "max_tokens": rnd.randint(24, 64)}
     if i % 4 in (1, 2):
         r.update(temperature=0.9, seed=1000 + i)
@@ -65,7 +69,7 @@ def run_http(url, r):
     u = urllib.parse.urlparse(url)
     t0 = last = time.time()
     gap = 0.0
-    body = dict(model="default", prompt=r["prompt"], stream=True, ignore_eos=True, **gen_params(r))
+    body = dict(model=MODEL, prompt=r["prompt"], stream=True, ignore_eos=True, **gen_params(r))
     text, finish = [], None
     try:
         conn = http.client.HTTPConnection(u.hostname, u.port, timeout=300)
@@ -120,7 +124,7 @@ async def load(zmqs, urls, out, stop_file, marks_file, streams):
     asyncio.get_running_loop().set_default_executor(__import__("concurrent.futures").futures.ThreadPoolExecutor(streams))
     # Each client knows every gateway, starting from a different one: a lost gateway's streams
     # move to the next (heartbeats every 0.5 s).
-    clients = [Client(zmqs[k:] + zmqs[:k], timeout=300, heartbeat=0.5) for k in range(len(zmqs))]
+    clients = [] if HTTP_ONLY else [Client(zmqs[k:] + zmqs[:k], timeout=300, heartbeat=0.5) for k in range(len(zmqs))]
     for c in clients:
         await c.__aenter__()
     try:

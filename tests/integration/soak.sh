@@ -46,10 +46,31 @@ if [ "${LF_SOAK_SECURE:-0}" = 1 ]; then
     "$tmp" "$http_port" "$tmp" "$tmp" >> "$tmp/cluster.toml"
 fi
 
+# On a split front, HTTP streams run beside the soak's ZeroMQ clients, through the second gateway
+# node (the one no fault touches), until the soak's requests have ended: every one must end with its
+# finish_reason, none with an error, through the worker and router faults.
+http_load=
+if grep -q '^gateway_nodes' "$tmp/cluster.toml"; then
+  http_port=$(sed -n 's/^http_listen = "127.0.0.1:\([0-9]*\)"/\1/p' "$tmp/cluster.toml" | tail -n 1)
+  (
+    for _ in $(seq 1 1200); do curl -s -o /dev/null "http://127.0.0.1:$http_port/health" && break; sleep 0.1; done
+    exec "$py" "$src/tests/integration/ha_load.py" - "http://127.0.0.1:$http_port" "$tmp/http.json" "$tmp/http.stop" \
+      "$tmp/no-marks" --streams 32 --http-only --model model
+  ) > "$tmp/http.log" 2>&1 &
+  http_load=$!
+  # They stop when the soak's own requests have ended (before it replays and stops the cluster).
+  ( until grep -q "requests ended after" "$tmp/out.txt" 2>/dev/null; do sleep 0.2; done; touch "$tmp/http.stop" ) &
+fi
+
 status=0
 size=(--requests 2000 --clients 128)  # --long: the soak's own long size (20,000 requests, 256 clients)
 for a in "$@"; do [ "$a" = --long ] && size=(); done
 "$bin" soak "$tmp/cluster.toml" --work-dir "$tmp/soak" "${size[@]}" "$@" | tee "$tmp/out.txt" || status=$?
+if [ -n "$http_load" ]; then
+  touch "$tmp/http.stop"
+  wait "$http_load" || { cat "$tmp/http.log"; echo "soak.sh: HTTP streams failed beside the soak"; exit 1; }
+  echo "HTTP beside the soak: $(head -n 1 "$tmp/http.log")"
+fi
 if [ $status -ne 0 ]; then
   echo "---- last 80 lines of the cluster's log ----"
   tail -n 80 "$tmp/soak/launch.log" || true
