@@ -93,13 +93,14 @@ void fail(link_self self, link_stream_id id, serve_errc code, std::string messag
     self->send(c->sink, actors::error_event{c->id, code, std::move(message), 0});
 }
 
-/// Sends waiting stream `id` on to a live replica, if there is one (else it keeps waiting).
-void carry_on(link_self self, link_stream_id id) {
+/// Sends waiting stream `id` on to a live replica other than `except`, if there is one (else it
+/// keeps waiting: the next tick or a replica coming up tries again).
+void carry_on(link_self self, link_stream_id id, std::optional<std::size_t> except = std::nullopt) {
   auto& st = self->state;
   const auto* s = st.book.find(id);
   if (s == nullptr || s->router)
     return;
-  auto r = st.book.pick();
+  auto r = st.book.pick(except);
   if (!r)
     return;
   auto next = st.book.continue_on(id, *r, link_clock::now());
@@ -235,15 +236,18 @@ void on_events(link_self self, actors::event_batch& batch) {
     ev.id = c->id;
     to(*c).done.push_back(std::move(ev));
   }
-  std::vector<link_stream_id> again;
+  std::vector<link_stream_id> again;  ///< moved on at once, to another replica (this one stops)
   for (auto& ev : batch.errors) {
     const link_stream_id id = ev.id.value();
     const auto* s = st.book.find(id);
     if (s == nullptr || !st.book.carried_by(id, *r))
       continue;
     if (moves_on(ev.code, *s)) {
+      // A replica that stops: another one now. No room (a replica just back, without workers):
+      // the next tick tries again, so a full cluster is not asked in a tight loop.
       st.book.wait(id, link_clock::now());
-      again.push_back(id);
+      if (ev.code == serve_errc::shutting_down)
+        again.push_back(id);
       continue;
     }
     auto c = forget(self, id);
@@ -253,7 +257,7 @@ void on_events(link_self self, actors::event_batch& batch) {
   for (auto& [addr, o] : out)
     self->send(o.first, std::move(o.second));
   for (auto id : again)
-    carry_on(self, id);
+    carry_on(self, id, *r);
 }
 
 /// A request the link hands to one replica (the best one up), which answers the asker itself.
