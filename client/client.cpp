@@ -323,6 +323,7 @@ struct client::impl {
     auto dealer = std::make_unique<zmq::socket_t>(ctx, zmq::socket_type::dealer);
     configure_dealer(*dealer, opts, gateways[0]);
     auto last_rx = clock_type::now(), last_ping = clock_type::now();
+    std::size_t silent_moves = 0;  ///< gateways given up on since anything arrived
     while (!stopping) {
       zmq::pollitem_t items[] = {{static_cast<void*>(*dealer), 0, ZMQ_POLLIN, 0},
                                  {static_cast<void*>(wake_in), 0, ZMQ_POLLIN, 0}};
@@ -338,6 +339,7 @@ struct client::impl {
         zmq::message_t msg;
         while (dealer->recv(msg, zmq::recv_flags::dontwait)) {
           last_rx = now;
+          silent_moves = 0;
           on_frame(std::string_view(static_cast<const char*>(msg.data()), msg.size()));
         }
       }
@@ -382,8 +384,11 @@ struct client::impl {
         }
         dealer = std::make_unique<zmq::socket_t>(ctx, zmq::socket_type::dealer);
         configure_dealer(*dealer, opts, gateways[current]);
-        if (gateways.size() > 1)
+        if (gateways.size() > 1 && ++silent_moves < gateways.size())
           move_all(*dealer, lost, now);
+        else if (gateways.size() > 1)
+          fail_all(serve_errc::worker_lost, "no gateway of " + std::to_string(gateways.size())
+                                              + " answered heartbeats (the last tried: " + lost + ")");
         else
           fail_all(serve_errc::worker_lost, "gateway unreachable at " + lost + " (no reply to heartbeats); reconnecting");
         last_rx = now;

@@ -15,7 +15,8 @@
 /// re-created (ZeroMQ then reconnects on its own). With several (`endpoints`, gateways of one
 /// cluster) the client moves to the next one and sends each live request there again as a
 /// continuation (the tokens it already has, the same seed: the client gives every request one),
-/// so the stream pauses and goes on with the text an undisturbed run gives.
+/// so the stream pauses and goes on with the text an undisturbed run gives. When every gateway in
+/// turn stayed silent, the live requests end with worker_lost.
 #include <chrono>
 #include <cstdint>
 #include <functional>

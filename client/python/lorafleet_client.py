@@ -186,6 +186,7 @@ class Client:
         self._sock = self._socket(self.endpoint)
         self._watchdog: Optional[asyncio.Task] = None
         self._last_rx = 0.0
+        self._silent_moves = 0  # gateways given up on since anything arrived
         self._ids = itertools.count(1)
         self._live: Dict[int, Request] = {}
         self._adapters_lock: Optional[asyncio.Lock] = None
@@ -236,6 +237,14 @@ class Client:
                 except zmq.ZMQError:
                     pass
             if now - self._last_rx > 3 * self.heartbeat:
+                self._silent_moves += 1
+                if self._silent_moves >= len(self._endpoints):  # every gateway in turn was silent
+                    self._last_rx = now
+                    self._silent_moves = 0
+                    for rid, req in list(self._live.items()):
+                        self._live.pop(rid, None)
+                        req._fail(LorafleetError("worker_lost", f"no gateway of {len(self._endpoints)} answered heartbeats"))
+                    continue
                 await self._move_on(now)
 
     async def _move_on(self, now: float) -> None:
@@ -293,6 +302,7 @@ class Client:
             if sock is not self._sock:
                 continue  # a late frame of the gateway given up on
             self._last_rx = asyncio.get_running_loop().time()
+            self._silent_moves = 0
             try:
                 msg = msgpack.unpackb(frame, raw=False, strict_map_key=True)
             except Exception:

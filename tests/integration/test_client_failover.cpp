@@ -130,3 +130,20 @@ TEST_CASE("a client with two gateways moves its live streams when the first fall
   CHECK(c.continuations() == 8);
   CHECK(c.endpoint() == gc.endpoint());
 }
+
+TEST_CASE("a client whose every gateway stays silent ends its requests with worker_lost", "[gateway][model]") {
+  gateway_cluster gc(router::router_config{}, 1);
+  silent_proxy a(gc.endpoint()), b(gc.endpoint());
+  a.go_silent();
+  b.go_silent();
+  client::client_options o;
+  o.endpoints = {a.endpoint(), b.endpoint()};
+  o.heartbeat = 100ms;
+  client::client c(o);
+  auto f = c.submit(long_request(0));
+  REQUIRE(f.wait_for(30s) == std::future_status::ready);
+  auto r = f.get();
+  CHECK(r.error == serve_errc::worker_lost);
+  CHECK(r.message.find("no gateway of 2") != std::string::npos);
+  CHECK(c.continuations() == 1);  // moved once, then gave up when the second was silent too
+}
