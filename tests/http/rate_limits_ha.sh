@@ -11,12 +11,7 @@ source "$src/tests/integration/node_lib.sh"
 key=sk-ha-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
 printf 'alice user %s rpm=4\n' "$key" > "$tmp/keys"
 chmod 600 "$tmp/keys"
-r1=$(free_port); r2=$(free_port); z1=$(free_port); z2=$(free_port); h1=$(free_port); h2=$(free_port)
-sed -e "s|\"../models/default\"|\"$src/models/default\"|; s|\"../models/adapters\"|\"$src/models/adapters\"|" \
-    -e "s|port = 4300|port = $r1|; s|port = 4301|port = $r2|" \
-    -e "s|127.0.0.1:5600|127.0.0.1:$z1|; s|127.0.0.1:5601|127.0.0.1:$z2|" \
-    -e "s|127.0.0.1:8600|127.0.0.1:$h1|; s|127.0.0.1:8601|127.0.0.1:$h2|" \
-    "$src/cluster-configs/ha-loopback.toml" > "$tmp/ha.toml"
+ha_config "$src"
 printf '\n[auth]\nkey_file = "%s/keys"\n' "$tmp" >> "$tmp/ha.toml"
 "$bin" launch "$tmp/ha.toml" --ready-file "$tmp/ready" > "$tmp/launch.log" 2>&1 &
 pids+=($!)

@@ -17,13 +17,7 @@ src=$2
 source "$(dirname "$0")/node_lib.sh"
 "$py" -c 'import msgpack, zmq' 2>/dev/null || { echo "skipped: python3-msgpack / python3-zmq missing"; exit 77; }
 
-r1=$(free_port); r2=$(free_port); z1=$(free_port); z2=$(free_port); h1=$(free_port); h2=$(free_port)
-sed -e "s|\"../models/default\"|\"$src/models/default\"|; s|\"../models/adapters\"|\"$src/models/adapters\"|" \
-    -e "s|port = 4300|port = $r1|; s|port = 4301|port = $r2|" \
-    -e "s|127.0.0.1:5600|127.0.0.1:$z1|; s|127.0.0.1:5601|127.0.0.1:$z2|" \
-    -e "s|127.0.0.1:8600|127.0.0.1:$h1|; s|127.0.0.1:8601|127.0.0.1:$h2|" \
-    "$src/cluster-configs/ha-loopback.toml" > "$tmp/ha.toml"
-grep -q "port = $r2" "$tmp/ha.toml" && grep -q "$h2" "$tmp/ha.toml" || fail "the shipped config changed: ports not found"
+ha_config "$src"
 "$bin" launch "$tmp/ha.toml" --ready-file "$tmp/ready" > "$tmp/launch.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 1200); do [ -f "$tmp/ready" ] && break; sleep 0.1; done

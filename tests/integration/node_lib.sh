@@ -1,4 +1,4 @@
-# Shared by node_join.sh and node_join_tls.sh (sourced): a temporary folder and the node
+# Shared by node_join.sh, node_join_tls.sh, ha_failover.sh and rate_limits_ha.sh (sourced): a temporary folder and the node
 # processes started into `pids`, both gone at exit; free loopback ports; HTTP status polling;
 # failing with every node's log.
 py=/usr/bin/python3; [ -x "$py" ] || py=python3
@@ -16,4 +16,15 @@ code() { curl -s -o /dev/null -w '%{http_code}' "$1" || true; }
 until_code() {  # URL CODE SECONDS
   for _ in $(seq 1 $(($3 * 10))); do [ "$(code "$1")" = "$2" ] && return 0; sleep 0.1; done
   return 1
+}
+# ha_config SOURCE_DIR: cluster-configs/ha-loopback.toml as $tmp/ha.toml on free ports (routers
+# $r1 $r2, ZeroMQ gateways $z1 $z2, HTTP gateways $h1 $h2) with the repository's models.
+ha_config() {
+  r1=$(free_port); r2=$(free_port); z1=$(free_port); z2=$(free_port); h1=$(free_port); h2=$(free_port)
+  sed -e "s|\"../models/default\"|\"$1/models/default\"|; s|\"../models/adapters\"|\"$1/models/adapters\"|" \
+      -e "s|port = 4300|port = $r1|; s|port = 4301|port = $r2|" \
+      -e "s|127.0.0.1:5600|127.0.0.1:$z1|; s|127.0.0.1:5601|127.0.0.1:$z2|" \
+      -e "s|127.0.0.1:8600|127.0.0.1:$h1|; s|127.0.0.1:8601|127.0.0.1:$h2|" \
+      "$1/cluster-configs/ha-loopback.toml" > "$tmp/ha.toml"
+  grep -q "port = $r2" "$tmp/ha.toml" && grep -q "$h2" "$tmp/ha.toml" || fail "ha-loopback.toml changed: its ports were not found"
 }
