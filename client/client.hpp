@@ -52,7 +52,9 @@ struct client_options {
 struct result {
   serve_errc error = serve_errc::none;
   std::string message;                        ///< error detail
-  std::optional<std::uint32_t> retry_after_ms;  ///< with overloaded
+  /// With overloaded, no_workers and rate_limited (the caller's key is past its rpm= / tpm=):
+  /// when a retry may succeed. The message says which limit.
+  std::optional<std::uint32_t> retry_after_ms;
   std::string text;
   std::string finish_reason;
   std::vector<std::int32_t> tokens;           ///< token ids (streaming; or stream=false with logprobs)

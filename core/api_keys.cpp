@@ -1,5 +1,7 @@
 #include "core/api_keys.hpp"
 
+#include <algorithm>
+#include <map>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -57,8 +59,10 @@ bool constant_time_equal(std::string_view a, std::string_view b) noexcept {
 }
 
 key_table::key_table(std::vector<api_key> keys) : keys_(std::move(keys)) {
-  std::set<std::string> names, secrets;
-  for (auto& k : keys_) {
+  std::set<std::string> secrets;
+  std::map<std::string, std::size_t> first_of;  // name -> its first line's index
+  for (std::size_t i = 0; i < keys_.size(); ++i) {
+    auto& k = keys_[i];
     if (!printable_word(k.name) || k.name.size() > max_name_bytes)
       throw std::invalid_argument("key name must be 1 to 64 printable ASCII characters without spaces");
     if (k.tenant.empty())
@@ -70,8 +74,19 @@ key_table::key_table(std::vector<api_key> keys) : keys_(std::move(keys)) {
                                   + (k.curve ? std::string("a curve: key must be a Z85 public key (40 characters)")
                                              : "the key must be at least " + std::to_string(min_key_bytes)
                                                  + " printable ASCII characters"));
-    if (!names.insert(k.name).second)
-      throw std::invalid_argument("duplicate key name " + k.name);
+    if (const auto [at, fresh] = first_of.emplace(k.name, i); !fresh) {
+      // One caller may hold an HTTP secret and a CURVE key: two lines of one name, one of each
+      // kind, that must agree on what the name gets (its rate limits are one set of buckets).
+      const auto& first = keys_[at->second];
+      if (first.curve == k.curve || std::count_if(keys_.begin(), keys_.begin() + static_cast<std::ptrdiff_t>(i),
+                                                  [&](const api_key& o) { return o.name == k.name; }) > 1)
+        throw std::invalid_argument("duplicate key name " + k.name + " (a name may have one HTTP key and one curve: key)");
+      if (first.role != k.role || first.tenant != k.tenant
+          || first.limits.requests_per_minute != k.limits.requests_per_minute
+          || first.limits.tokens_per_minute != k.limits.tokens_per_minute)
+        throw std::invalid_argument("key " + k.name + ": its HTTP and curve: lines must give the same role, tenant, "
+                                    "rpm= and tpm= (one caller, two doors)");
+    }
     if (!secrets.insert((k.curve ? "c:" : "s:") + k.key).second)
       throw std::invalid_argument("key " + k.name + ": the same key is given on an earlier line");
   }

@@ -12,6 +12,8 @@
 /// A key is a secret of at least `min_key_bytes` printable ASCII characters. A `curve:` key names
 /// a ZeroMQ client by its CURVE public key (Z85, 40 characters): that client gets the line's name,
 /// role and tenant; such a key is never accepted over HTTP. A line's tenant defaults to its name.
+/// A name may hold one HTTP key and one `curve:` key (two lines, which must give the same role,
+/// tenant and limits): one caller over both doors, with one set of rate-limit buckets.
 
 #include <cstddef>
 #include <optional>
@@ -39,7 +41,7 @@ inline constexpr std::string_view curve_prefix = "curve:";
 
 /// One line of a key file.
 struct api_key {
-  std::string name;    ///< unique; names the caller in logs (never the key itself)
+  std::string name;    ///< names the caller in logs (never the key itself); on at most one line per kind
   auth::role role = auth::role::user;
   std::string key;     ///< the secret (or, for a CURVE client, its Z85 public key without `curve:`)
   std::string tenant;  ///< the tenant of the caller's requests (the name unless the line says)
@@ -55,7 +57,8 @@ bool constant_time_equal(std::string_view a, std::string_view b) noexcept;
 class key_table {
 public:
   key_table() = default;
-  /// Checks names, keys, roles and duplicates; throws std::invalid_argument naming the problem.
+  /// Checks names, keys, roles and duplicates (a name twice only as one HTTP and one curve: key
+  /// that agree); throws std::invalid_argument naming the problem.
   explicit key_table(std::vector<api_key> keys);
 
   /// The HTTP key equal to `secret`, or nullptr. Compares against every key in constant time
@@ -63,7 +66,7 @@ public:
   const api_key* find_secret(std::string_view secret) const noexcept;
   /// The CURVE client key `z85`, or nullptr.
   const api_key* find_curve(std::string_view z85) const noexcept;
-  /// The key named `name`, or nullptr.
+  /// The key named `name` (its first line; a second agrees on role, tenant and limits), or nullptr.
   const api_key* find_name(std::string_view name) const noexcept;
 
   /// Every key, in file order.
@@ -77,11 +80,11 @@ private:
   std::vector<api_key> keys_;
 };
 
-/// Parses a key file's text: one key per line, `NAME ROLE KEY [TENANT] [rpm=N] [tpm=N]`, a `#` that begins a
-/// word starts a comment (so a key may hold '#' but not begin with it),
-/// blank lines are skipped. Throws std::invalid_argument "FILE:LINE: reason" on the first bad
-/// line (a short key, an unknown role, too many fields, a duplicate name or key); the message
-/// never quotes a key.
+/// Parses a key file's text: one key per line, `NAME ROLE KEY [TENANT] [rpm=N] [tpm=N]`, a `#`
+/// that begins a word starts a comment (so a key may hold '#' but not begin with it), blank lines
+/// are skipped. Throws std::invalid_argument "FILE:LINE: reason" on the first bad line (a short
+/// key, an unknown role, too many fields, a duplicate name or key, a name's two lines that
+/// disagree); the message never quotes a key.
 key_table parse_key_file(std::string_view text, const std::string& file);
 
 /// Reads and parses `path`; refuses (std::invalid_argument naming the file and its mode) a file

@@ -259,6 +259,11 @@ std::string render_stats_json(const actors::router_stats& rs, const http_side& h
              {"e2e_seconds", hist_json(all.e2e_seconds)},
              {"queue_seconds", hist_json(all.queue_seconds)}}},
            {"http", {{"live", http.live}, {"connections", http.connections}}}};
+  // Per rate-limited key of this gateway process, as on /metrics (by name, never the secret).
+  json keys = json::object();
+  for (const auto& [name, c] : http.keys)
+    keys[name] = {{"admitted", c.admitted}, {"rate_limited", c.rate_limited}, {"tokens", c.tokens}};
+  out["keys"] = std::move(keys);
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

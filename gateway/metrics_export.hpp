@@ -29,7 +29,7 @@ struct http_side {
 std::string render_prometheus(const actors::router_stats& rs, const http_side& http);
 
 /// The dashboard's JSON (gateway/dashboard.html reads it): router totals, workers, merged latency
-/// histograms.
+/// histograms, and `keys`: per rate-limited key, {admitted, rate_limited, tokens}.
 std::string render_stats_json(const actors::router_stats& rs, const http_side& http);
 
 /// Every adapter any live worker can serve, sorted, without duplicates.

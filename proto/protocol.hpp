@@ -220,7 +220,7 @@ struct error_msg {
   std::optional<client_request_id> id;
   serve_errc code = serve_errc::internal;  ///< never serve_errc::none; a string on the wire
   std::string message;
-  std::optional<std::uint32_t> retry_after_ms;  ///< with overloaded: try again after this
+  std::optional<std::uint32_t> retry_after_ms;  ///< with overloaded, no_workers, rate_limited: try again after this
 };
 
 /// Terminal: the request was cancelled by the client.

@@ -113,7 +113,7 @@ int run_chat_workload(const chat_workload_config& cw, driver_options d, const go
   auto s = summarize(r.run.samples, r.run.duration_s, lim, r.run.lost);
   std::size_t refused = 0;
   for (const auto& [code, n] : s.errors)
-    if (code == "overloaded" || code == "deadline_unmeetable" || code == "no_workers")
+    if (code == "overloaded" || code == "deadline_unmeetable" || code == "no_workers" || code == "rate_limited")
       refused += n;
   const double refused_share = s.sent > 0 ? static_cast<double>(refused) / static_cast<double>(s.sent) : 0;
   print_summary(std::cout, s);

@@ -30,7 +30,10 @@ TERMINAL = ("done", "error", "cancelled")
 
 
 class LorafleetError(Exception):
-    """A request ended with an error reply (or the connection failed)."""
+    """A request ended with an error reply (or the connection failed). `code` is the protocol's
+    error code (docs/protocol.md); with "overloaded", "no_workers" and "rate_limited" (the
+    client's CURVE key is past its rpm= / tpm= limits, the message names which)
+    `retry_after_ms` says when a retry may succeed."""
 
     def __init__(self, code: str, message: str, retry_after_ms: Optional[int] = None):
         super().__init__(f"{code}: {message}")

@@ -4,7 +4,9 @@
 # carries x-ratelimit-limit-*, -remaining-* and -reset-*; past the limit: 429 (code rate_limited)
 # with Retry-After, until the bucket has refilled (5 a minute: one every 12 s); a request larger
 # than a minute's tokens: 400, no retry helps; other keys are not touched; streams carry the
-# headers on their first response line.
+# headers on their first response line. Over ZeroMQ a CURVE key is charged from the same buckets
+# (one set per process): a name with both an HTTP key and a CURVE key spends one limit over both
+# doors; /metrics and /api/stats count per key name.
 # Usage: rate_limits.sh LORAFLEET_BINARY SOURCE_DIR
 set -euo pipefail
 bin=$(realpath "$1"); src=$2
@@ -14,15 +16,16 @@ trap '[ -n "$pid" ] && kill $pid 2> /dev/null; rm -rf "$tmp"' EXIT
 source "$here/lib.sh"
 
 k() { echo "sk-$1-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"; }
-a_key=$(k a); b_key=$(k b); c_key=$(k c)
-"$bin" keygen --out "$tmp/k" --name server > /dev/null
-"$bin" keygen --out "$tmp/k" --name zed > /dev/null
+a_key=$(k a); b_key=$(k b); c_key=$(k c); d_key=$(k d)
+for name in server zed dora; do "$bin" keygen --out "$tmp/k" --name $name > /dev/null; done
 cat > "$tmp/keys" <<KEYS
 # NAME ROLE KEY [TENANT] [rpm=N] [tpm=N]
 alice user $a_key rpm=5
 bob   user $b_key
 carol user $c_key team-c tpm=100
 zed   user curve:$(cat "$tmp/k/zed.public") rpm=3
+dora  user $d_key rpm=4
+dora  user curve:$(cat "$tmp/k/dora.public") rpm=4
 KEYS
 chmod 600 "$tmp/keys"
 serve_extra=(--api-key-file "$tmp/keys" --curve-secret-key "$(cat "$tmp/k/server.secret")"
@@ -82,10 +85,34 @@ set -e
 [ $rc != 0 ] && grep -q "rate_limited" "$tmp/body" || fail "zed's 4th ZeroMQ request was not refused as rate_limited"
 grep -q "requests per minute (3)" "$tmp/body" || fail "the ZeroMQ refusal does not name the limit"
 ok "over ZeroMQ: a CURVE key's rpm=3, the 4th request gets error rate_limited naming the limit"
+# dora: one caller over both doors (an HTTP key and a CURVE key under one name), rpm=4 in all: 2
+# over HTTP, 2 over ZeroMQ (the Python client), then the 5th is refused over ZeroMQ (rate_limited
+# with retry_after_ms) and the 6th over HTTP (429). The bucket refills one every 15 s.
+for i in 1 2; do
+  [ "$(ask "$d_key" 1)" = 200 ] || fail "dora's HTTP request $i of 2 was refused"
+done
+[ "$(header x-ratelimit-remaining-requests)" = 2 ] || fail "dora has not 2 of 4 left after 2 over HTTP"
+"$py" "$here/rate_limits_zmq.py" "tcp://127.0.0.1:$zport" "$tmp/k/server" "$tmp/k/dora" 2 4 \
+  || fail "dora over ZeroMQ: not 2 passed and the 5th refused as rate_limited (see above)"
+[ "$(ask "$d_key" 1)" = 429 ] || fail "dora's 6th request (over HTTP, after 2 + 2 and a refusal) was not refused"
+[ "$(header x-ratelimit-remaining-requests)" = 0 ] || fail "the 429 does not say 0 requests remain"
+ok "one key over both doors: rpm=4 is 2 over HTTP + 2 over ZeroMQ, the next refused on each (rate_limited, 429)"
+
 curl -s "$base/metrics" > "$tmp/metrics"
 grep -q 'lorafleet:key_requests_admitted_total{key="zed"} 3' "$tmp/metrics" || { cat "$tmp/metrics" | grep key_; fail "no admitted count for zed"; }
 grep -q 'lorafleet:key_requests_rate_limited_total{key="zed"} 1' "$tmp/metrics" || fail "no rate_limited count for zed"
 grep -q 'lorafleet:key_requests_rate_limited_total{key="alice"} 1' "$tmp/metrics" || fail "no rate_limited count for alice"
 grep -q 'lorafleet:key_tokens_charged_total{key="carol"} 84' "$tmp/metrics" || fail "carol's charged tokens are not 2 x 42"
+grep -q 'lorafleet:key_requests_admitted_total{key="dora"} 4' "$tmp/metrics" || fail "dora's admitted count is not 2 + 2"
+grep -q 'lorafleet:key_requests_rate_limited_total{key="dora"} 2' "$tmp/metrics" || fail "dora's refusals are not 1 + 1"
+grep -q 'lorafleet:key_tokens_charged_total{key="dora"} 12' "$tmp/metrics" || fail "dora's charged tokens are not 4 x (2 + 1)"
+grep -q 'key="bob"' "$tmp/metrics" && fail "bob (no limits) has per-key series"
+grep -qF -e "$a_key" -e "$d_key" -e "$(cat "$tmp/k/dora.public")" "$tmp/metrics" && fail "/metrics quotes a key"
 ok "/metrics counts per key name (both gateways, one set of buckets): admitted, refused, tokens"
+curl -s "$base/api/stats" | "$py" -c '
+import json, sys
+k = json.load(sys.stdin)["keys"]
+assert k["dora"] == {"admitted": 4, "rate_limited": 2, "tokens": 12}, k
+assert k["zed"]["admitted"] == 3 and "bob" not in k, k' || fail "/api/stats has not the per-key counts"
+ok "/api/stats carries the same per-key counts"
 echo "rate limits: $passed passed"

@@ -67,7 +67,8 @@ TEST_CASE("key file: each refusal names the file, the line and the reason, never
   const auto shorty = refusal("alice user short-key\n");
   CHECK(shorty.find("keys.txt:1: key alice: the key must be at least 16") == 0);
   CHECK(shorty.find("short-key") == std::string::npos);
-  CHECK(refusal("a user sk-0123456789abcdef\na admin sk-fedcba9876543210\n") == "keys.txt:2: duplicate key name a");
+  CHECK(refusal("a user sk-0123456789abcdef\na admin sk-fedcba9876543210\n")
+        == "keys.txt:2: duplicate key name a (a name may have one HTTP key and one curve: key)");
   const auto dup = refusal("a user sk-0123456789abcdef\nb admin sk-0123456789abcdef\n");
   CHECK(dup == "keys.txt:2: key b: the same key is given on an earlier line");
   CHECK(refusal("r user curve:tooshort\n").find("Z85 public key") != std::string::npos);
@@ -147,4 +148,30 @@ TEST_CASE("key file: random malformed lines are refused with a line number or pa
   }
   CHECK(parsed > 0);
   CHECK(refused > 0);
+}
+
+TEST_CASE("key file: one name may hold an HTTP key and a curve: key that agree, never two of a kind",
+          "[api_keys]") {
+  const std::string http = "dora user sk-dora-0123456789abcdef team-d rpm=4\n";
+  const auto t = parse_key_file(http + "dora user curve:" + curve_key + " team-d rpm=4\n", "keys.txt");
+  REQUIRE(t.keys().size() == 2);
+  CHECK(t.find_secret("sk-dora-0123456789abcdef")->name == "dora");
+  CHECK(t.find_curve(curve_key)->name == "dora");
+  CHECK(t.find_name("dora")->limits.requests_per_minute == 4);
+  CHECK(t.find_name("dora")->tenant == "team-d");
+  // The curve line first works the same.
+  CHECK(parse_key_file("dora user curve:" + curve_key + " team-d rpm=4\n" + http, "k").keys().size() == 2);
+  // Two lines must agree on what the name gets: role, tenant, rpm=, tpm=.
+  const std::string disagree = "keys.txt:2: key dora: its HTTP and curve: lines must give the same role, tenant, "
+                               "rpm= and tpm= (one caller, two doors)";
+  CHECK(refusal(http + "dora admin curve:" + curve_key + " team-d rpm=4\n") == disagree);
+  CHECK(refusal(http + "dora user curve:" + curve_key + " rpm=4\n") == disagree);   // tenant dora
+  CHECK(refusal(http + "dora user curve:" + curve_key + " team-d rpm=5\n") == disagree);
+  CHECK(refusal(http + "dora user curve:" + curve_key + " team-d rpm=4 tpm=9\n") == disagree);
+  // Never two keys of one kind, nor a third line.
+  CHECK(refusal(http + "dora user sk-dora-fedcba9876543210 team-d rpm=4\n").find("keys.txt:2: duplicate key name dora")
+        == 0);
+  const auto third = refusal(http + "dora user curve:" + curve_key + " team-d rpm=4\n"
+                             + "dora user curve:ab#defghij0123456789abcdefghij012345678# team-d rpm=4\n");
+  CHECK(third.find("keys.txt:3: duplicate key name dora") == 0);
 }

@@ -130,7 +130,7 @@ TEST_CASE("label values are escaped") {
 }
 
 TEST_CASE("the dashboard JSON carries the same numbers") {
-  auto j = nlohmann::json::parse(render_stats_json(sample_stats(), {"m", 1.5, 42, 3, 1}));
+  auto j = nlohmann::json::parse(render_stats_json(sample_stats(), {"m", 1.5, 42, 3, 1, {}}));
   CHECK(j["model"] == "m");
   CHECK(j["router"]["accepted"] == 5);
   CHECK(j["router"]["generation_tokens"] == 30);
@@ -142,4 +142,27 @@ TEST_CASE("the dashboard JSON carries the same numbers") {
   CHECK(j["latency"]["ttft_seconds"]["counts"].size() == j["latency"]["ttft_seconds"]["bounds"].size() + 1);
   CHECK(j["http"]["live"] == 3);
   CHECK(servable_adapters(sample_stats()) == std::vector<std::string>{"kjv", "pirate"});
+}
+
+TEST_CASE("per-key rate-limit counters: labelled by the key's name, on /metrics and in the JSON") {
+  http_side h;
+  h.keys["alice"] = key_rate_counts{5, 2, 210};
+  h.keys["team \"x\""] = key_rate_counts{1, 0, 42};
+  const auto text = render_prometheus(sample_stats(), h);
+  CHECK(has_line(text, "# TYPE lorafleet:key_requests_admitted_total counter"));
+  CHECK(has_line(text, R"(lorafleet:key_requests_admitted_total{key="alice"} 5)"));
+  CHECK(has_line(text, R"(lorafleet:key_requests_rate_limited_total{key="alice"} 2)"));
+  CHECK(has_line(text, R"(lorafleet:key_tokens_charged_total{key="alice"} 210)"));
+  CHECK(has_line(text, R"(lorafleet:key_tokens_charged_total{key="team \"x\""} 42)"));  // escaped
+  CHECK(has_line(text, R"(lorafleet:key_requests_rate_limited_total{key="team \"x\""} 0)"));
+  // No limited key charged yet: no per-key series at all (no HELP line without samples).
+  const auto none = render_prometheus(sample_stats(), {});
+  CHECK(none.find("lorafleet:key_") == std::string::npos);
+
+  auto j = nlohmann::json::parse(render_stats_json(sample_stats(), h));
+  CHECK(j["keys"]["alice"]["admitted"] == 5);
+  CHECK(j["keys"]["alice"]["rate_limited"] == 2);
+  CHECK(j["keys"]["alice"]["tokens"] == 210);
+  CHECK(j["keys"]["team \"x\""]["tokens"] == 42);
+  CHECK(nlohmann::json::parse(render_stats_json(sample_stats(), {}))["keys"].empty());
 }
