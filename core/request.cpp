@@ -1,5 +1,6 @@
 #include "core/request.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -15,6 +16,35 @@ bool name_char(char c) noexcept {
 }
 
 check_failure fail(serve_errc code, std::string message) { return {code, std::move(message)}; }
+
+// The prompt's rules, shared by validate_request and check_prompt (one wording each).
+
+std::optional<check_failure> limits_unknown(const request_limits& limits) {
+  if (limits.context_window == 0 || limits.vocab_size == 0)
+    return fail(serve_errc::overloaded, "no worker has registered yet: the model's context window is not known");
+  return std::nullopt;
+}
+
+std::optional<check_failure> bad_prompt_ids(const std::vector<std::int32_t>& prompt, std::size_t vocab_size) {
+  if (prompt.empty())
+    return fail(serve_errc::invalid_request, "prompt is empty");
+  for (auto t : prompt)
+    if (t < 0 || static_cast<std::size_t>(t) >= vocab_size)
+      return fail(serve_errc::invalid_request,
+                  "prompt token id " + std::to_string(t) + " is outside the vocabulary [0, "
+                    + std::to_string(vocab_size) + ")");
+  return std::nullopt;
+}
+
+/// prompt + max_tokens beyond the window; a prompt generating nothing (max_tokens 0) is named alone.
+std::optional<check_failure> beyond_window(std::size_t prompt, int max_tokens, std::uint32_t context_window) {
+  if (prompt + static_cast<std::size_t>(std::max(0, max_tokens)) <= context_window)
+    return std::nullopt;
+  const auto tokens = "prompt (" + std::to_string(prompt) + " tokens)";
+  const auto asked = max_tokens > 0 ? " + max_tokens (" + std::to_string(max_tokens) + ")" : std::string();
+  return fail(serve_errc::prompt_too_long,
+              tokens + asked + " exceeds the context window of " + std::to_string(context_window) + " tokens");
+}
 
 } // namespace
 
@@ -56,16 +86,10 @@ bool valid_tenant_name(std::string_view name) noexcept {
 
 std::variant<validated_request, check_failure> validate_request(request_draft d,
                                                                 const request_limits& limits) {
-  if (limits.context_window == 0 || limits.vocab_size == 0)
-    return fail(serve_errc::overloaded,
-                "no worker has registered yet: the model's context window is not known");
-  if (d.prompt.empty())
-    return fail(serve_errc::invalid_request, "prompt is empty");
-  for (auto t : d.prompt)
-    if (t < 0 || static_cast<std::size_t>(t) >= limits.vocab_size)
-      return fail(serve_errc::invalid_request,
-                  "prompt token id " + std::to_string(t) + " is outside the vocabulary [0, "
-                    + std::to_string(limits.vocab_size) + ")");
+  if (auto unknown = limits_unknown(limits))
+    return *unknown;
+  if (auto bad = bad_prompt_ids(d.prompt, limits.vocab_size))
+    return *bad;
   if (auto err = validate(d.params, limits.max_tokens_limit, limits.max_stop, limits.max_stop_len))
     return fail(serve_errc::invalid_request, *err);
   // validate() has refused negative ids; the largest id is the map's last.
@@ -87,14 +111,21 @@ std::variant<validated_request, check_failure> validate_request(request_draft d,
     return fail(serve_errc::invalid_request,
                 "speculative must be -1 (the worker's policy), -2 (on), 0 (off) or 1 to "
                   + std::to_string(max_speculative) + " (got " + std::to_string(d.speculative) + ")");
-  if (d.prompt.size() + static_cast<std::size_t>(d.params.max_tokens) > limits.context_window)
-    return fail(serve_errc::prompt_too_long,
-                "prompt (" + std::to_string(d.prompt.size()) + " tokens) + max_tokens ("
-                  + std::to_string(d.params.max_tokens) + ") exceeds the context window of "
-                  + std::to_string(limits.context_window) + " tokens");
+  // validate() has refused max_tokens < 1, so the message names max_tokens.
+  if (auto beyond = beyond_window(d.prompt.size(), d.params.max_tokens, limits.context_window))
+    return *beyond;
   validated_request v;
   v.d_ = std::move(d);
   return v;
+}
+
+std::optional<check_failure> check_prompt(const std::vector<std::int32_t>& prompt, const request_limits& limits,
+                                         int max_tokens) {
+  if (auto unknown = limits_unknown(limits))
+    return unknown;
+  if (auto bad = bad_prompt_ids(prompt, limits.vocab_size))
+    return bad;
+  return beyond_window(prompt.size(), max_tokens, limits.context_window);
 }
 
 validated_request validate_or_throw(request_draft d, const request_limits& limits) {

@@ -102,6 +102,16 @@ private:
 std::variant<validated_request, check_failure> validate_request(request_draft d,
                                                                 const request_limits& limits);
 
+/// validate_request's rules for the prompt alone (the model's limits known, the prompt not empty,
+/// its ids inside the vocabulary, the prompt plus `max_tokens` within the context window), with
+/// the same codes and messages; std::nullopt when they hold. For an edge that must look at a
+/// prompt before any router does: OpenAI's `echo` decodes a token prompt, and with max_tokens 0
+/// (the prompt alone, nothing generated) the request never reaches a router. With max_tokens 0
+/// the window message names the prompt alone ("prompt (N tokens) exceeds the context window of
+/// W tokens").
+std::optional<check_failure> check_prompt(const std::vector<std::int32_t>& prompt, const request_limits& limits,
+                                         int max_tokens);
+
 /// validate_request for in-process edges (the `generate` command, benchmarks, tests): returns the
 /// validated request or throws std::invalid_argument with the failure's message.
 validated_request validate_or_throw(request_draft d, const request_limits& limits);

@@ -202,3 +202,25 @@ TEST_CASE("a constraint's shape is checked: kind, size, text, not with ignore_eo
   d.params.ignore_eos = true;
   CHECK_THAT(refusal(d).message, Contains("ignore_eos cannot be combined"));
 }
+
+TEST_CASE("check_prompt applies validate_request's prompt rules alone, with the same words", "[request]") {
+  CHECK_FALSE(check_prompt({1, 2, 3}, limits(), 0));
+  CHECK_FALSE(check_prompt(std::vector<std::int32_t>(64, 1), limits(), 0));  // the whole window, nothing generated
+  // Generating nothing, the message names the prompt alone.
+  auto whole = check_prompt(std::vector<std::int32_t>(65, 1), limits(), 0);
+  REQUIRE(whole);
+  CHECK(whole->code == serve_errc::prompt_too_long);
+  CHECK(whole->message == "prompt (65 tokens) exceeds the context window of 64 tokens");
+  // With max_tokens, exactly validate_request's refusal.
+  auto with_tokens = check_prompt(std::vector<std::int32_t>(60, 1), limits(), 8);
+  REQUIRE(with_tokens);
+  CHECK(with_tokens->message == refusal(draft(std::vector<std::int32_t>(60, 1))).message);
+  auto outside = check_prompt({1, 100}, limits(), 0);
+  REQUIRE(outside);
+  CHECK(outside->code == serve_errc::invalid_request);
+  CHECK(outside->message == refusal(draft({1, 100})).message);
+  CHECK(check_prompt({}, limits(), 0)->message == "prompt is empty");
+  auto l = limits();
+  l.context_window = 0;
+  CHECK(check_prompt({1}, l, 0)->code == serve_errc::overloaded);
+}
