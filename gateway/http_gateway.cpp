@@ -18,10 +18,10 @@
 #include "core/log.hpp"
 #include "gateway/door.hpp"
 #include "gateway/rate_headers.hpp"
-#include "gateway/edge.hpp"
 #include "gateway/host_port.hpp"
 #include "gateway/http_impl.hpp"
 #include "gateway/metrics_export.hpp"
+#include "gateway/openai_intake.hpp"
 #include "gateway/openai_response.hpp"
 #include "gateway/tokenize_request.hpp"
 #include "text/tokenizer.hpp"
@@ -139,100 +139,51 @@ void on_completion(http_self self, std::uint64_t hid, api_kind kind, const std::
     return reply_error(self, hid, to_api_error(serve_errc::shutting_down, "the server is shutting down"));
   openai_limits limits;
   limits.max_n = opts.max_n;
+  limits.max_prompt_bytes = opts.max_prompt_bytes;
   auto parsed = parse_openai_request(kind, body, limits);
   if (auto* err = std::get_if<api_error>(&parsed))
     return reply_error(self, hid, *err);
   auto& req = std::get<openai_request>(parsed);
   if (!tenant.empty())
     req.base.tenant = tenant;  // a keyed request is its key's tenant, whatever `user` says
-  const std::string adapter = req.model == opts.model_name ? std::string() : req.model;
-  // Choices: prompt-major, n per prompt (OpenAI's index order).
-  std::vector<actors::generate_request> gens;
-  std::vector<std::pair<std::string, std::uint32_t>> echoes;  ///< echo: per prompt, its text and tokens
-  const bool generate = req.base.max_tokens > 0;  ///< 0 (echo only): the prompt is the whole reply
-  const auto prompts = kind == api_kind::chat ? std::size_t{1} : req.prompts.size();
-  std::uint64_t charge = 0;  ///< tokens the request may use (prompts + max_tokens, every choice)
-  for (std::size_t p = 0; p < prompts; ++p) {
-    auto m = req.base;
-    m.adapter = adapter;
-    const bool ids = kind == api_kind::completion && req.prompts[p].is_tokens;
-    if (kind == api_kind::completion) {
-      // Token ids go to the router as they are; " " only satisfies proto::validate's "not empty".
-      m.prompt = ids ? std::string(" ") : req.prompts[p].text;
-      if (m.prompt.empty())
-        return reply_error(self, hid, {400, "prompt must not be empty", "invalid_request_error", "prompt", "invalid_request"});
-    }
-    if (auto why = proto::validate(m))
-      return reply_error(self, hid, {400, *why, "invalid_request_error", "", "invalid_request"});
-    auto drafted = draft_of(m, *opts.tokenizer, opts.max_prompt_bytes, ids ? &req.prompts[p].tokens : nullptr);
-    if (auto* bad = std::get_if<check_failure>(&drafted))
-      return reply_error(self, hid, to_api_error(bad->code, std::move(bad->message)));
-    auto& draft = std::get<request_draft>(drafted);
-    if (req.echo) {
-      const auto& in = req.prompts[p];
-      std::string text = in.text;
-      if (ids) {
-        for (auto t : in.tokens)
-          if (t < 0 || static_cast<std::size_t>(t) >= opts.tokenizer->vocab_size())
-            return reply_error(self, hid, {400, "prompt token id " + std::to_string(t) + " is outside the vocabulary [0, "
-                                                  + std::to_string(opts.tokenizer->vocab_size()) + ")",
-                                           "invalid_request_error", "prompt", "invalid_request"});
-        text = opts.tokenizer->decode(in.tokens);
-      }
-      if (!generate && opts.context_window > 0 && draft.prompt.size() > opts.context_window)
-        return reply_error(self, hid, to_api_error(serve_errc::prompt_too_long,
-                                                   "prompt (" + std::to_string(draft.prompt.size())
-                                                     + " tokens) exceeds the context window of "
-                                                     + std::to_string(opts.context_window) + " tokens"));
-      echoes.emplace_back(std::move(text), static_cast<std::uint32_t>(draft.prompt.size()));
-    }
-    charge += draft.prompt.size() * static_cast<std::uint64_t>(req.n);
-    if (!generate)
-      continue;
-    auto& params = draft.params;
-    params.logprobs = req.logprobs;
-    params.top_logprobs = req.top_logprobs;
-    if (!req.max_tokens_given && kind == api_kind::chat && opts.context_window > draft.prompt.size())
-      params.max_tokens = static_cast<int>(opts.context_window - draft.prompt.size());
-    charge += static_cast<std::uint64_t>(std::max(0, params.max_tokens)) * static_cast<std::uint64_t>(req.n);
-    for (int j = 0; j < req.n; ++j) {
-      actors::generate_request g;
-      g.id = actors::sink_request_id{st.next_gid++};
-      g.draft = draft;
-      if (params.seed && j > 0)  // choice 0 is the n = 1 answer; the others far from neighbours' seeds
-        g.draft.params.seed = *params.seed ^ (0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(j));
-      gens.push_back(std::move(g));
-    }
-  }
+  auto taken = openai_intake(req, *opts.tokenizer, {opts.model_name, opts.context_window});
+  if (auto* err = std::get_if<api_error>(&taken))
+    return reply_error(self, hid, *err);
+  auto& intake = std::get<openai_intake_result>(taken);
   http_entry e;
-  if (!within_rate_limits(self, hid, key_name, charge, e.headers))
+  if (!within_rate_limits(self, hid, key_name, intake.charge, e.headers))
     return;
   char rid[24];
   std::snprintf(rid, sizeof rid, "%016llx", static_cast<unsigned long long>(st.ids()));
   auto tok = opts.tokenizer;
   e.stream = req.stream;
-  const auto choices = prompts * static_cast<std::size_t>(req.n);
+  const auto choices = req.prompts.size() * static_cast<std::size_t>(req.n);
   e.reply = std::make_unique<openai_reply>(req, std::string(kind == api_kind::chat ? "chatcmpl-" : "cmpl-") + rid,
                                            static_cast<std::int64_t>(std::time(nullptr)), choices,
                                            [tok](std::int32_t t) { return tok->decode_token(t); });
   if (req.echo) {
     // Each choice's text starts with its prompt (streamed: its first chunk).
     for (std::size_t c = 0; c < choices; ++c)
-      e.reply->echo(c, echoes[c / static_cast<std::size_t>(req.n)].first);
-    if (!generate) {
+      e.reply->echo(c, intake.echoes[c / static_cast<std::size_t>(req.n)].text);
+    if (intake.choices.empty()) {
       // max_tokens 0: nothing to generate (a common way to score or count a prompt).
       std::string bytes;
       for (std::size_t c = 0; c < choices; ++c)
-        bytes += e.reply->on_done(c, "length", {echoes[c / static_cast<std::size_t>(req.n)].second, 0, 0});
+        bytes += e.reply->on_done(c, "length", {intake.echoes[c / static_cast<std::size_t>(req.n)].tokens, 0, 0});
       if (!e.stream)
         return reply(self, hid, 200, e.reply->body(), "application/json", e.headers);
       send_stream(self, hid, e, bytes + e.reply->stream_end(), true);
       return;
     }
   }
-  for (std::size_t c = 0; c < gens.size(); ++c) {
-    e.choices.push_back(gens[c].id);
-    st.by_choice[gens[c].id.value()] = {hid, c};
+  std::vector<actors::generate_request> gens;
+  for (auto& draft : intake.choices) {
+    actors::generate_request g;
+    g.id = actors::sink_request_id{st.next_gid++};
+    g.draft = std::move(draft);
+    e.choices.push_back(g.id);
+    st.by_choice[g.id.value()] = {hid, gens.size()};
+    gens.push_back(std::move(g));
   }
   st.entries.emplace(hid, std::move(e));
   if (!req.user.empty())

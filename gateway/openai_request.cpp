@@ -1,5 +1,6 @@
 #include "gateway/openai_request.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <set>
@@ -8,6 +9,7 @@
 
 #include "core/request.hpp"
 #include "gateway/constraint_fields.hpp"
+#include "proto/protocol.hpp"
 
 namespace lf::gateway {
 
@@ -18,9 +20,15 @@ namespace {
 /// Thrown inside the parser; parse_openai_request turns it into its api_error.
 struct bad_field {
   std::string param, message;
+  serve_errc code = serve_errc::invalid_request;
 };
 
 [[noreturn]] void fail(const std::string& param, const std::string& why) { throw bad_field{param, why}; }
+
+/// "FIELD is N bytes; the limit is L" (the ZeroMQ protocol's wording for the same limits).
+std::string over_bytes(const std::string& field, std::size_t got, std::size_t limit) {
+  return field + " is " + std::to_string(got) + " bytes; the limit is " + std::to_string(limit);
+}
 
 [[noreturn]] void unsupported(const std::string& param, const std::string& what) {
   fail(param, what + " is not supported by lorafleet");
@@ -113,6 +121,12 @@ std::vector<prompt_input> read_prompts(const json& body) {
   } else {
     fail("prompt", "prompt must be a string, an array of strings, or token ids");
   }
+  for (const auto& in : out) {
+    if (!in.is_tokens && in.text.empty())
+      fail("prompt", "prompt must not be empty");
+    if (in.text.size() > proto::max_prompt_bytes)
+      fail("prompt", over_bytes("prompt", in.text.size(), proto::max_prompt_bytes));
+  }
   return out;
 }
 
@@ -156,17 +170,17 @@ std::vector<proto::chat_message> read_messages(const json& body) {
   return out;
 }
 
-void read_stop(const json& body, proto::submit_msg& m) {
+void read_stop(const json& body, std::vector<std::string>& stop) {
   if (absent(body, "stop"))
     return;
   const auto& s = body.at("stop");
   if (s.is_string()) {
-    m.stop.push_back(s.get<std::string>());
+    stop.push_back(s.get<std::string>());
   } else if (s.is_array()) {
     for (const auto& x : s) {
       if (!x.is_string())
         fail("stop", "stop must be a string or an array of strings");
-      m.stop.push_back(x.get<std::string>());
+      stop.push_back(x.get<std::string>());
     }
   } else {
     fail("stop", "stop must be a string or an array of strings");
@@ -248,9 +262,23 @@ void read_kind_specific(api_kind kind, const json& body, openai_request& r) {
       unsupported("suffix", "suffix");
     return;
   }
-  r.base.messages = read_messages(body);
+  r.messages = read_messages(body);
+  // The ZeroMQ protocol's bounds on a chat (the rendered prompt's own: parse_openai_request).
+  if (r.messages.size() > proto::max_messages)
+    fail("messages", "messages must have at most " + std::to_string(proto::max_messages) + " entries (got "
+                       + std::to_string(r.messages.size()) + ")");
+  std::size_t content_bytes = 0;
+  for (const auto& m : r.messages)
+    content_bytes += m.content.size();
+  if (content_bytes > proto::max_prompt_bytes)
+    fail("messages", over_bytes("the messages' content together", content_bytes, proto::max_prompt_bytes));
+  r.prompts = {prompt_input{proto::render_chat_prompt(r.messages), {}, false}};
+  // The model's reply ends where it would write the user's next turn.
+  for (const auto& s : proto::chat_stop_sequences())
+    if (std::find(r.base.params.stop.begin(), r.base.params.stop.end(), s) == r.base.params.stop.end())
+      r.base.params.stop.push_back(s);
   if (!absent(body, "max_completion_tokens")) {
-    r.base.max_tokens = static_cast<int>(get_int(body, "max_completion_tokens", 1, proto::max_tokens_limit));
+    r.base.params.max_tokens = static_cast<int>(get_int(body, "max_completion_tokens", 1, proto::max_tokens_limit));
     r.max_tokens_given = true;
   }
   if (!absent(body, "logprobs"))
@@ -333,7 +361,7 @@ std::variant<openai_request, api_error> parse_openai_request(api_kind kind, std:
       fail("model", "model is required (the base model's name or an adapter's)");
     r.model = body.at("model").get<std::string>();
     refuse_non_neutral(body);
-    auto& m = r.base;
+    auto& m = r.base.params;
     if (!absent(body, "n"))
       r.n = static_cast<int>(get_int(body, "n", 1, limits.max_n));
     if (!absent(body, "max_tokens")) {
@@ -352,12 +380,13 @@ std::variant<openai_request, api_error> parse_openai_request(api_kind kind, std:
       m.ignore_eos = get_bool(body, "ignore_eos");
     if (!absent(body, "seed"))
       m.seed = static_cast<std::uint64_t>(get_int(body, "seed", 0, std::numeric_limits<std::int64_t>::max()));
+    // Both at most a day: they fit the draft's 32 bits.
     if (!absent(body, "deadline_ms"))
-      m.deadline_ms = static_cast<std::uint64_t>(get_int(body, "deadline_ms", 1, proto::max_deadline_ms));
+      r.base.timeout_ms = static_cast<std::uint32_t>(get_int(body, "deadline_ms", 1, proto::max_deadline_ms));
     if (!absent(body, "ttft_ms"))
-      m.ttft_ms = static_cast<std::uint64_t>(get_int(body, "ttft_ms", 1, proto::max_deadline_ms));
+      r.base.ttft_ms = static_cast<std::uint32_t>(get_int(body, "ttft_ms", 1, proto::max_deadline_ms));
     if (!absent(body, "speculative"))
-      m.speculative = get_speculative(body);
+      r.base.speculative = get_speculative(body).value_or(-1);
     if (!absent(body, "user")) {
       // The end user names the tenant (scheduling share, per-tenant limits).
       r.user = get_string(body, "user");
@@ -365,9 +394,9 @@ std::variant<openai_request, api_error> parse_openai_request(api_kind kind, std:
         fail("user", "user must be at most " + std::to_string(proto::max_tenant_bytes) + " bytes (it names the tenant)");
       if (!valid_tenant_name(r.user))
         fail("user", "user must be UTF-8 without control characters (it names the tenant)");
-      m.tenant = r.user;
+      r.base.tenant = r.user;
     }
-    read_stop(body, m);
+    read_stop(body, m.stop);
     m.logit_bias = read_logit_bias(body);
     if (!absent(body, "stream"))
       r.stream = get_bool(body, "stream");
@@ -390,19 +419,22 @@ std::variant<openai_request, api_error> parse_openai_request(api_kind kind, std:
     auto constraint = read_constraint(body);
     if (auto* no = std::get_if<field_refusal>(&constraint))
       fail(no->param, no->message);
-    m.constraint_kind = std::get<body_constraint>(constraint).constraint.kind;
-    m.constraint = std::move(std::get<body_constraint>(constraint).constraint.text);
-    if (!m.constraint_kind.empty() && m.ignore_eos)
+    m.constraint = std::move(std::get<body_constraint>(constraint).constraint);
+    if (!m.constraint.kind.empty() && m.ignore_eos)
       fail("ignore_eos", "ignore_eos cannot be combined with a constraint (the output ends where it is complete)");
-    m.stream = r.stream;
-    const auto prompts = kind == api_kind::chat ? std::size_t{1} : r.prompts.size();
+    // The tokenizer's bound, on what it would read (a chat rendered).
+    for (const auto& in : r.prompts)
+      if (in.text.size() > limits.max_prompt_bytes)
+        throw bad_field{kind == api_kind::chat ? "messages" : "prompt",
+                        over_bytes("prompt", in.text.size(), limits.max_prompt_bytes), serve_errc::prompt_too_long};
+    const auto prompts = r.prompts.size();
     if (prompts * static_cast<std::size_t>(r.n) > limits.max_choices)
       fail(kind == api_kind::chat ? "n" : "prompt",
            "prompts x n must be at most " + std::to_string(limits.max_choices) + " (got "
              + std::to_string(prompts * static_cast<std::size_t>(r.n)) + ")");
     return r;
   } catch (const bad_field& b) {
-    return api_error{400, b.message, "invalid_request_error", b.param, "invalid_request"};
+    return api_error{400, b.message, "invalid_request_error", b.param, std::string(to_string(b.code))};
   } catch (const json::exception& e) {
     return api_error{400, std::string("bad field type: ") + e.what(), "invalid_request_error", "", "invalid_request"};
   }

@@ -1,13 +1,18 @@
 #pragma once
-/// OpenAI's /v1/completions and /v1/chat/completions request bodies, read into the same submit
-/// the ZeroMQ protocol builds (proto::submit_msg), so a request means the same on both fronts:
-/// same chat template, same stop strings, same defaults where OpenAI has none of its own. Pure
-/// C++ (nlohmann-json); the HTTP gateway does the I/O.
+/// OpenAI's /v1/completions and /v1/chat/completions request bodies, read into lorafleet's terms:
+/// the request_draft every prompt of the body shares (sampling parameters, stop strings with a
+/// chat's defaults, constraint, tenant, deadlines), the prompts as text or token ids (a chat
+/// rendered with the chat template), and the OpenAI-only fields (n, echo, logprobs, streaming).
+/// A request means the same as over ZeroMQ: same chat template, same stop strings, same defaults
+/// where OpenAI has none of its own. Pure C++ (nlohmann-json); openai_intake() turns the result
+/// into drafts, the HTTP gateway does the I/O.
 ///
 /// Every field OpenAI defines is either honoured or refused with a 400 naming it: a parameter
 /// lorafleet cannot honour (`frequency_penalty` != 0, `tools`, ...) is an error,
 /// never silently ignored (echo with logprobs, which would need the prompt's log-probabilities, is
-/// one). lorafleet's extensions: `top_k`, `repetition_penalty`, `ignore_eos`.
+/// one). lorafleet's extensions: `top_k`, `repetition_penalty`, `ignore_eos`. The body's sizes
+/// are bounded here too (a prompt, the messages, the rendered prompt: openai_limits); what a
+/// request means against the model (ranges, vocabulary, context window) is validate_request's.
 
 #include <cstdint>
 #include <optional>
@@ -18,8 +23,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/request.hpp"
 #include "core/serve_errc.hpp"
-#include "proto/protocol.hpp"
+#include "proto/chat_template.hpp"
 
 namespace lf::gateway {
 
@@ -45,14 +51,19 @@ struct prompt_input {
   bool is_tokens = false;
 };
 
-/// A parsed body. `base` carries the sampling fields, stop strings, messages (chat) and stream;
-/// its prompt and adapter are filled per choice by the gateway.
+/// A parsed body.
 struct openai_request {
   api_kind kind = api_kind::completion;
   std::string model;                  ///< as given: the base model's name or an adapter's
-  std::vector<prompt_input> prompts;  ///< completions: one or more; chat: none (see base.messages)
-  proto::submit_msg base;
-  bool max_tokens_given = false;      ///< false: the gateway picks (16, or the rest of the context for chat)
+  /// What is tokenized: completions, one or more prompts as given; chat, one, `messages` rendered
+  /// with the chat template (proto::render_chat_prompt).
+  std::vector<prompt_input> prompts;
+  std::vector<proto::chat_message> messages;  ///< chat: the conversation as given
+  /// What every choice shares: sampling parameters (a chat's stop strings include
+  /// proto::chat_stop_sequences()), tenant (`user`), timeout (`deadline_ms`), ttft_ms,
+  /// speculative. Its prompt and adapter are empty: openai_intake() fills them per prompt.
+  request_draft base;
+  bool max_tokens_given = false;      ///< false: the intake picks (16, or the rest of the context for chat)
   int n = 1;                          ///< choices per prompt
   bool stream = false;
   bool include_usage = false;         ///< stream_options.include_usage
@@ -68,6 +79,8 @@ struct openai_request {
 struct openai_limits {
   int max_n = 16;                ///< choices per prompt
   std::size_t max_choices = 64;  ///< prompts x n
+  /// The longest prompt to tokenize (a chat rendered), in bytes; longer: prompt_too_long.
+  std::size_t max_prompt_bytes = std::size_t{1} << 20;
 };
 
 /// Reads `body` (JSON) for `kind`; the api_error names the field at fault.

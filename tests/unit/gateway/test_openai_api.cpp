@@ -41,44 +41,44 @@ std::vector<json> sse_events(const std::string& s) {
 
 } // namespace
 
-TEST_CASE("completion bodies read into the ZeroMQ protocol's submit fields") {
+TEST_CASE("completion bodies read into the request draft's fields") {
   auto r = ok(api_kind::completion, R"({"model":"m","prompt":"Hi","max_tokens":7,"temperature":0,"top_p":0.5,
     "seed":3,"stop":"\n","n":2,"stream":true,"stream_options":{"include_usage":true},"logprobs":2,
     "top_k":5,"repetition_penalty":1.2,"ignore_eos":true,"user":"alice","deadline_ms":900,"ttft_ms":300})");
   CHECK(r.model == "m");
   REQUIRE(r.prompts.size() == 1);
   CHECK(r.prompts[0].text == "Hi");
-  CHECK(r.base.max_tokens == 7);
+  CHECK(r.base.params.max_tokens == 7);
   CHECK(r.max_tokens_given);
-  CHECK(r.base.temperature == 0.0f);
-  CHECK(r.base.top_p == 0.5f);
-  CHECK(r.base.seed == std::optional<std::uint64_t>(3));
-  CHECK(r.base.stop == std::vector<std::string>{"\n"});
+  CHECK(r.base.params.temperature == 0.0f);
+  CHECK(r.base.params.top_p == 0.5f);
+  CHECK(r.base.params.seed == std::optional<std::uint64_t>(3));
+  CHECK(r.base.params.stop == std::vector<std::string>{"\n"});
   CHECK(r.n == 2);
   CHECK(r.stream);
-  CHECK(r.base.stream);
+  CHECK(r.stream);
   CHECK(r.include_usage);
   CHECK(r.logprobs);
   CHECK(r.top_logprobs == 2);
-  CHECK(r.base.top_k == 5);
-  CHECK(r.base.repetition_penalty == 1.2f);
-  CHECK(r.base.ignore_eos);
+  CHECK(r.base.params.top_k == 5);
+  CHECK(r.base.params.repetition_penalty == 1.2f);
+  CHECK(r.base.params.ignore_eos);
   CHECK(r.user == "alice");
   CHECK(r.base.tenant == "alice");  // the end user is the tenant
-  CHECK(r.base.deadline_ms == std::optional<std::uint64_t>(900));
-  CHECK(r.base.ttft_ms == std::optional<std::uint64_t>(300));
-  CHECK_FALSE(r.base.speculative);
+  CHECK(r.base.timeout_ms == 900);
+  CHECK(r.base.ttft_ms == 300);
+  CHECK(r.base.speculative == -1);  // the worker's policy
 }
 
 TEST_CASE("speculative: on, off, auto or a proposal length") {
   const auto body = [](const std::string& v) { return R"({"model":"m","prompt":"x","speculative":)" + v + "}"; };
-  CHECK(ok(api_kind::completion, body("true")).base.speculative == std::optional<std::int32_t>(-2));
-  CHECK(ok(api_kind::completion, body("\"on\"")).base.speculative == std::optional<std::int32_t>(-2));
-  CHECK(ok(api_kind::completion, body("false")).base.speculative == std::optional<std::int32_t>(0));
-  CHECK(ok(api_kind::completion, body("\"off\"")).base.speculative == std::optional<std::int32_t>(0));
-  CHECK_FALSE(ok(api_kind::completion, body("\"auto\"")).base.speculative);
+  CHECK(ok(api_kind::completion, body("true")).base.speculative == -2);
+  CHECK(ok(api_kind::completion, body("\"on\"")).base.speculative == -2);
+  CHECK(ok(api_kind::completion, body("false")).base.speculative == 0);
+  CHECK(ok(api_kind::completion, body("\"off\"")).base.speculative == 0);
+  CHECK(ok(api_kind::completion, body("\"auto\"")).base.speculative == -1);
   CHECK(ok(api_kind::chat, R"({"model":"m","messages":[{"role":"user","content":"x"}],"speculative":8})")
-          .base.speculative == std::optional<std::int32_t>(8));
+          .base.speculative == 8);
   for (const auto* bad : {"17", "-1", "\"maybe\"", "1.5", "[]"}) {
     auto e = refused(api_kind::completion, body(bad));
     CHECK(e.param == "speculative");
@@ -113,11 +113,13 @@ TEST_CASE("chat messages keep their roles, developer is a system message, text p
   auto r = ok(api_kind::chat, R"({"model":"m","messages":[{"role":"developer","content":"Be brief."},
     {"role":"user","content":[{"type":"text","text":"Hel"},{"type":"text","text":"lo"}]},
     {"role":"assistant","content":null}],"max_completion_tokens":9,"logprobs":true,"top_logprobs":3})");
-  REQUIRE(r.base.messages.size() == 3);
-  CHECK(r.base.messages[0].role == proto::chat_role::system);
-  CHECK(r.base.messages[1].content == "Hello");
-  CHECK(r.base.messages[2].role == proto::chat_role::assistant);
-  CHECK(r.base.max_tokens == 9);
+  REQUIRE(r.messages.size() == 3);
+  CHECK(r.messages[0].role == proto::chat_role::system);
+  CHECK(r.messages[1].content == "Hello");
+  CHECK(r.messages[2].role == proto::chat_role::assistant);
+  REQUIRE(r.prompts.size() == 1);  // the conversation rendered: what is tokenized
+  CHECK(r.prompts[0].text == proto::render_chat_prompt(r.messages));
+  CHECK(r.base.params.max_tokens == 9);
   CHECK(r.logprobs);
   CHECK(r.top_logprobs == 3);
   CHECK(refused(api_kind::chat, R"({"model":"m","messages":[{"role":"tool","content":"x"}]})").param
@@ -149,10 +151,10 @@ TEST_CASE("parameters lorafleet cannot honour are refused by name, never ignored
 
 TEST_CASE("logit_bias maps token ids to biases in [-100, 100], refused by name otherwise") {
   auto r = ok(api_kind::completion, R"({"model":"m","prompt":"x","logit_bias":{"50256":-100,"13":2.5,"7":100}})");
-  CHECK(r.base.logit_bias == std::map<std::int32_t, float>{{7, 100.0f}, {13, 2.5f}, {50256, -100.0f}});
+  CHECK(r.base.params.logit_bias == std::map<std::int32_t, float>{{7, 100.0f}, {13, 2.5f}, {50256, -100.0f}});
   auto c = ok(api_kind::chat, R"({"model":"m","messages":[{"role":"user","content":"x"}],"logit_bias":{"1":-1}})");
-  CHECK(c.base.logit_bias.at(1) == -1.0f);
-  CHECK(proto::to_sampling_params(c.base).logit_bias.at(1) == -1.0f);
+  CHECK(c.base.params.logit_bias.at(1) == -1.0f);
+  CHECK(c.base.params.stop == std::vector<std::string>{"\nUser:", "\nSystem:"});  // a chat's stops
   for (const char* bad : {R"("x":1)", R"("-1":1)", R"("1.5":1)", R"("":1)", R"("99999999999":1)", R"("1":100.5)",
                           R"("1":-101)", R"("1":"5")", R"("1":null)"}) {
     auto e = refused(api_kind::completion, std::string(R"({"model":"m","prompt":"x","logit_bias":{)") + bad + "}}");
@@ -169,7 +171,7 @@ TEST_CASE("logit_bias maps token ids to biases in [-100, 100], refused by name o
   CHECK(refused(api_kind::completion, body.dump()).message.find("at most 300") != std::string::npos);
   many.erase("300");
   body["logit_bias"] = many;
-  CHECK(ok(api_kind::completion, body.dump()).base.logit_bias.size() == 300);
+  CHECK(ok(api_kind::completion, body.dump()).base.params.logit_bias.size() == 300);
   // The router's vocabulary check names the field too.
   CHECK(to_api_error(serve_errc::invalid_request, "logit_bias token id 60000 is outside the vocabulary").param
         == "logit_bias");
@@ -178,7 +180,7 @@ TEST_CASE("logit_bias maps token ids to biases in [-100, 100], refused by name o
 TEST_CASE("echo: allowed on completions, max_tokens 0 only with it") {
   auto r = ok(api_kind::completion, R"({"model":"m","prompt":"x","echo":true,"max_tokens":0})");
   CHECK(r.echo);
-  CHECK(r.base.max_tokens == 0);
+  CHECK(r.base.params.max_tokens == 0);
   CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","max_tokens":0})").param == "max_tokens");
   CHECK(refused(api_kind::chat, R"({"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":0})").param
         == "max_tokens");
@@ -332,17 +334,17 @@ TEST_CASE("host:port addresses parse strictly, with the reason when they do not"
 TEST_CASE("structured output: response_format and the regex, choice and grammar extensions") {
   const std::string chat = R"("model":"m","messages":[{"role":"user","content":"x"}])";
   auto j = ok(api_kind::chat, "{" + chat + R"(,"response_format":{"type":"json_object"}})");
-  CHECK(j.base.constraint_kind == "json_object");
-  CHECK(j.base.constraint.empty());
+  CHECK(j.base.params.constraint.kind == "json_object");
+  CHECK(j.base.params.constraint.text.empty());
   auto s = ok(api_kind::completion, R"({"model":"m","prompt":"x","response_format":{"type":"json_schema",
     "json_schema":{"name":"p","strict":true,"schema":{"type":"object","properties":{"a":{"type":"integer"}},
     "required":["a"],"additionalProperties":false}}}})");
-  CHECK(s.base.constraint_kind == "json_schema");
-  CHECK(json::parse(s.base.constraint)["required"][0] == "a");
-  CHECK(ok(api_kind::completion, R"({"model":"m","prompt":"x","regex":"[a-z]+"})").base.constraint == "[a-z]+");
-  CHECK(ok(api_kind::chat, "{" + chat + R"(,"choice":["a","b"]})").base.constraint == R"(["a","b"])");
-  CHECK(ok(api_kind::chat, "{" + chat + R"(,"grammar":"root ::= \"x\""})").base.constraint_kind == "grammar");
-  CHECK(ok(api_kind::chat, "{" + chat + R"(,"response_format":{"type":"text"}})").base.constraint_kind.empty());
+  CHECK(s.base.params.constraint.kind == "json_schema");
+  CHECK(json::parse(s.base.params.constraint.text)["required"][0] == "a");
+  CHECK(ok(api_kind::completion, R"({"model":"m","prompt":"x","regex":"[a-z]+"})").base.params.constraint.text == "[a-z]+");
+  CHECK(ok(api_kind::chat, "{" + chat + R"(,"choice":["a","b"]})").base.params.constraint.text == R"(["a","b"])");
+  CHECK(ok(api_kind::chat, "{" + chat + R"(,"grammar":"root ::= \"x\""})").base.params.constraint.kind == "grammar");
+  CHECK(ok(api_kind::chat, "{" + chat + R"(,"response_format":{"type":"text"}})").base.params.constraint.kind.empty());
   // Refusals name the field and the problem.
   auto e = refused(api_kind::chat, "{" + chat + R"(,"response_format":{"type":"json_schema","json_schema":
     {"name":"p","schema":{"type":"string","pattern":"a"}}}})");

@@ -25,8 +25,7 @@ output_constraint constraint_of(api_kind kind, const std::string& extra) {
   auto r = parse_openai_request(kind, body_with(kind, extra));
   if (auto* e = std::get_if<api_error>(&r))
     FAIL("refused: " << e->message);
-  const auto& m = std::get<openai_request>(r).base;
-  return {m.constraint_kind, m.constraint};
+  return std::get<openai_request>(r).base.params.constraint;
 }
 
 api_error refusal_of(api_kind kind, const std::string& extra) {
