@@ -19,6 +19,7 @@
 #include "gateway/door.hpp"
 #include "gateway/rate_headers.hpp"
 #include "gateway/host_port.hpp"
+#include "gateway/http_book.hpp"
 #include "gateway/http_impl.hpp"
 #include "gateway/metrics_export.hpp"
 #include "gateway/openai_intake.hpp"
@@ -30,19 +31,9 @@ namespace lf::gateway {
 
 namespace {
 
-/// One OpenAI request in flight: its choices are lorafleet requests (gateway-wide ids).
-struct http_entry {
-  std::unique_ptr<openai_reply> reply;
-  std::vector<actors::sink_request_id> choices;
-  bool stream = false, started = false;
-  std::vector<std::pair<std::string, std::string>> headers;  ///< x-ratelimit-*, on the reply or the stream's start
-};
-
 struct http_state {
   std::shared_ptr<http_gateway::impl> io;
-  std::unordered_map<std::uint64_t, http_entry> entries;  ///< by HTTP id
-  std::unordered_map<std::uint64_t, std::pair<std::uint64_t, std::size_t>> by_choice;  ///< gateway id -> (http id, choice)
-  std::uint64_t next_gid = 1;
+  http_book book;  ///< the OpenAI requests in flight and their choices
   bool accepting = true;
   /// While an event_batch is taken: its outputs, handed to the event loop together.
   std::optional<std::vector<http_out>> outputs;
@@ -79,17 +70,11 @@ void reply_error(http_self self, std::uint64_t id, const api_error& e, std::uint
   reply(self, id, e.status, error_body(e), "application/json", std::move(headers));
 }
 
-/// Ends HTTP request `hid`'s choices that are still live (cancel) and forgets it.
+/// Forgets HTTP request `hid`; `cancel_live`: its choices still live are cancelled.
 void finish_entry(http_self self, std::uint64_t hid, bool cancel_live) {
-  auto& st = self->state;
-  auto it = st.entries.find(hid);
-  if (it == st.entries.end())
-    return;
-  for (auto g : it->second.choices) {
-    if (st.by_choice.erase(g.value()) && cancel_live)
-      self->send(st.io->router, actors::cancel_request{g});
-  }
-  st.entries.erase(it);
+  for (auto g : self->state.book.finish(hid))
+    if (cancel_live)
+      self->send(self->state.io->router, actors::cancel_request{g});
 }
 
 void send_stream(http_self self, std::uint64_t hid, http_entry& e, std::string bytes, bool end = false) {
@@ -131,65 +116,75 @@ bool within_rate_limits(http_self self, std::uint64_t hid, const std::string& ke
   return false;
 }
 
-void on_completion(http_self self, std::uint64_t hid, api_kind kind, const std::string& body, const std::string& tenant,
-                   const std::string& key_name) {
-  auto& st = self->state;
-  auto& opts = st.io->opts;
-  if (!st.accepting)
-    return reply_error(self, hid, to_api_error(serve_errc::shutting_down, "the server is shutting down"));
+/// The reply of a request taken in: its id, `choices` = prompts x n, each echoed prompt at the
+/// start of its choices' text (streamed: their first chunk).
+std::unique_ptr<openai_reply> new_reply(http_self self, const openai_request& req, const openai_intake_result& in) {
+  char rid[24];
+  std::snprintf(rid, sizeof rid, "%016llx", static_cast<unsigned long long>(self->state.ids()));
+  auto tok = self->state.io->opts.tokenizer;
+  const auto n = static_cast<std::size_t>(req.n);
+  auto out = std::make_unique<openai_reply>(
+    req, std::string(req.kind == api_kind::chat ? "chatcmpl-" : "cmpl-") + rid,
+    static_cast<std::int64_t>(std::time(nullptr)), req.prompts.size() * n,
+    [tok](std::int32_t t) { return tok->decode_token(t); });
+  for (std::size_t c = 0; c < in.echoes.size() * n; ++c)
+    out->echo(c, in.echoes[c / n].text);
+  return out;
+}
+
+/// Echo with max_tokens 0: the prompts are the whole reply, nothing is generated (a common way
+/// to score or count a prompt).
+void reply_prompts_alone(http_self self, std::uint64_t hid, http_entry& e, const openai_intake_result& in, int n) {
+  const auto per = static_cast<std::size_t>(n);
+  std::string bytes;
+  for (std::size_t c = 0; c < in.echoes.size() * per; ++c)
+    bytes += e.reply->on_done(c, "length", {in.echoes[c / per].tokens, 0, 0});
+  if (!e.stream)
+    return reply(self, hid, 200, e.reply->body(), "application/json", e.headers);
+  send_stream(self, hid, e, bytes + e.reply->stream_end(), true);
+}
+
+/// Books HTTP request `hid` and sends the router one generate_request per choice.
+void send_choices(http_self self, std::uint64_t hid, http_entry e, std::vector<request_draft> drafts) {
+  const auto ids = self->state.book.add(hid, std::move(e), drafts.size());
+  for (std::size_t c = 0; c < drafts.size(); ++c) {
+    actors::generate_request g;
+    g.id = ids[c];
+    g.draft = std::move(drafts[c]);
+    self->send(self->state.io->router, std::move(g));
+  }
+}
+
+/// POST /v1/completions, /v1/chat/completions: parse, take in (openai_intake), charge the key's
+/// rate limits, then answer an echo alone or send the choices.
+void on_completion(http_self self, const http_request_in& in) {
+  const auto& opts = self->state.io->opts;
+  if (!self->state.accepting)
+    return reply_error(self, in.id, to_api_error(serve_errc::shutting_down, "the server is shutting down"));
   openai_limits limits;
   limits.max_n = opts.max_n;
   limits.max_prompt_bytes = opts.max_prompt_bytes;
-  auto parsed = parse_openai_request(kind, body, limits);
+  const auto kind = in.endpoint == http_endpoint::chat ? api_kind::chat : api_kind::completion;
+  auto parsed = parse_openai_request(kind, in.body, limits);
   if (auto* err = std::get_if<api_error>(&parsed))
-    return reply_error(self, hid, *err);
+    return reply_error(self, in.id, *err);
   auto& req = std::get<openai_request>(parsed);
-  if (!tenant.empty())
-    req.base.tenant = tenant;  // a keyed request is its key's tenant, whatever `user` says
+  if (!in.tenant.empty())
+    req.base.tenant = in.tenant;  // a keyed request is its key's tenant, whatever `user` says
   auto taken = openai_intake(req, *opts.tokenizer, {opts.model_name, opts.context_window});
   if (auto* err = std::get_if<api_error>(&taken))
-    return reply_error(self, hid, *err);
+    return reply_error(self, in.id, *err);
   auto& intake = std::get<openai_intake_result>(taken);
   http_entry e;
-  if (!within_rate_limits(self, hid, key_name, intake.charge, e.headers))
+  if (!within_rate_limits(self, in.id, in.key_name, intake.charge, e.headers))
     return;
-  char rid[24];
-  std::snprintf(rid, sizeof rid, "%016llx", static_cast<unsigned long long>(st.ids()));
-  auto tok = opts.tokenizer;
   e.stream = req.stream;
-  const auto choices = req.prompts.size() * static_cast<std::size_t>(req.n);
-  e.reply = std::make_unique<openai_reply>(req, std::string(kind == api_kind::chat ? "chatcmpl-" : "cmpl-") + rid,
-                                           static_cast<std::int64_t>(std::time(nullptr)), choices,
-                                           [tok](std::int32_t t) { return tok->decode_token(t); });
-  if (req.echo) {
-    // Each choice's text starts with its prompt (streamed: its first chunk).
-    for (std::size_t c = 0; c < choices; ++c)
-      e.reply->echo(c, intake.echoes[c / static_cast<std::size_t>(req.n)].text);
-    if (intake.choices.empty()) {
-      // max_tokens 0: nothing to generate (a common way to score or count a prompt).
-      std::string bytes;
-      for (std::size_t c = 0; c < choices; ++c)
-        bytes += e.reply->on_done(c, "length", {intake.echoes[c / static_cast<std::size_t>(req.n)].tokens, 0, 0});
-      if (!e.stream)
-        return reply(self, hid, 200, e.reply->body(), "application/json", e.headers);
-      send_stream(self, hid, e, bytes + e.reply->stream_end(), true);
-      return;
-    }
-  }
-  std::vector<actors::generate_request> gens;
-  for (auto& draft : intake.choices) {
-    actors::generate_request g;
-    g.id = actors::sink_request_id{st.next_gid++};
-    g.draft = std::move(draft);
-    e.choices.push_back(g.id);
-    st.by_choice[g.id.value()] = {hid, gens.size()};
-    gens.push_back(std::move(g));
-  }
-  st.entries.emplace(hid, std::move(e));
+  e.reply = new_reply(self, req, intake);
+  if (intake.choices.empty())
+    return reply_prompts_alone(self, in.id, e, intake, req.n);
   if (!req.user.empty())
-    log::debug("http", "request", {{"user", req.user}, {"choices", gens.size()}});
-  for (auto& g : gens)
-    self->send(st.io->router, std::move(g));
+    log::debug("http", "request", {{"user", req.user}, {"choices", intake.choices.size()}});
+  send_choices(self, in.id, std::move(e), std::move(intake.choices));
 }
 
 /// The OpenAI model object of the served model, or of an adapter (`parent` the model).
@@ -254,7 +249,7 @@ void on_stats_request(http_self self, std::uint64_t hid, http_endpoint ep, const
         side.uptime_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         side.time_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                          std::chrono::system_clock::now().time_since_epoch()).count();
-        side.live = self->state.entries.size();
+        side.live = self->state.book.live();
         side.connections = io->connections;
         side.keys = io->opts.limiter->counts();
         switch (ep) {
@@ -335,26 +330,6 @@ void on_adapters_request(http_self self, std::uint64_t hid, const std::string& b
       });
 }
 
-/// Where a choice's events go: its HTTP request, its index there, and that request's entry.
-struct choice_ref {
-  std::uint64_t hid;
-  std::size_t choice;
-  http_entry* entry;
-};
-
-/// The live choice of gateway id `g`, if any.
-std::optional<choice_ref> lookup(http_self self, actors::sink_request_id g) {
-  auto& st = self->state;
-  auto it = st.by_choice.find(g.value());
-  if (it == st.by_choice.end())
-    return std::nullopt;
-  const auto [hid, choice] = it->second;
-  auto e = st.entries.find(hid);
-  if (e == st.entries.end())
-    return std::nullopt;
-  return choice_ref{hid, choice, &e->second};
-}
-
 /// Ends HTTP request `hid` with `err`: an error event if its stream has started, else an error
 /// reply; its choices still live are cancelled.
 void fail_entry(http_self self, std::uint64_t hid, http_entry& e, const api_error& err, std::uint32_t retry_after_ms = 0) {
@@ -366,7 +341,7 @@ void fail_entry(http_self self, std::uint64_t hid, http_entry& e, const api_erro
 }
 
 void on_token(http_self self, const actors::token_event& ev) {
-  auto at = lookup(self, ev.id);
+  auto at = self->state.book.lookup(ev.id);
   if (!at)
     return;
   auto& e = *at->entry;
@@ -376,11 +351,11 @@ void on_token(http_self self, const actors::token_event& ev) {
 }
 
 void on_done(http_self self, const actors::done_event& ev) {
-  auto at = lookup(self, ev.id);
+  auto at = self->state.book.lookup(ev.id);
   if (!at)
     return;
   auto& e = *at->entry;
-  self->state.by_choice.erase(ev.id.value());
+  self->state.book.end_choice(ev.id);
   auto bytes = e.reply->on_done(at->choice, ev.finish_reason,
                                 {ev.usage.prompt_tokens, ev.usage.completion_tokens, ev.usage.cached_tokens});
   if (!e.reply->all_done()) {
@@ -396,10 +371,10 @@ void on_done(http_self self, const actors::done_event& ev) {
 }
 
 void on_error(http_self self, const actors::error_event& ev) {
-  auto at = lookup(self, ev.id);
+  auto at = self->state.book.lookup(ev.id);
   if (!at)
     return;
-  self->state.by_choice.erase(ev.id.value());
+  self->state.book.end_choice(ev.id);
   // The other choices of a failed request are cancelled.
   fail_entry(self, at->hid, *at->entry, to_api_error(ev.code, ev.message), ev.retry_after_ms);
 }
@@ -407,18 +382,16 @@ void on_error(http_self self, const actors::error_event& ev) {
 caf::behavior http_actor(http_self self, std::shared_ptr<http_gateway::impl> io) {
   self->state.io = std::move(io);
   return {
-    [self](http_in_atom, std::uint64_t hid, std::uint8_t ep, const std::string& body, const std::string& key_name,
-           const std::string& tenant, const std::string& remote) {
-      const auto endpoint = static_cast<http_endpoint>(ep);
-      if (endpoint == http_endpoint::completions || endpoint == http_endpoint::chat)
-        on_completion(self, hid, endpoint == http_endpoint::chat ? api_kind::chat : api_kind::completion, body, tenant,
-                      key_name);
-      else if (endpoint == http_endpoint::tokenize || endpoint == http_endpoint::detokenize)
-        on_tokenize(self, hid, endpoint, body);
-      else if (endpoint == http_endpoint::adapters)
-        on_adapters_request(self, hid, body, auth::caller{key_name, auth::role::user, tenant, false}, remote);
+    [self](const http_request_in& in) {
+      if (in.endpoint == http_endpoint::completions || in.endpoint == http_endpoint::chat)
+        on_completion(self, in);
+      else if (in.endpoint == http_endpoint::tokenize || in.endpoint == http_endpoint::detokenize)
+        on_tokenize(self, in.id, in.endpoint, in.body);
+      else if (in.endpoint == http_endpoint::adapters)
+        on_adapters_request(self, in.id, in.body, auth::caller{in.key_name, auth::role::user, in.tenant, false},
+                            in.remote);
       else
-        on_stats_request(self, hid, endpoint, body);
+        on_stats_request(self, in.id, in.endpoint, in.body);
     },
     [self](const actors::token_event& ev) { on_token(self, ev); },
     [self](const actors::done_event& ev) { on_done(self, ev); },
@@ -434,7 +407,7 @@ caf::behavior http_actor(http_self self, std::shared_ptr<http_gateway::impl> io)
       self->state.io->post(std::move(out));
     },
     [self](http_gone_atom, std::uint64_t hid) {
-      if (!self->state.entries.count(hid))
+      if (self->state.book.find(hid) == nullptr)
         return;
       finish_entry(self, hid, true);
       log::debug("http", "client gone: its request is cancelled", {{"request", hid}});
@@ -443,12 +416,9 @@ caf::behavior http_actor(http_self self, std::shared_ptr<http_gateway::impl> io)
       self->state.accepting = false;
       if (!cancel_all)
         return;
-      std::vector<std::uint64_t> all;
-      for (auto& [hid, e] : self->state.entries)
-        all.push_back(hid);
       const auto err = to_api_error(serve_errc::shutting_down, "the server is shutting down");
-      for (auto hid : all)
-        fail_entry(self, hid, self->state.entries.at(hid), err);
+      for (auto hid : self->state.book.all())
+        fail_entry(self, hid, *self->state.book.find(hid), err);
     },
   };
 }

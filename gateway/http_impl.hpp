@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <caf/actor.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
 
 #include "gateway/http_gateway.hpp"
@@ -27,9 +28,8 @@ struct evhttp_connection;
 
 namespace lf::gateway {
 
-// Loop -> actor: (http_in_atom, id, endpoint, body, key name, tenant, remote) a request the door let
-// through (key name and tenant empty when anonymous); (gone_atom, ids) when connections close.
-using http_in_atom = caf::atom_constant<caf::atom("lf_httpin")>;
+// Loop -> actor: http_request_in, a request the door let through; (http_gone_atom, id) when its
+// connection closes.
 using http_gone_atom = caf::atom_constant<caf::atom("lf_httpgon")>;
 using http_poll_atom = caf::atom_constant<caf::atom("lf_httppol")>;
 using http_drain_atom = caf::atom_constant<caf::atom("lf_httpdrn")>;
@@ -39,6 +39,17 @@ using http_drain_atom = caf::atom_constant<caf::atom("lf_httpdrn")>;
 /// vLLM's POST /tokenize and /detokenize.
 enum class http_endpoint : std::uint8_t { completions, chat, models, ready, metrics, stats, adapters, model,
                                           tokenize, detokenize };
+
+/// Loop -> actor: a request the door let through.
+struct http_request_in {
+  std::uint64_t id = 0;  ///< the loop's id of the request, on every reply to it
+  http_endpoint endpoint = http_endpoint::completions;
+  /// As received; `model`: the id (URL-decoded); `adapters`: "op\nname\nbody".
+  std::string body;
+  std::string key_name;  ///< the caller's API key's name; empty when anonymous
+  std::string tenant;    ///< the key's tenant; empty when anonymous
+  std::string remote;    ///< the peer's address, for audit lines
+};
 
 /// Actor -> loop: what to do with HTTP request `id`.
 struct http_out {
@@ -107,3 +118,6 @@ caf::actor spawn_http_actor(caf::actor_system& sys, std::shared_ptr<http_gateway
 extern const char* const dashboard_html;
 
 } // namespace lf::gateway
+
+// From the loop thread to the actor of the same process, never serialized: no type id, no inspect.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lf::gateway::http_request_in)

@@ -266,9 +266,14 @@ void http_gateway::impl::on_request(evhttp_request* req) {
                 "rate_limit_error");
     return;
   }
-  const auto id = track(req);
-  caf::anon_send(actor, http_in_atom::value, id, static_cast<std::uint8_t>(ep), std::move(body),
-                 access.caller.name, access.caller.tenant, remote);
+  http_request_in in;
+  in.id = track(req);
+  in.endpoint = ep;
+  in.body = std::move(body);
+  in.key_name = access.caller.name;
+  in.tenant = access.caller.tenant;
+  in.remote = remote;
+  caf::anon_send(actor, std::move(in));
 }
 
 namespace {
