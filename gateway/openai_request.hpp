@@ -24,25 +24,13 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/request.hpp"
-#include "core/serve_errc.hpp"
+#include "gateway/api_error.hpp"
 #include "proto/chat_template.hpp"
 
 namespace lf::gateway {
 
 /// Which endpoint a body came to.
 enum class api_kind { completion, chat };
-
-/// An error as OpenAI's API reports it: HTTP status and the `error` object's fields.
-struct api_error {
-  int status = 400;
-  std::string message;
-  std::string type = "invalid_request_error";
-  std::string param;  ///< the field at fault; empty => null
-  std::string code;   ///< lorafleet's serve_errc name, or empty => null
-};
-
-/// The api_error for a serve_errc from the router or a worker (status and type by code).
-api_error to_api_error(serve_errc code, std::string message);
 
 /// One prompt: text to tokenize, or token ids given as such (OpenAI allows both).
 struct prompt_input {
