@@ -6,8 +6,8 @@
 ///   client ──HTTP──> [event loop thread] evhttp: route, size limits, /health, dashboard page
 ///                          │ (http id, endpoint, body)
 ///                          v
-///                  [http gateway actor] parse (openai_request), tokenize, one generate_request
-///                          │ per choice (prompts x n) ──> router ──> workers
+///                  [http gateway actor] parse (openai_request), openai_intake: tokenize, one
+///                          │ generate_request per choice (prompts x n; http_book) ──> router ──> workers
 ///                          ^ token / done / error events
 ///                  openai_reply ── SSE chunks or one body ──(outbox)──> [event loop] ──> client
 ///
@@ -47,7 +47,9 @@ struct http_options {
   std::string listen;  ///< host:port (port 0 picks a free one), e.g. "127.0.0.1:8000"
   std::shared_ptr<const text::tokenizer> tokenizer;  ///< required
   std::string model_name = "gpt2";        ///< `model` naming the base model; other names are adapters
-  std::uint32_t context_window = 0;       ///< for chat's default max_tokens; 0: unknown (then 16)
+  /// The model's: chat's default max_tokens is the rest of it, echoed prompts are checked against
+  /// it (openai_intake.hpp); 0: not known (chat's default 16, echo refused as overloaded).
+  std::uint32_t context_window = 0;
   std::size_t max_body_bytes = std::size_t{1} << 20;   ///< larger bodies: 413
   std::size_t max_prompt_bytes = std::size_t{1} << 20; ///< rendered prompt larger: prompt_too_long
   std::size_t max_live = 4096;            ///< HTTP requests in flight at most; more: 429
