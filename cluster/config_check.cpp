@@ -5,10 +5,10 @@
 #include <set>
 
 #include "cluster/config_detail.hpp"
-#include "core/api_keys.hpp"
 #include "cluster/endpoints.hpp"
-#include "gateway/host_port.hpp"
-#include "gateway/tls_files.hpp"
+#include "core/api_keys.hpp"
+#include "gateway/common/host_port.hpp"
+#include "gateway/common/tls_files.hpp"
 #include "worker/worker_settings.hpp"
 
 namespace lf::cluster::detail {

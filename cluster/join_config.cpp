@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "gateway/host_port.hpp"
+#include "gateway/common/host_port.hpp"
 
 namespace lf::cluster {
 

@@ -16,9 +16,9 @@
 #include <caf/fwd.hpp>
 
 #include "actors/messages.hpp"
+#include "gateway/openai/http_gateway.hpp"
+#include "gateway/zmq/gateway.hpp"
 #include "router/router_actor.hpp"
-#include "gateway/gateway.hpp"
-#include "gateway/http_gateway.hpp"
 #include "worker/worker_runtime.hpp"
 
 namespace lf::cluster {

@@ -1,7 +1,7 @@
 #include "cluster/node_metrics.hpp"
 
 #include "core/prometheus_text.hpp"
-#include "gateway/vllm_metrics.hpp"
+#include "gateway/common/vllm_metrics.hpp"
 
 namespace lf::cluster {
 

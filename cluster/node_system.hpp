@@ -16,10 +16,10 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/expected.hpp>
 
-#include "router/router_actor.hpp"
 #include "cluster/cluster_config.hpp"
-#include "gateway/gateway.hpp"
-#include "gateway/http_gateway.hpp"
+#include "gateway/openai/http_gateway.hpp"
+#include "gateway/zmq/gateway.hpp"
+#include "router/router_actor.hpp"
 #include "worker/worker_runtime.hpp"
 
 namespace lf::cluster {

@@ -14,7 +14,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "gateway/host_port.hpp"
+#include "gateway/common/host_port.hpp"
 
 namespace lf::cluster {
 

@@ -14,7 +14,7 @@
 
 #include "cluster/launch_plan.hpp"
 #include "core/log.hpp"
-#include "gateway/router_link_book.hpp"
+#include "gateway/common/router_link_book.hpp"
 
 namespace lf::cluster {
 

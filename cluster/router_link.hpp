@@ -1,7 +1,7 @@
 #pragma once
 /// The router link: what the gateways of a gateway node talk to instead of one router. To them it
 /// is a router (actors::router_actor); to the router replicas it is one client (their event
-/// sink). It keeps each live stream (gateway/router_link_book.hpp) and, when the replica carrying
+/// sink). It keeps each live stream (gateway/common/router_link_book.hpp) and, when the replica carrying
 /// it is lost (kill -9, a frozen node past the heartbeat timeout, or a replica stopping), sends
 /// it to another replica as a continuation: the client sees a pause, then the same text an
 /// undisturbed run gives.

@@ -5,9 +5,10 @@ The floors, from the ground up (docs/architecture.md, "Layout"):
 
     core < text, constrain < proto, cache < worker, client < actors < router, gateway < cluster < tools
 
-and inside worker/engine/, whose files all live in rooms:
+and inside worker/engine/ and gateway/, whose files all live in rooms:
 
     kernels < checkpoint < lora, sampling < model < cuda, reference
+    common < zmq, openai
 
 A file may include from its own room and from any room on a lower floor of the same house.
 Rooms on the same floor are peers and do not include each other. A file outside a folder's rooms
@@ -32,6 +33,7 @@ FLOORS = [["core"], ["text", "constrain"], ["proto", "cache"], ["worker", "clien
 ROOMS = {
     "": FLOORS,
     "worker/engine": [["kernels"], ["checkpoint"], ["lora", "sampling"], ["model"], ["cuda", "reference"]],
+    "gateway": [["common"], ["zmq", "openai"]],
 }
 TORCH = ("ATen/", "torch/", "c10/")
 POSIX_ALLOWED = ("sys/stat.h", "unistd.h")

@@ -17,10 +17,10 @@
 
 #include "cluster/child_process.hpp"
 #include "cluster/endpoints.hpp"
-#include "cluster/launcher.hpp"
 #include "cluster/gateway_node.hpp"
+#include "cluster/launcher.hpp"
 #include "cluster/router_node.hpp"
-#include "gateway/host_port.hpp"
+#include "gateway/common/host_port.hpp"
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
 #include "tools/log_flags.hpp"

@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include "cluster/join_config.hpp"
-#include "gateway/host_port.hpp"
 #include "core/log.hpp"
+#include "gateway/common/host_port.hpp"
 #include "tools/commands.hpp"
 #include "tools/log_flags.hpp"
 #include "tools/node_run.hpp"

@@ -5,8 +5,8 @@
 #include <stdexcept>
 
 #include "core/api_keys.hpp"
-#include "gateway/host_port.hpp"
-#include "gateway/tls_context.hpp"
+#include "gateway/common/host_port.hpp"
+#include "gateway/openai/tls_context.hpp"
 #include "tools/kv_dtype_flag.hpp"
 #include "worker/worker_settings.hpp"
 

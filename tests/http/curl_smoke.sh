@@ -117,7 +117,7 @@ code=$(http POST "$A/v1/completions" '{"model":"tiny","prompt":"Hi","max_tokens"
 ok "streamed completion (adapter) ends with data: [DONE]"
 [ -z "$(header connection)" ] || fail "a stream keeps its connection for reuse (got Connection: $(header connection))"
 # the openai SDK v4 on Node.js 18 (node-fetch 2 over keep-alive: "Premature close") gets
-# Connection: close at the end of a stream (gateway/stream_close.hpp); on Node.js 20 it does not
+# Connection: close at the end of a stream (gateway/openai/stream_close.hpp); on Node.js 20 it does not
 sdk_stream() {  # sdk_stream NODE_VERSION: a streamed completion with the SDK's runtime headers
   curl -s -o "$tmp/body" -D "$tmp/headers" --max-time 30 -H 'Content-Type: application/json' \
     -H 'X-Stainless-Runtime: node' -H "X-Stainless-Runtime-Version: $1" \

@@ -17,7 +17,7 @@
 #include <event2/thread.h>
 #include <nlohmann/json.hpp>
 
-#include "gateway/host_port.hpp"
+#include "gateway/common/host_port.hpp"
 #include "tools/loadtest/http_reuse.hpp"
 
 namespace lf::loadtest {
@@ -308,7 +308,7 @@ http_client::http_client(const std::string& url, std::string model) : impl_(std:
   i.port = at->port;
   static const int threads_ready = evthread_use_pthreads();
   (void) threads_ready;
-  // As in the HTTP gateway (gateway/http_loop.cpp): evhttp's writev to a server that has closed
+  // As in the HTTP gateway (gateway/openai/http_loop.cpp): evhttp's writev to a server that has closed
   // would raise SIGPIPE and end the load test; ignored, the write fails and the call ends.
   std::signal(SIGPIPE, SIG_IGN);
   i.base = event_base_new();

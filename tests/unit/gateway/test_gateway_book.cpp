@@ -1,4 +1,4 @@
-// The gateway's bookkeeping (gateway/gateway_book.hpp): connection + client id <-> gateway-wide id,
+// The gateway's bookkeeping (gateway/zmq/gateway_book.hpp): connection + client id <-> gateway-wide id,
 // duplicates, the per-connection limit, and dropping a connection.
 #include <catch2/catch.hpp>
 
@@ -6,7 +6,7 @@
 #include <random>
 #include <set>
 
-#include "gateway/gateway_book.hpp"
+#include "gateway/zmq/gateway_book.hpp"
 
 using namespace lf::gateway;
 using lf::proto::client_request_id;

@@ -2,7 +2,7 @@
 // worker and the slowest last load; names too long for a stats key are counted, not sent.
 #include <catch2/catch.hpp>
 
-#include "gateway/gateway_stats.hpp"
+#include "gateway/zmq/stats_reply.hpp"
 
 using namespace lf;
 

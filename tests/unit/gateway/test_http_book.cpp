@@ -1,11 +1,11 @@
-// The HTTP gateway's bookkeeping (gateway/http_book.hpp): an OpenAI request's choices get
+// The HTTP gateway's bookkeeping (gateway/openai/http_book.hpp): an OpenAI request's choices get
 // gateway-wide ids, events find their request and index, finishing a request names the choices
 // still to cancel.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 
-#include "gateway/http_book.hpp"
+#include "gateway/openai/http_book.hpp"
 
 using namespace lf::gateway;
 using lf::actors::sink_request_id;

@@ -1,8 +1,8 @@
-// Prometheus text and the dashboard's JSON from one router_stats (gateway/metrics_export): pure.
+// Prometheus text and the dashboard's JSON from one router_stats (gateway/openai/metrics_export): pure.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "gateway/metrics_export.hpp"
+#include "gateway/openai/metrics_export.hpp"
 
 using namespace lf;
 using namespace lf::gateway;

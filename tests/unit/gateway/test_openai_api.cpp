@@ -1,10 +1,10 @@
-// The OpenAI request parser and reply formats (gateway/openai_request, openai_response): pure.
+// The OpenAI request parser and reply formats (gateway/openai/openai_request, openai_response): pure.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "gateway/host_port.hpp"
-#include "gateway/openai_request.hpp"
-#include "gateway/openai_response.hpp"
+#include "gateway/common/host_port.hpp"
+#include "gateway/openai/openai_request.hpp"
+#include "gateway/openai/openai_response.hpp"
 
 using namespace lf;
 using namespace lf::gateway;

@@ -1,9 +1,9 @@
-// The OpenAI intake (gateway/openai_intake): a parsed body becomes one request_draft per choice,
+// The OpenAI intake (gateway/openai/openai_intake): a parsed body becomes one request_draft per choice,
 // with the echo, chat default max_tokens and seed rules; the body's own limits refused by the
 // parser; the request's rules left to validate_request. GPT-2's real tokenizer, no I/O.
 #include <catch2/catch.hpp>
 
-#include "gateway/openai_intake.hpp"
+#include "gateway/openai/openai_intake.hpp"
 #include "proto/protocol.hpp"
 #include "text/tokenizer.hpp"
 

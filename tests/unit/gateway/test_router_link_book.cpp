@@ -2,7 +2,7 @@
 // and the continuation a stream takes to another replica when its own is lost.
 #include <catch2/catch.hpp>
 
-#include "gateway/router_link_book.hpp"
+#include "gateway/common/router_link_book.hpp"
 
 using namespace lf;
 using namespace lf::gateway;

@@ -1,7 +1,7 @@
-// Which HTTP streams close their connection at the end (gateway/stream_close.hpp).
+// Which HTTP streams close their connection at the end (gateway/openai/stream_close.hpp).
 #include <catch2/catch.hpp>
 
-#include "gateway/stream_close.hpp"
+#include "gateway/openai/stream_close.hpp"
 
 using lf::gateway::close_after_stream;
 using lf::gateway::stream_client;

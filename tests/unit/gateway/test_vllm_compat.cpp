@@ -1,11 +1,11 @@
-// vLLM's spellings on lorafleet's HTTP API (gateway/constraint_fields, gateway/tokenize_request):
+// vLLM's spellings on lorafleet's HTTP API (gateway/openai/constraint_fields, gateway/openai/tokenize_request):
 // guided_* and structured_outputs map onto the same constraints as response_format and the
 // regex / choice / grammar extensions; /tokenize and /detokenize bodies and replies. Pure.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "gateway/openai_request.hpp"
-#include "gateway/tokenize_request.hpp"
+#include "gateway/openai/openai_request.hpp"
+#include "gateway/openai/tokenize_request.hpp"
 #include "text/tokenizer.hpp"
 
 using namespace lf;

@@ -35,7 +35,7 @@ CLEAN = {
                                               '#include "text/tokenizer.hpp"\n',
     "worker/serving_loop.cpp": '#include "worker/engine/reference/gpt2_model.hpp"\n'
                                '#include "worker/engine/sampling/sampler.hpp"\n',
-    "gateway/gateway.cpp": '#include "text/tokenizer.hpp"\n#include "proto/protocol.hpp"\n',
+    "gateway/zmq/gateway.cpp": '#include "text/tokenizer.hpp"\n#include "proto/protocol.hpp"\n',
     "tools/train/trainer.cpp": "#include <torch/torch.h>\n",
     "tests/unit/anything.cpp": '#include <ATen/ATen.h>\n#include "tools/train/trainer.hpp"\n',
 }
@@ -106,7 +106,7 @@ class CheckLayers(unittest.TestCase):
     def test_torch_outside_its_rooms_fails(self):
         self.assert_one({"worker/engine/model/bad.cpp": "#include <ATen/Parallel.h>\n"},
                         ["<ATen/Parallel.h>", "worker/engine/reference/"])
-        self.assert_one({"gateway/bad.cpp": "#include <torch/torch.h>\n"}, ["<torch/torch.h>"])
+        self.assert_one({"gateway/zmq/bad.cpp": "#include <torch/torch.h>\n"}, ["<torch/torch.h>"])
         self.assert_one({"worker/bad.cpp": "#include <c10/util/Half.h>\n"}, ["<c10/util/Half.h>"])
         self.assertEqual(found({"worker/engine/reference/ok.cpp": "#include <ATen/Parallel.h>\n",
                                 "tools/train/ok.cpp": "#include <ATen/ATen.h>\n"}), [])

@@ -1,0 +1,59 @@
+#include "gateway/openai/openai_intake.hpp"
+
+#include <algorithm>
+
+#include "text/tokenizer.hpp"
+
+namespace lf::gateway {
+
+namespace {
+
+/// Choice j's seed: the request's for choice 0 (the n = 1 answer), the others far from their
+/// neighbours'.
+std::uint64_t choice_seed(std::uint64_t seed, int j) {
+  return j == 0 ? seed : seed ^ (0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(j));
+}
+
+/// The prompt of `in` as token ids: given, or its text tokenized.
+std::vector<std::int32_t> prompt_tokens(const prompt_input& in, const text::tokenizer& tok) {
+  return in.is_tokens ? in.tokens : tok.encode(in.text);
+}
+
+} // namespace
+
+std::variant<openai_intake_result, api_error> openai_intake(const openai_request& req, const text::tokenizer& tok,
+                                                            const intake_limits& limits) {
+  openai_intake_result out;
+  const bool generate = req.base.params.max_tokens > 0;  // 0 (echo only): the prompt is the whole reply
+  const auto n = static_cast<std::uint64_t>(req.n);
+  request_limits prompt_rules;
+  prompt_rules.context_window = limits.context_window;
+  prompt_rules.vocab_size = tok.vocab_size();
+  for (const auto& in : req.prompts) {
+    request_draft draft = req.base;
+    draft.prompt = prompt_tokens(in, tok);
+    draft.adapter = req.model == limits.model_name ? std::string() : req.model;
+    auto& params = draft.params;
+    params.logprobs = req.logprobs;
+    params.top_logprobs = req.top_logprobs;
+    if (!req.max_tokens_given && req.kind == api_kind::chat && limits.context_window > draft.prompt.size())
+      params.max_tokens = static_cast<int>(limits.context_window - draft.prompt.size());
+    if (req.echo) {
+      if (auto bad = check_prompt(draft.prompt, prompt_rules, params.max_tokens))
+        return to_api_error(bad->code, std::move(bad->message));
+      out.echoes.push_back({in.is_tokens ? tok.decode(in.tokens) : in.text,
+                            static_cast<std::uint32_t>(draft.prompt.size())});
+    }
+    out.charge += (draft.prompt.size() + static_cast<std::uint64_t>(generate ? params.max_tokens : 0)) * n;
+    if (!generate)
+      continue;
+    for (int j = 0; j < req.n; ++j) {
+      out.choices.push_back(draft);
+      if (params.seed)
+        out.choices.back().params.seed = choice_seed(*params.seed, j);
+    }
+  }
+  return out;
+}
+
+} // namespace lf::gateway
