@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "worker/engine/kernels/arm/neon_common.hpp"
+#include "worker/engine/kernels/common/head_dim.hpp"
 
 namespace lf::kernels::detail {
 
@@ -104,28 +105,9 @@ void by_queries(const attn_group& g) {
 
 template <kv_type T>
 void by_head_dim(const attn_group& g) {
-  if (g.kv->block_size % 4 != 0 || g.kv->head_dim % 4 != 0 || g.kv->head_dim > 64) {
+  if (g.kv->block_size % 4 != 0
+      || !with_head_vectors<4, 16>(g.kv->head_dim, [&](auto dv) { by_queries<T, decltype(dv)::value>(g); }))
     portable_attend(g);
-    return;
-  }
-  switch (g.kv->head_dim / 4) {
-    case 1: by_queries<T, 1>(g); break;
-    case 2: by_queries<T, 2>(g); break;
-    case 3: by_queries<T, 3>(g); break;
-    case 4: by_queries<T, 4>(g); break;
-    case 5: by_queries<T, 5>(g); break;
-    case 6: by_queries<T, 6>(g); break;
-    case 7: by_queries<T, 7>(g); break;
-    case 8: by_queries<T, 8>(g); break;
-    case 9: by_queries<T, 9>(g); break;
-    case 10: by_queries<T, 10>(g); break;
-    case 11: by_queries<T, 11>(g); break;
-    case 12: by_queries<T, 12>(g); break;
-    case 13: by_queries<T, 13>(g); break;
-    case 14: by_queries<T, 14>(g); break;
-    case 15: by_queries<T, 15>(g); break;
-    default: by_queries<T, 16>(g); break;
-  }
 }
 
 } // namespace

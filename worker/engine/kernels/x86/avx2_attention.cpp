@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "worker/engine/kernels/common/family.hpp"
+#include "worker/engine/kernels/common/head_dim.hpp"
 #include "worker/engine/kernels/x86/avx2_math.hpp"
 
 namespace lf::kernels::detail {
@@ -132,17 +133,8 @@ void by_head_dim(const attn_group& g) {
     portable_attend(g);
     return;
   }
-  switch (g.kv->head_dim) {
-    case 8: by_queries<T, 1>(g); break;
-    case 16: by_queries<T, 2>(g); break;
-    case 24: by_queries<T, 3>(g); break;
-    case 32: by_queries<T, 4>(g); break;
-    case 40: by_queries<T, 5>(g); break;
-    case 48: by_queries<T, 6>(g); break;
-    case 56: by_queries<T, 7>(g); break;
-    case 64: by_queries<T, 8>(g); break;
-    default: portable_attend(g); break;
-  }
+  if (!with_head_vectors<8, 8>(g.kv->head_dim, [&](auto dv) { by_queries<T, decltype(dv)::value>(g); }))
+    portable_attend(g);
 }
 
 } // namespace

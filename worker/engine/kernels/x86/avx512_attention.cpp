@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "worker/engine/kernels/common/family.hpp"
+#include "worker/engine/kernels/common/head_dim.hpp"
 #include "worker/engine/kernels/x86/avx512_math.hpp"
 
 namespace lf::kernels::detail {
@@ -172,13 +173,8 @@ void by_queries(const attn_group& g) {
 
 template <kv_type T>
 void by_head_dim(const attn_group& g) {
-  switch (g.kv->head_dim) {
-    case 16: by_queries<T, 1>(g); break;
-    case 32: by_queries<T, 2>(g); break;
-    case 48: by_queries<T, 3>(g); break;
-    case 64: by_queries<T, 4>(g); break;
-    default: portable_attend(g); break;
-  }
+  if (!with_head_vectors<16, 4>(g.kv->head_dim, [&](auto dv) { by_queries<T, decltype(dv)::value>(g); }))
+    portable_attend(g);
 }
 
 } // namespace
