@@ -132,41 +132,37 @@ typename Inspector::result_type inspect(Inspector& f, worker_moved& x) {
   return f(caf::meta::type_name("lf.worker_moved"), x.wid, x.rid, x.kv);
 }
 
-/// A token of `rid`, inside a worker_step (the router puts the client's id into ev.id).
-struct worker_token {
+/// What a worker says of one of its requests, inside a worker_step: a token, its end or its
+/// failure (the router puts the client's id into ev.id). One struct for the three; each has its
+/// name on the wire (worker_event_name).
+template <class Event>
+struct worker_event {
   worker_id wid;
   route_id rid;
-  token_event ev;
+  Event ev;
 };
 
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, worker_token& x) {
-  return f(caf::meta::type_name("lf.worker_token"), x.wid, x.rid, x.ev);
-}
-
-/// `rid` finished, inside a worker_step (the router puts the client's id into ev.id).
-struct worker_done {
-  worker_id wid;
-  route_id rid;
-  done_event ev;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, worker_done& x) {
-  return f(caf::meta::type_name("lf.worker_done"), x.wid, x.rid, x.ev);
-}
-
+/// A token of `rid`.
+using worker_token = worker_event<token_event>;
+/// `rid` finished.
+using worker_done = worker_event<done_event>;
 /// `rid` failed or was cancelled: inside a worker_step, or alone when the worker could not take
 /// the submit.
-struct worker_failed {
-  worker_id wid;
-  route_id rid;
-  error_event ev;
-};
+using worker_failed = worker_event<error_event>;
 
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, worker_failed& x) {
-  return f(caf::meta::type_name("lf.worker_failed"), x.wid, x.rid, x.ev);
+/// The wire name of a worker_event of `Event`.
+template <class Event>
+constexpr const char* worker_event_name() noexcept;
+template <>
+constexpr const char* worker_event_name<token_event>() noexcept { return "lf.worker_token"; }
+template <>
+constexpr const char* worker_event_name<done_event>() noexcept { return "lf.worker_done"; }
+template <>
+constexpr const char* worker_event_name<error_event>() noexcept { return "lf.worker_failed"; }
+
+template <class Inspector, class Event>
+typename Inspector::result_type inspect(Inspector& f, worker_event<Event>& x) {
+  return f(caf::meta::type_name(worker_event_name<Event>()), x.wid, x.rid, x.ev);
 }
 
 /// Worker (its serving loop's thread) -> router: what one step produced, one message a step
