@@ -116,4 +116,59 @@ typename Inspector::result_type inspect(Inspector& f, router_stats& x) {
            x.adapter_prefetches, x.prefix_blocks, x.prefix_resyncs, x.continued);
 }
 
+/// One number of router_stats as every report shows it: the stats reply ("router.NAME"), the
+/// HTTP gateway's /api/stats ("router": {"NAME": ...}) and /metrics ("lorafleet:METRIC"), and
+/// the router link's sum over router replicas. router_fields lists them all: a new counter is a
+/// member above and a row below, and every report has it.
+struct router_field {
+  const char* name;                                 ///< in the stats reply and /api/stats
+  std::uint64_t router_stats::*u64 = nullptr;  ///< the member, when 64 bits wide, or
+  std::uint32_t router_stats::*u32 = nullptr;  ///< when 32 bits wide
+  /// Prometheus name after "lorafleet:", a counter when it ends in "_total", else a gauge;
+  /// nullptr: not on /metrics.
+  const char* metric = nullptr;
+  const char* help = "";         ///< Prometheus HELP
+  bool summed = true;            ///< summed over router replicas (else the fullest replica's view)
+
+  /// The number in `rs`.
+  double of(const router_stats& rs) const noexcept {
+    return u64 != nullptr ? static_cast<double>(rs.*u64) : static_cast<double>(rs.*u32);
+  }
+};
+
+/// Every router_stats number but the per-worker lists, in the order reports show them.
+inline const router_field router_fields[] = {
+  {"workers", nullptr, &router_stats::workers, "workers", "Workers registered with the router.", false},
+  {"queued", nullptr, &router_stats::queued, "num_requests_queued", "Requests waiting at the router for a worker."},
+  {"inflight", nullptr, &router_stats::inflight, "num_requests_inflight", "Requests placed on a worker and not ended."},
+  {"draining", nullptr, &router_stats::draining, nullptr, "", false},
+  {"accepting", nullptr, &router_stats::accepting, "workers_accepting",
+   "Workers that take new requests (0: new requests get no_workers).", false},
+  {"accepted", &router_stats::accepted, nullptr, "requests_accepted_total", "Requests the router accepted."},
+  {"completed", &router_stats::completed, nullptr},
+  {"failed", &router_stats::failed, nullptr, "requests_failed_total", "Accepted requests that ended with an error."},
+  {"cancelled", &router_stats::cancelled, nullptr, "requests_cancelled_total",
+   "Requests cancelled by their client or its disconnect."},
+  {"timed_out", &router_stats::timed_out, nullptr, "requests_timed_out_total", "Requests whose deadline passed."},
+  {"overloaded", &router_stats::overloaded, nullptr, "requests_overloaded_total",
+   "Requests refused because every worker and the queue were full."},
+  {"rejected", &router_stats::rejected, nullptr, "requests_rejected_total", "Invalid requests refused by the router."},
+  {"replaced", &router_stats::replaced, nullptr, "requests_replaced_total",
+   "Requests placed again after their worker was lost."},
+  {"worker_lost", &router_stats::worker_lost, nullptr},
+  {"resumed", &router_stats::resumed, nullptr, "requests_resumed_total",
+   "Resumptions: requests moved mid-stream to another worker (lost or drained), continuing exactly."},
+  {"continued", &router_stats::continued, nullptr, "requests_continued_total",
+   "Continuations: requests a gateway moved to this router mid-stream after another router was lost."},
+  {"kv_shipped", &router_stats::kv_shipped, nullptr, "kv_shipped_total",
+   "Drain moves whose K/V went along to the next worker instead of being recomputed."},
+  {"kv_shipped_tokens", &router_stats::kv_shipped_tokens, nullptr, "kv_shipped_tokens_total",
+   "Tokens whose K/V drain moves carried."},
+  {"adapter_prefetches", &router_stats::adapter_prefetches, nullptr, "adapter_prefetches_total",
+   "Background adapter loads the router asked of workers."},
+  // Each replica indexes the same workers' blocks: not summed.
+  {"prefix_blocks", &router_stats::prefix_blocks, nullptr, nullptr, "", false},
+  {"prefix_resyncs", &router_stats::prefix_resyncs, nullptr},
+};
+
 } // namespace lf::actors

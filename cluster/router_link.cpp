@@ -275,15 +275,11 @@ void ask_one(link_self self, Ts... xs) {
 /// `b`'s counters added to `a`'s; `a` keeps its own view of the workers (the replica with the
 /// most is asked first, so its view is the one kept).
 void add_counters(actors::router_stats& a, const actors::router_stats& b) {
-  a.queued += b.queued;
-  a.inflight += b.inflight;
-  for (auto f : {&actors::router_stats::accepted, &actors::router_stats::overloaded, &actors::router_stats::rejected,
-                 &actors::router_stats::completed, &actors::router_stats::failed, &actors::router_stats::cancelled,
-                 &actors::router_stats::timed_out, &actors::router_stats::replaced,
-                 &actors::router_stats::worker_lost, &actors::router_stats::resumed, &actors::router_stats::kv_shipped,
-                 &actors::router_stats::kv_shipped_tokens, &actors::router_stats::adapter_prefetches,
-                 &actors::router_stats::prefix_resyncs, &actors::router_stats::continued})
-    a.*f += b.*f;
+  for (const auto& f : actors::router_fields)
+    if (f.summed && f.u64 != nullptr)
+      a.*f.u64 += b.*f.u64;
+    else if (f.summed)
+      a.*f.u32 += b.*f.u32;
 }
 
 /// The replicas' stats as one: the counters summed over every replica up, the workers (their

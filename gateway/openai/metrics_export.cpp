@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string_view>
 
 #include "core/prometheus_text.hpp"
 #include "core/worker_state.hpp"
@@ -40,28 +41,12 @@ serve_metrics merged(const actors::router_stats& rs) {
 std::string render_prometheus(const actors::router_stats& rs, const http_side& http) {
   prom_writer w;
   const std::string p = "lorafleet:";
-  auto router_counter = [&](const char* name, const char* help, std::uint64_t v) {
-    w.head(p + name, "counter", help);
-    w.sample(p + name, "", static_cast<double>(v));
-  };
-  router_counter("requests_accepted_total", "Requests the router accepted.", rs.accepted);
-  router_counter("requests_failed_total", "Accepted requests that ended with an error.", rs.failed);
-  router_counter("requests_cancelled_total", "Requests cancelled by their client or its disconnect.", rs.cancelled);
-  router_counter("requests_timed_out_total", "Requests whose deadline passed.", rs.timed_out);
-  router_counter("requests_overloaded_total", "Requests refused because every worker and the queue were full.",
-                 rs.overloaded);
-  router_counter("requests_rejected_total", "Invalid requests refused by the router.", rs.rejected);
-  router_counter("requests_replaced_total", "Requests placed again after their worker was lost.", rs.replaced);
-  router_counter("requests_resumed_total",
-                 "Resumptions: requests moved mid-stream to another worker (lost or drained), continuing exactly.",
-                 rs.resumed);
-  router_counter("requests_continued_total",
-                 "Continuations: requests a gateway moved to this router mid-stream after another router was lost.",
-                 rs.continued);
-  router_counter("kv_shipped_total", "Drain moves whose K/V went along to the next worker instead of being recomputed.",
-                 rs.kv_shipped);
-  router_counter("kv_shipped_tokens_total", "Tokens whose K/V drain moves carried.", rs.kv_shipped_tokens);
-  router_counter("adapter_prefetches_total", "Background adapter loads the router asked of workers.", rs.adapter_prefetches);
+  auto ends_total = [](std::string_view m) { return m.size() > 6 && m.substr(m.size() - 6) == "_total"; };
+  for (const auto& f : actors::router_fields)
+    if (f.metric != nullptr && ends_total(f.metric)) {
+      w.head(p + f.metric, "counter", f.help);
+      w.sample(p + f.metric, "", f.of(rs));
+    }
   // Per rate-limited key of this gateway process (labelled by the key's name, bounded by the
   // key file).
   auto key_counter = [&](const char* name, const char* help, std::uint64_t key_rate_counts::*field) {
@@ -80,10 +65,9 @@ std::string render_prometheus(const actors::router_stats& rs, const http_side& h
     w.head(p + name, "gauge", help);
     w.sample(p + name, "", v);
   };
-  gauge("workers", "Workers registered with the router.", rs.workers);
-  gauge("workers_accepting", "Workers that take new requests (0: new requests get no_workers).", rs.accepting);
-  gauge("num_requests_inflight", "Requests placed on a worker and not ended.", rs.inflight);
-  gauge("num_requests_queued", "Requests waiting at the router for a worker.", rs.queued);
+  for (const auto& f : actors::router_fields)
+    if (f.metric != nullptr && !ends_total(f.metric))
+      gauge(f.metric, f.help, f.of(rs));
   gauge("http_requests_live", "HTTP requests in flight at this gateway.", static_cast<double>(http.live));
 
   // Per worker, from the router's view of the requests it served.
@@ -196,15 +180,13 @@ std::string render_prometheus(const actors::router_stats& rs, const http_side& h
 
 std::string render_stats_json(const actors::router_stats& rs, const http_side& http) {
   const auto all = merged(rs);
-  json router{{"workers", rs.workers},       {"queued", rs.queued},           {"inflight", rs.inflight},
-              {"accepted", rs.accepted},     {"completed", rs.completed},     {"failed", rs.failed},
-              {"cancelled", rs.cancelled},   {"timed_out", rs.timed_out},     {"overloaded", rs.overloaded},
-              {"rejected", rs.rejected},     {"replaced", rs.replaced},       {"worker_lost", rs.worker_lost},
-              {"resumed", rs.resumed},       {"draining", rs.draining},
-              {"accepting", rs.accepting},
-              {"kv_shipped", rs.kv_shipped}, {"kv_shipped_tokens", rs.kv_shipped_tokens},
-              {"prompt_tokens", all.prompt_tokens}, {"generation_tokens", all.generation_tokens},
+  json router{{"prompt_tokens", all.prompt_tokens}, {"generation_tokens", all.generation_tokens},
               {"cached_tokens", all.cached_tokens}};
+  for (const auto& f : actors::router_fields)
+    if (f.u64 != nullptr)
+      router[f.name] = rs.*f.u64;
+    else
+      router[f.name] = rs.*f.u32;
   std::map<std::uint64_t, worker_state> states;
   for (const auto& m : rs.metrics)
     states[m.wid.value()] = m.state;

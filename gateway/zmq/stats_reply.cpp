@@ -11,26 +11,8 @@ proto::stats_reply flatten_stats(const actors::router_stats& rs, std::size_t gat
   proto::stats_reply r;
   auto& v = r.values;
   v["gateway.live"] = static_cast<double>(gateway_live);
-  v["router.workers"] = rs.workers;
-  v["router.queued"] = rs.queued;
-  v["router.inflight"] = rs.inflight;
-  v["router.accepted"] = static_cast<double>(rs.accepted);
-  v["router.overloaded"] = static_cast<double>(rs.overloaded);
-  v["router.rejected"] = static_cast<double>(rs.rejected);
-  v["router.completed"] = static_cast<double>(rs.completed);
-  v["router.failed"] = static_cast<double>(rs.failed);
-  v["router.cancelled"] = static_cast<double>(rs.cancelled);
-  v["router.timed_out"] = static_cast<double>(rs.timed_out);
-  v["router.replaced"] = static_cast<double>(rs.replaced);
-  v["router.worker_lost"] = static_cast<double>(rs.worker_lost);
-  v["router.resumed"] = static_cast<double>(rs.resumed);
-  v["router.draining"] = rs.draining;
-  v["router.accepting"] = rs.accepting;
-  v["router.kv_shipped"] = static_cast<double>(rs.kv_shipped);
-  v["router.kv_shipped_tokens"] = static_cast<double>(rs.kv_shipped_tokens);
-  v["router.adapter_prefetches"] = static_cast<double>(rs.adapter_prefetches);
-  v["router.prefix_blocks"] = static_cast<double>(rs.prefix_blocks);
-  v["router.prefix_resyncs"] = static_cast<double>(rs.prefix_resyncs);
+  for (const auto& f : actors::router_fields)
+    v[std::string("router.") + f.name] = f.of(rs);
   for (const auto& l : rs.loads) {
     const auto p = "worker." + std::to_string(l.wid.value()) + ".";
     v[p + "waiting"] = l.waiting;
