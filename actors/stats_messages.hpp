@@ -18,6 +18,7 @@
 #include "actors/ids.hpp"
 #include "core/metrics.hpp"
 #include "core/worker_state.hpp"
+#include "worker/load_counts.hpp"
 
 namespace lf::actors {
 
@@ -34,18 +35,14 @@ typename Inspector::result_type inspect(Inspector& f, adapter_load_cost& x) {
   return f(caf::meta::type_name("lf.adapter_load_cost"), x.name, x.loads, x.last_load_ms, x.bytes);
 }
 
-/// Worker -> router, periodically and on request: a snapshot of the worker's load.
-struct worker_load {
+/// Worker -> router, periodically and on request: a snapshot of the worker's load. The loop's
+/// numbers (worker::load_counts) as the loop counted them, and what the worker knows besides.
+struct worker_load : worker::load_counts {
   worker_id wid;
-  std::uint32_t waiting = 0, running = 0;
-  std::uint64_t waiting_tokens = 0, running_tokens = 0;
-  std::uint32_t free_blocks = 0, total_blocks = 0;
-  std::uint64_t finished = 0, failed = 0, cancelled = 0;
   std::vector<std::string> adapters;  ///< adapters it holds right now
-  std::uint64_t preemptions = 0, adapter_loads = 0;
+  std::uint64_t adapter_loads = 0;
   std::vector<std::string> servable;  ///< adapters it can load (its adapter directory)
   std::string name;                   ///< filled by the router from register_worker
-  std::uint32_t paused = 0;           ///< requests paused for want of credits
   std::vector<adapter_load_cost> loads_by_adapter;  ///< every adapter it loaded, with what loading cost
   std::uint32_t adapter_slots_free = 0;  ///< adapter slots neither resident nor loading (prefetch goes there)
   /// Speculative decoding: tokens proposed, accepted, verifications and the tokens they emitted.
@@ -53,19 +50,14 @@ struct worker_load {
   /// Of the proposals, the tokens a draft model made, and the time it took (ms, cumulative).
   std::uint64_t spec_draft_tokens = 0;
   double spec_draft_ms = 0;
-  /// Adapters of its running and of its waiting requests, each once, sorted; and how many it may
-  /// hold at once (vLLM's lora_requests_info).
-  std::vector<std::string> running_adapters, waiting_adapters;
-  std::uint32_t max_adapters = 0;
+  std::uint32_t max_adapters = 0;  ///< how many adapters it may hold at once (vLLM's lora_requests_info)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_load& x) {
-  return f(caf::meta::type_name("lf.worker_load"), x.wid, x.waiting, x.running, x.waiting_tokens,
-           x.running_tokens, x.free_blocks, x.total_blocks, x.finished, x.failed, x.cancelled,
-           x.adapters, x.preemptions, x.adapter_loads, x.servable, x.name, x.paused, x.loads_by_adapter,
-           x.adapter_slots_free, x.spec_proposed, x.spec_accepted, x.spec_rows, x.spec_emitted,
-           x.spec_draft_tokens, x.spec_draft_ms, x.running_adapters, x.waiting_adapters, x.max_adapters);
+  return f(caf::meta::type_name("lf.worker_load"), static_cast<worker::load_counts&>(x), x.wid, x.adapters,
+           x.adapter_loads, x.servable, x.name, x.loads_by_adapter, x.adapter_slots_free, x.spec_proposed,
+           x.spec_accepted, x.spec_rows, x.spec_emitted, x.spec_draft_tokens, x.spec_draft_ms, x.max_adapters);
 }
 
 /// The router's measurements of the requests one worker served; worker 0 (an invalid id):

@@ -96,26 +96,14 @@ using worker_self = worker_actor::stateful_pointer<worker_state>;
 worker_load snapshot(const worker_state& st) {
   auto l = st.backend.loop->load();
   worker_load w;
+  static_cast<worker::load_counts&>(w) = l;  // the loop's numbers as it counted them
   w.wid = st.wid;
-  w.waiting = l.waiting;
-  w.running = l.running;
-  w.waiting_tokens = l.waiting_tokens;
-  w.running_tokens = l.running_tokens;
-  w.free_blocks = l.free_blocks;
-  w.total_blocks = l.total_blocks;
-  w.finished = l.finished;
-  w.failed = l.failed;
-  w.cancelled = l.cancelled;
   if (st.backend.loaded_adapters)
     w.adapters = st.backend.loaded_adapters();
   w.servable = st.backend.servable_adapters ? st.backend.servable_adapters() : w.adapters;
-  w.preemptions = l.preemptions;
-  w.paused = l.paused;
   if (st.backend.adapter_records)
     w.loads_by_adapter = st.backend.adapter_records();
   w.adapter_loads = l.adapters.loads;
-  w.running_adapters = l.running_adapters;
-  w.waiting_adapters = l.waiting_adapters;
   w.max_adapters = st.backend.max_adapters;
   w.spec_proposed = l.speculation.proposed;
   w.spec_accepted = l.speculation.accepted;

@@ -43,6 +43,7 @@
 #include "cache/adapter_manager.hpp"
 #include "cache/block_manager.hpp"
 #include "worker/engine/model/step_engine.hpp"
+#include "worker/load_counts.hpp"
 #include "worker/draft_proposer.hpp"
 #include "worker/request.hpp"
 #include "worker/scheduler.hpp"
@@ -105,13 +106,11 @@ struct serving_config {
   bool prebuild_vocab_trie = false;
 };
 
-/// A snapshot of the loop's load, for the router and `status`.
-struct load_report {
-  std::uint32_t waiting = 0, running = 0;
-  std::uint64_t waiting_tokens = 0, running_tokens = 0;
-  std::uint32_t free_blocks = 0, total_blocks = 0;
+/// A snapshot of the loop's load, for the router and `status`: the numbers the router sees
+/// (load_counts) and the loop's own.
+struct load_report : load_counts {
   double prefix_hit_rate = 0;
-  std::uint64_t steps = 0, preemptions = 0, finished = 0, failed = 0, cancelled = 0;
+  std::uint64_t steps = 0;
   cache::adapter_cache_stats adapters;  ///< zeros without an adapter manager
   /// Where the continuous loop's working steps spent their time (milliseconds, cumulative): the
   /// engine's forward, sampling, and the rest of the step (scheduling, building the batch,
@@ -121,16 +120,11 @@ struct load_report {
   /// K/V moved with requests (cancel with ship_kv; submit with a blob): tokens exported, tokens
   /// imported into the prefix cache, and blobs that could not be used (recomputed instead).
   std::uint64_t kv_exported_tokens = 0, kv_imported_tokens = 0, kv_refused = 0;
-  /// Requests paused now for want of credits (not counted in waiting or running), and pauses so far.
-  std::uint32_t paused = 0;
-  std::uint64_t pauses = 0;
+  std::uint64_t pauses = 0;  ///< pauses for want of credits so far
   /// Speculative decoding: tokens proposed and accepted, verifications and what they emitted.
   speculation_stats speculation;
   /// The draft model's K/V pool (zeros without a draft model): blocks free and in all.
   std::uint32_t draft_free_blocks = 0, draft_total_blocks = 0;
-  /// Adapters of the running and of the waiting requests, each name once, sorted (vLLM's
-  /// lora_requests_info gauge).
-  std::vector<std::string> running_adapters, waiting_adapters;
 };
 
 /// See the file comment.

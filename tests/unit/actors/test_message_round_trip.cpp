@@ -68,10 +68,22 @@ LF_FIELDS(worker_step, wid, tokens, done, failed, moved);
 LF_FIELDS(request_ended, rids);
 // stats_messages.hpp
 LF_FIELDS(adapter_load_cost, name, loads, last_load_ms, bytes);
-LF_FIELDS(worker_load, wid, waiting, running, waiting_tokens, running_tokens, free_blocks, total_blocks, finished,
-          failed, cancelled, adapters, preemptions, adapter_loads, servable, name, paused, loads_by_adapter,
-          adapter_slots_free, spec_proposed, spec_accepted, spec_rows, spec_emitted, spec_draft_tokens, spec_draft_ms,
-          running_adapters, waiting_adapters, max_adapters);
+LF_FIELDS(worker::load_counts, waiting, running, waiting_tokens, running_tokens, free_blocks, total_blocks, finished,
+          failed, cancelled, preemptions, paused, running_adapters, waiting_adapters);
+// worker_load is a load_counts and more: a structured binding cannot take both, so its own fields
+// are listed by hand (the load_counts part stays checked by the list above).
+template <>
+struct field_list<worker_load> {
+  static constexpr bool known = true;
+  static constexpr const char* names =
+    "counts, wid, adapters, adapter_loads, servable, name, loads_by_adapter, adapter_slots_free, spec_proposed, "
+    "spec_accepted, spec_rows, spec_emitted, spec_draft_tokens, spec_draft_ms, max_adapters";
+  static auto of(const worker_load& x) {
+    return std::tie(static_cast<const worker::load_counts&>(x), x.wid, x.adapters, x.adapter_loads, x.servable,
+                    x.name, x.loads_by_adapter, x.adapter_slots_free, x.spec_proposed, x.spec_accepted, x.spec_rows,
+                    x.spec_emitted, x.spec_draft_tokens, x.spec_draft_ms, x.max_adapters);
+  }
+};
 LF_FIELDS(worker_metrics, wid, name, live, m, state);
 LF_FIELDS(router_stats, workers, queued, inflight, accepted, overloaded, rejected, completed, failed, cancelled,
           timed_out, replaced, worker_lost, resumed, draining, accepting, kv_shipped, kv_shipped_tokens,
