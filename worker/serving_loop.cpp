@@ -48,7 +48,8 @@ serving_config for_mode(serving_config cfg) {
 serving_loop::serving_loop(engine::step_engine& engine, const text::tokenizer& tok,
                            serving_config cfg, cache::adapter_manager* adapters, engine::step_engine* draft)
   : engine_(engine), tok_(tok), adapters_(adapters), cfg_(for_mode(cfg)),
-    blocks_({cfg_.num_blocks, cfg_.block_size, cfg_.prefix_cache}), sched_(cfg_.sched, blocks_) {
+    blocks_({cfg_.num_blocks, cfg_.block_size, cfg_.prefix_cache}), sched_(cfg_.sched, blocks_),
+    constraints_(tok_, cfg_.eos_id, cfg_.prebuild_vocab_trie) {
   if (draft) {
     if (draft->vocab_size() != engine.vocab_size())
       throw std::invalid_argument("the draft model's vocabulary (" + std::to_string(draft->vocab_size())
@@ -67,7 +68,6 @@ serving_loop::serving_loop(engine::step_engine& engine, const text::tokenizer& t
       adapter_news_ = true;
       cv_.notify_one();
     });
-  prebuild_vocab_trie();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -177,8 +177,14 @@ void serving_loop::take_inbox(time_point now) {
       r.holds_adapter = true;
       blocks_.name_adapter(got.id, cache::adapter_tag(r.req.adapter()));  // the events' public hashes
     }
-    if (!r.req.params().constraint.kind.empty() && !start_constraint(it.id, r))
-      continue;  // its constraint does not compile
+    if (!r.req.params().constraint.kind.empty()) {
+      auto guide = constraints_.start(r.req.params().constraint);
+      if (auto* why = std::get_if<std::string>(&guide)) {
+        end(it.id, failure(serve_errc::invalid_request, std::move(*why)));
+        continue;  // its constraint does not compile
+      }
+      r.guide = std::move(std::get<output_guide>(guide));
+    }
     if (!replay(it.id, r, it.resume))
       continue;  // the resumed tokens already ended it
     if (!it.kv.empty()) {
@@ -230,7 +236,7 @@ bool serving_loop::schedule_request(request_id id, live_request& lr, time_point 
 
 bool serving_loop::replay(request_id id, live_request& lr, const std::vector<std::int32_t>& tokens) {
   for (auto t : tokens) {
-    if (lr.automaton && t != cfg_.eos_id && !constraint_step(lr, t)) {
+    if (lr.guide && t != cfg_.eos_id && !lr.guide->step(t)) {
       end(id, failure(serve_errc::invalid_request, "a resumed token is outside the request's constraint"));
       return false;
     }

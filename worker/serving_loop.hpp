@@ -44,6 +44,7 @@
 #include "cache/block_manager.hpp"
 #include "worker/engine/model/step_engine.hpp"
 #include "worker/load_counts.hpp"
+#include "worker/constraint_runner.hpp"
 #include "worker/draft_proposer.hpp"
 #include "worker/request.hpp"
 #include "worker/scheduler.hpp"
@@ -64,10 +65,6 @@ class sampler;
 }
 
 namespace lf::worker {
-
-/// Compiled constraints a serving loop keeps (each with its state table and masks: see
-/// constrain/token_automaton.hpp for their bounds).
-inline constexpr std::size_t constraint_cache_size = 32;
 
 /// Settings of one serving loop.
 struct serving_config {
@@ -252,21 +249,6 @@ private:
   std::pair<std::string, std::string> advance(live_request& lr, std::int32_t token) const;
   /// Replays a resumed request's earlier tokens (see submit); false if they ended it.
   bool replay(request_id id, live_request& lr, const std::vector<std::int32_t>& tokens);
-  /// Structured output (serving_loop_constrain.cpp): gives `lr` its constraint's automaton and
-  /// start state; false (the request ended with invalid_request) when it does not compile.
-  bool start_constraint(request_id id, live_request& lr);
-  void prebuild_vocab_trie();  // serving_config::prebuild_vocab_trie
-  /// Moves `lr`'s automaton past `token` (the end of text excepted); false when the token is
-  /// not allowed there, which only a broken invariant can cause (the request then ends).
-  static bool constraint_step(live_request& lr, std::int32_t token);
-  /// Whether `lr`'s output is complete and nothing more may follow (it ends with "stop").
-  static bool constraint_complete(const live_request& lr);
-  /// Samples `lr`'s next token among those its constraint allows (the mask before penalty,
-  /// temperature, top-k and top-p); -1 when none is allowed. With few allowed tokens and no
-  /// repetition penalty the sampler sees only those (the same distribution, cost independent of
-  /// the vocabulary); else the row's other logits become -inf. `logits` may be rewritten.
-  static std::int32_t sample_constrained(live_request& lr, engine::sampler& pick, float* logits, std::size_t vocab,
-                                         const std::vector<std::int32_t>& context, std::uint64_t index);
   /// Whether submit() has returned `id` (it may have ended since). mtx_ held.
   bool issued(request_id id) const { return id.value() != 0 && id.value() < next_id_; }
   /// Pauses `id` if it has used its allowance (see submit).
@@ -326,12 +308,8 @@ private:
   std::optional<cache::adapter_id> turn_;  // single-adapter mode, this step; loop thread only
   /// This step's batches, by sink, in the order the sinks first got an entry; loop thread only.
   std::vector<std::pair<std::shared_ptr<step_sink>, step_batch>> out_;
-  /// Compiled constraints over the tokenizer's vocabulary, made at the first constrained
-  /// request; at most constraint_cache_size of them (least recently used dropped).
-  std::unique_ptr<constrain::constraint_cache> constraints_;
-  /// serving_config::prebuild_vocab_trie: the trie being built; taken by the first constrained
-  /// request (which waits only if it came before the build ended). The destructor waits for it.
-  std::future<std::shared_ptr<const constrain::vocab_trie>> vocab_trie_;
+  /// Structured output: the compiled constraints (constraint_runner.hpp); loop thread only.
+  constraint_runner constraints_;
   std::thread thread_;
 };
 

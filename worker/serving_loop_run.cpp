@@ -191,7 +191,7 @@ std::pair<std::string, std::string> serving_loop::advance(live_request& lr, std:
     delta = std::move(st.delta);
     if (st.stopped) {
       reason = "stop";
-    } else if (lr.automaton && constraint_complete(lr)) {
+    } else if (lr.guide && lr.guide->complete()) {
       // Complete, and the constraint allows nothing more: ends as the end of text would.
       delta += lr.stream.finish();
       reason = "stop";
@@ -208,7 +208,7 @@ void serving_loop::on_sampled(request_id id, std::int32_t token, std::optional<t
   const auto& p = lr.req.params();
   if (!lr.first_token)
     lr.first_token = clock_type::now();
-  if (lr.automaton && token != cfg_.eos_id && !constraint_step(lr, token)) {
+  if (lr.guide && token != cfg_.eos_id && !lr.guide->step(token)) {
     log::error("worker", "a sampled token is outside the request's constraint", {{"request", id.value()}});
     sched_.finish(cache::seq_id{id.value()});
     end(id, failure(serve_errc::internal, "a sampled token is outside the request's constraint"));

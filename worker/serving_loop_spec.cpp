@@ -33,7 +33,7 @@ void serving_loop::propose_drafts() {
     const auto choice = lr.req.speculative();
     const auto mode = choice == -1 ? cfg_.speculation : choice == 0 ? speculation_mode::off : speculation_mode::on;
     // A constrained row is not speculated: its proposals would need a mask per position.
-    if (mode == speculation_mode::off || lr.automaton)
+    if (mode == speculation_mode::off || lr.guide)
       continue;
     std::size_t k = lr.spec_len.next();
     // Never past max_tokens (the scheduler would cut them; the draft model need not make them).
@@ -153,9 +153,9 @@ void serving_loop::sample_rows(const step_plan& plan, std::vector<std::vector<st
           }
           if (job.logprobs >= 0)
             raw.assign(logits, logits + vocab);  // sample() rewrites the row
-          const auto tok = lr.automaton
-                             ? sample_constrained(lr, lr.pick, logits, vocab, *ctx, lr.generated.size() + k)
-                             : lr.pick.sample(logits, vocab, *ctx, lr.generated.size() + k);
+          const auto tok =
+            lr.guide ? lr.guide->sample(lr.pick, lr.req.params(), logits, vocab, *ctx, lr.generated.size() + k)
+                     : lr.pick.sample(logits, vocab, *ctx, lr.generated.size() + k);
           if (tok < 0) {  // the constraint allows no token
             job.dead_end = true;
             out.assign(1, 0);

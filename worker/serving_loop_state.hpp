@@ -1,7 +1,6 @@
 #pragma once
 // Private to the serving loop's two source files: what the loop thread keeps per request.
 
-#include "constrain/token_automaton.hpp"
 #include "core/credit_window.hpp"
 #include "text/text_stream.hpp"
 #include "worker/engine/sampling/sampler.hpp"
@@ -56,10 +55,9 @@ struct serving_loop::live_request {
   bool holds_adapter = false;  ///< acquired from the adapter manager; released by end()
   credit_window credits;  ///< how far it may stream (submit's allowance, raised by credit())
   std::uint32_t streamed = 0;  ///< the index of its next streamed token (resumed tokens count)
-  /// Structured output: the constraint's automaton (shared through the loop's cache) and where
-  /// the output stands in it; null without a constraint. Replaying resumed tokens recomputes it.
-  std::shared_ptr<constrain::token_automaton> automaton;
-  constrain::token_automaton::cursor cursor{};
+  /// Structured output: where the output stands in its constraint (constraint_runner.hpp); none
+  /// without a constraint. Replaying resumed tokens recomputes it.
+  std::optional<output_guide> guide;
   /// Speculative decoding: this step's proposed tokens (propose_drafts) and its adaptive length.
   std::vector<std::int32_t> draft;
   draft_length spec_len;
