@@ -66,22 +66,24 @@ void router_state::submit(actors::generate_request& req) {
       return placement_.choose(valid.adapter(), ask.prompt_tokens + static_cast<std::uint32_t>(req.continued.size()),
                                0.0, cached.tokens, cached.keys);
     }, now);
-    if (auto* no = std::get_if<admit_refuse>(&decision)) {
-      if (no->code == serve_errc::overloaded)
-        note_adapter_demand(valid.adapter());  // wanted, even if not now
-      return refuse(sink, req.id, std::move(*no));
-    }
-    note_adapter_demand(valid.adapter());
+    const auto* no = std::get_if<admit_refuse>(&decision);
+    if (no == nullptr || no->code == serve_errc::overloaded)
+      note_adapter_demand(valid.adapter());  // wanted, even if refused for now
+    if (no != nullptr)
+      return refuse(sink, req.id, *no);
     auto& e = accept(std::move(valid), req, sink, sender, now);
-    if (auto* to = std::get_if<admit_place>(&decision)) {
+    if (auto* to = std::get_if<admit_place>(&decision))
       place(e, workers_.at(to->worker), cached);
-    } else {
-      queue_.push(e.rid, e.tenancy.tenant);
-      note_load();
-    }
+    else
+      enqueue(e);
   } catch (const std::exception& ex) {
     reject(sink, req.id, serve_errc::internal, std::string("router: ") + ex.what());
   }
+}
+
+void router_state::enqueue(route_entry& e) {
+  queue_.push(e.rid, e.tenancy.tenant);
+  note_load();
 }
 
 std::variant<validated_request, admit_refuse> router_state::checked_here(request_draft draft,

@@ -239,6 +239,8 @@ private:
   route_entry& accept(validated_request valid, actors::generate_request& req,
                       const actors::event_sink& sink, const caf::strong_actor_ptr& sender,
                       router_clock::time_point now);
+  /// Puts an accepted request at the back of the queue (admit said enqueue).
+  void enqueue(route_entry& e);
   /// Every worker's batch is full, or requests wait in the queue.
   bool saturated() const;
   /// Tells the meter whether the cluster is saturated now.
