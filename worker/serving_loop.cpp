@@ -49,6 +49,7 @@ serving_loop::serving_loop(engine::step_engine& engine, const text::tokenizer& t
                            serving_config cfg, cache::adapter_manager* adapters, engine::step_engine* draft)
   : engine_(engine), tok_(tok), adapters_(adapters), cfg_(for_mode(cfg)),
     blocks_({cfg_.num_blocks, cfg_.block_size, cfg_.prefix_cache}), sched_(cfg_.sched, blocks_),
+    porter_(engine_, blocks_),
     constraints_(tok_, cfg_.eos_id, cfg_.prebuild_vocab_trie) {
   if (draft) {
     if (draft->vocab_size() != engine.vocab_size())
@@ -191,7 +192,9 @@ void serving_loop::take_inbox(time_point now) {
       auto tokens = r.req.prompt();
       tokens.insert(tokens.end(), r.generated.begin(), r.generated.end());
       // The scheduler's salt for this tenant, so its admission finds the imported blocks.
-      import_kv(it.id, r.adapter, cache::request_salt(sched_.config().isolation, r.req.tenant()), tokens, it.kv);
+      std::string unused;  // the porter logs why a blob is refused
+      porter_.import_kv(cache::seq_id{it.id.value()}, r.adapter,
+                        cache::request_salt(sched_.config().isolation, r.req.tenant()), tokens, it.kv, unused);
     }
     if (cfg_.mode == batching_mode::continuous)
       schedule_request(it.id, r, now);
@@ -212,9 +215,10 @@ void serving_loop::take_inbox(time_point now) {
     if (!live_.count(id))
       continue;  // already ended
     auto res = cancelled(ship);
-    if (ship)
-      res.kv = export_kv(id);  // before finish() frees the blocks
-    sched_.finish(cache::seq_id{id.value()});
+    const cache::seq_id seq{id.value()};
+    if (ship && sched_.contains(seq))  // queued or preempted: nothing computed to ship
+      res.kv = porter_.export_kv(seq, sched_.tokens(seq));  // before finish() frees the blocks
+    sched_.finish(seq);
     static_queue_.erase(std::remove(static_queue_.begin(), static_queue_.end(), id), static_queue_.end());
     end(id, std::move(res));
   }

@@ -46,6 +46,7 @@
 #include "worker/load_counts.hpp"
 #include "worker/constraint_runner.hpp"
 #include "worker/draft_proposer.hpp"
+#include "worker/kv_porter.hpp"
 #include "worker/request.hpp"
 #include "worker/scheduler.hpp"
 #include "worker/speculation.hpp"
@@ -253,13 +254,6 @@ private:
   bool issued(request_id id) const { return id.value() != 0 && id.value() < next_id_; }
   /// Pauses `id` if it has used its allowance (see submit).
   void pause_if_out_of_credit(request_id id, live_request& lr);
-  /// The K/V of `id`'s computed whole blocks (empty if none, or the engine cannot move K/V).
-  kv_blob export_kv(request_id id);
-  /// Writes `kv` into the prefix cache as `adapter`'s blocks for `tokens` under `salt` (the
-  /// namespace the scheduler will look in for this request; see submit); the tokens it imported
-  /// (0 if it could not: a foreign format, other tokens, a short pool).
-  std::uint32_t import_kv(request_id id, cache::adapter_id adapter, cache::cache_salt salt,
-                          const std::vector<std::int32_t>& tokens, const kv_blob& kv);
   void publish_load();
   /// Whether a waiting request of adapter `a` may start now (readiness, single-adapter turn).
   bool adapter_usable(cache::adapter_id a) const;
@@ -281,6 +275,7 @@ private:
   cache::prefix_event_log cache_events_{cache::prefix_event_options{8192, std::chrono::milliseconds(0)}};
   cache::block_manager blocks_;
   scheduler sched_;
+  kv_porter porter_;  ///< K/V moved with requests (kv_porter.hpp); loop thread only
 
   mutable std::mutex mtx_;
   std::condition_variable cv_;

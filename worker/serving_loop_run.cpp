@@ -282,6 +282,9 @@ void serving_loop::publish_load() {
   auto st = blocks_.get_stats();
   auto ad = adapters_ ? adapters_->stats() : cache::adapter_cache_stats{};
   std::lock_guard<std::mutex> g(mtx_);
+  load_.kv_exported_tokens = porter_.counts().exported_tokens;
+  load_.kv_imported_tokens = porter_.counts().imported_tokens;
+  load_.kv_refused = porter_.counts().refused;
   load_.waiting = l.waiting + static_cast<std::uint32_t>(static_queue_.size());
   load_.running = l.running;
   load_.paused = l.paused;

@@ -1,27 +1,23 @@
-// Moving a sequence's K/V between serving loops: export on a drain's cancel, import on the next
-// worker's submit (into the prefix cache, where admission finds it).
-#include "worker/serving_loop.hpp"
-#include "worker/serving_loop_state.hpp"
+#include "worker/kv_porter.hpp"
 
 #include <algorithm>
 #include <exception>
 
 #include "core/log.hpp"
+#include "worker/engine/model/step_engine.hpp"
 
 namespace lf::worker {
 
-kv_blob serving_loop::export_kv(request_id id) {
+kv_blob kv_porter::export_kv(cache::seq_id seq, const std::vector<std::int32_t>& tokens) {
   kv_blob out;
-  const cache::seq_id seq{id.value()};
-  if (engine_.kv_format().empty() || !blocks_.contains(seq) || !sched_.contains(seq))
-    return out;  // queued or preempted: nothing computed to ship
+  if (engine_.kv_format().empty() || !blocks_.contains(seq))
+    return out;
   const auto bs = blocks_.block_size();
   const auto full = blocks_.num_computed(seq) / bs;
-  if (full == 0)
+  if (full == 0 || tokens.size() < std::size_t{full} * bs)
     return out;
   const auto& table = blocks_.block_table(seq);
   const std::vector<cache::block_id> ids(table.begin(), table.begin() + full);
-  const auto& tokens = sched_.tokens(seq);
   out.format = engine_.kv_format();
   out.tokens.assign(tokens.begin(), tokens.begin() + std::size_t{full} * bs);
   try {
@@ -30,17 +26,16 @@ kv_blob serving_loop::export_kv(request_id id) {
     log::warn("worker", "K/V export failed: the request is recomputed where it moves", {{"reason", e.what()}});
     return {};
   }
-  std::lock_guard<std::mutex> g(mtx_);
-  load_.kv_exported_tokens += out.tokens.size();
+  counts_.exported_tokens += out.tokens.size();
   return out;
 }
 
-std::uint32_t serving_loop::import_kv(request_id id, cache::adapter_id adapter, cache::cache_salt salt,
-                                      const std::vector<std::int32_t>& tokens, const kv_blob& kv) {
+std::uint32_t kv_porter::import_kv(cache::seq_id seq, cache::adapter_id adapter, cache::cache_salt salt,
+                                   const std::vector<std::int32_t>& tokens, const kv_blob& kv, std::string& why) {
+  why.clear();
   const auto bs = blocks_.block_size();
   const auto n = kv.tokens.size();
   const auto format = engine_.kv_format();
-  const char* why = nullptr;
   if (format.empty() || kv.format != format)
     why = "another K/V format (engine, store type, shape or model)";
   else if (!blocks_.prefix_cache_enabled())
@@ -50,10 +45,9 @@ std::uint32_t serving_loop::import_kv(request_id id, cache::adapter_id adapter, 
   else if (kv.bytes.size() != n / bs * engine_.kv_block_bytes())
     why = "its size does not match its tokens";
   std::optional<std::uint32_t> hit;
-  const cache::seq_id seq{id.value()};
-  if (!why && !(hit = blocks_.allocate(seq, kv.tokens, adapter, salt)))
+  if (why.empty() && !(hit = blocks_.allocate(seq, kv.tokens, adapter, salt)))
     why = "the K/V pool is full";
-  if (!why) {
+  if (why.empty()) {
     // Blocks the prefix cache already held stay as they are; the rest are written, published to
     // the index and released, so they wait (evictable, newest in LRU order) for this request.
     const auto first = *hit / bs;
@@ -68,14 +62,13 @@ std::uint32_t serving_loop::import_kv(request_id id, cache::adapter_id adapter, 
     }
     blocks_.free(seq);
   }
-  std::lock_guard<std::mutex> g(mtx_);
-  if (why) {
-    ++load_.kv_refused;
+  if (!why.empty()) {
+    ++counts_.refused;
     log::info("worker", "shipped K/V not used: recomputing", {{"tokens", n}, {"reason", why}});
     return 0;
   }
   const auto imported = static_cast<std::uint32_t>(n - *hit);
-  load_.kv_imported_tokens += imported;
+  counts_.imported_tokens += imported;
   return imported;
 }
 
