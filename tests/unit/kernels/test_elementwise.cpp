@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 #include "tests/unit/kernels/kernel_reference.hpp"
 #include "worker/engine/kernels/elementwise.hpp"
@@ -79,4 +81,41 @@ TEST_CASE("a LoRA delta adds (x A^T) B to each row", "[kernels][elementwise]") {
       CHECK(std::fabs(y[static_cast<std::size_t>(r * out + c)] - ref) < 1e-4);
     }
 }
+}
+
+TEST_CASE("layer norm, GELU and LoRA rows give the same bits in every table", "[kernels][elementwise]") {
+  // Widths around the 16-lane step (tails of every length) and GPT-2's; values over a wide range,
+  // GELU's included (large |x| where tanh saturates, tiny where it is linear).
+  for (int n : {1, 7, 15, 16, 17, 31, 33, 100, 768, 1600, 3072}) {
+    auto x = lf::test::random_floats(static_cast<std::size_t>(n) * 2, static_cast<std::uint64_t>(n) + 11, 8.0f);
+    x[0] = -0.0f;
+    x[x.size() - 1] = 1e-30f;
+    const auto g = lf::test::random_floats(static_cast<std::size_t>(n), 5);
+    const auto b = lf::test::random_floats(static_cast<std::size_t>(n), 6);
+    const int rank = 8, out = n % 50 + 3;
+    const auto a = lf::test::random_floats(static_cast<std::size_t>(n) * rank, 7);
+    const auto bb = lf::test::random_floats(static_cast<std::size_t>(rank) * out, 8);
+    std::vector<float> first_ln, first_gelu, first_lora;
+    for (const auto* table : lf::test::runnable_tables()) {
+      table_scope scope(*table);
+      std::vector<float> ln(x.size());
+      layer_norm_rows(x.data(), static_cast<std::size_t>(n), ln.data(), static_cast<std::size_t>(n), 2, n, g.data(),
+                      b.data(), 1e-5f);
+      auto gelu = x;
+      gelu_rows(gelu.data(), static_cast<std::size_t>(n), 2, n, false);
+      std::vector<float> lora(static_cast<std::size_t>(2 * out), 0.5f), t(rank);
+      lora_rows(x.data(), static_cast<std::size_t>(n), lora.data(), static_cast<std::size_t>(out), 2, n, rank, out,
+                a.data(), bb.data(), t.data());
+      if (first_ln.empty()) {
+        first_ln = ln;
+        first_gelu = gelu;
+        first_lora = lora;
+      }
+      INFO(table->name << " n " << n);
+      // Compared as bits: -0 and +0 differ, NaN would not equal itself.
+      CHECK(std::memcmp(ln.data(), first_ln.data(), ln.size() * sizeof(float)) == 0);
+      CHECK(std::memcmp(gelu.data(), first_gelu.data(), gelu.size() * sizeof(float)) == 0);
+      CHECK(std::memcmp(lora.data(), first_lora.data(), lora.size() * sizeof(float)) == 0);
+    }
+  }
 }
