@@ -132,3 +132,30 @@ TEST_CASE("sequences of one step do not affect each other", "[kernels][attention
                   {attn_seq{a.table.data(), 0, 30, 0}, attn_seq{b.table.data(), 0, 5, 30}}, pool);
   CHECK(std::memcmp(out.data(), a_alone.data(), 30 * C * sizeof(float)) == 0);
 }
+
+TEST_CASE("attention gives the same bits in every table, for every K/V type, block size and head size", "[kernels][attention]") {
+  // The vector kernels' shapes (head sizes of whole vectors, block sizes of whole lanes) and the
+  // portable kernel's fallbacks for the others; prefill in chunks of 1 to 5 queries (the AVX-512
+  // kernel groups up to four), lengths past several 16-lane steps.
+  thread_pool pool(2);
+  for (auto type : {kv_type::f32, kv_type::bf16, kv_type::int8})
+    for (auto [bs, d] : std::vector<std::pair<int, int>>{{16, 64}, {8, 16}, {32, 48}, {20, 32}, {16, 24}, {4, 12}})
+      for (int len : {1, 17, 70}) {
+        kv_shape shape{1, 2, d, bs, 64, type};
+        auto s = make_seq(shape, len, static_cast<std::uint64_t>(bs * 1000 + d * 10 + len));
+        std::vector<int> chunks;
+        for (int left = len, n = 1; left > 0; n = n % 5 + 1) {
+          chunks.push_back(std::min(n, left));
+          left -= chunks.back();
+        }
+        std::vector<float> first;
+        for (const auto* table : lf::test::runnable_tables()) {
+          table_scope scope(*table);
+          const auto out = run_chunks(shape, s, chunks, pool);
+          if (first.empty())
+            first = out;
+          INFO(table->name << " " << to_string(type) << " block " << bs << " head_dim " << d << " len " << len);
+          CHECK(std::memcmp(out.data(), first.data(), out.size() * sizeof(float)) == 0);
+        }
+      }
+}

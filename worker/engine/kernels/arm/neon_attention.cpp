@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "worker/engine/kernels/arm/neon_common.hpp"
+#include "worker/engine/kernels/common/canonical_rows.hpp"
 #include "worker/engine/kernels/common/head_dim.hpp"
 
 namespace lf::kernels::detail {
@@ -62,21 +63,8 @@ void attend_one(const attn_group& g, int j) {
     }
   }
 
-  // Softmax over [0, len).
-  float mx = -INFINITY;
-  for (int i = 0; i < len; ++i)
-    mx = sp[i] > mx ? sp[i] : mx;
-  const float32x4_t vmx = vdupq_n_f32(mx);
-  float32x4_t vsum = vdupq_n_f32(0.0f);
-  const uint32x4_t iota = {0, 1, 2, 3};
-  for (int i = 0; i < len; i += 4) {
-    float32x4_t p = neon_exp4(vsubq_f32(vld1q_f32(sp + i), vmx));
-    if (len - i < 4)
-      p = vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(p), vcltq_u32(iota, vdupq_n_u32(static_cast<std::uint32_t>(len - i)))));
-    vst1q_f32(sp + i, p);
-    vsum = vaddq_f32(vsum, p);
-  }
-  const float inv_sum = 1.0f / vaddvq_f32(vsum);
+  // Softmax over [0, len) (the canonical one).
+  const float inv_sum = 1.0f / canonical_rows::softmax_in_place(sp, len);
 
   // Weighted values, token by token in order.
   float32x4_t o[DV];

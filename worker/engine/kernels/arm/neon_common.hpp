@@ -125,24 +125,6 @@ inline void neon_int8_dot_tile(const gemm_panels& g, const std::byte* panel, int
     neon_int8_out<CV>(g, m0 + m, col0, v0, ncols, c[m], Dot::shifted);
 }
 
-/// e^x for x <= 0: Cephes' polynomial after x = n ln2 + r; about 1.6e-38 (not 0) at and below -87.
-inline float32x4_t neon_exp4(float32x4_t x) {
-  x = vmaxq_f32(x, vdupq_n_f32(-87.0f));
-  const float32x4_t n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504088896341f)));
-  float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(0.693359375f));
-  r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
-  float32x4_t p = vdupq_n_f32(1.9875691500e-4f);
-  p = vfmaq_f32(vdupq_n_f32(1.3981999507e-3f), p, r);
-  p = vfmaq_f32(vdupq_n_f32(8.3334519073e-3f), p, r);
-  p = vfmaq_f32(vdupq_n_f32(4.1665795894e-2f), p, r);
-  p = vfmaq_f32(vdupq_n_f32(1.6666665459e-1f), p, r);
-  p = vfmaq_f32(vdupq_n_f32(5.0000001201e-1f), p, r);
-  p = vfmaq_f32(r, p, vmulq_f32(r, r));
-  p = vaddq_f32(p, vdupq_n_f32(1.0f));
-  const int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23);
-  return vmulq_f32(p, vreinterpretq_f32_s32(e));
-}
-
 } // namespace
 
 } // namespace lf::kernels::detail

@@ -1,9 +1,11 @@
-// The portable family's attention: one query at a time, scalar, any head size and block size.
-// Every other family falls back to it for shapes its vector code does not cover.
+// The portable family's attention: one query at a time, scalar, any head size and block size, in
+// the canonical order (the same bits as every table's vector kernel). Every other family falls back
+// to it for shapes its vector code does not cover.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "worker/engine/kernels/common/canonical_rows.hpp"
 #include "worker/engine/kernels/common/family.hpp"
 #include "worker/engine/kernels/common/half.hpp"
 
@@ -26,6 +28,7 @@ float load_elem(const kv_layer& kv, const std::byte* base, std::size_t i) {
 } // namespace
 
 void portable_attend(const attn_group& g) {
+  // The canonical order (common/canonical_rows.hpp), with std::fma where the vector tables fuse.
   const auto& kv = *g.kv;
   const int D = kv.head_dim, BS = kv.block_size;
   const float qscale = 1.0f / std::sqrt(static_cast<float>(D));
@@ -39,19 +42,16 @@ void portable_attend(const attn_group& g) {
     for (int t = 0; t < len; ++t) {
       const std::size_t bh = static_cast<std::size_t>(g.table[t / BS]) * kv.heads + g.head;
       const std::byte* kb = kv.k + bh * kv.head_bytes();
-      float acc = 0;
+      float chain[4] = {0, 0, 0, 0};  // d mod 4; a head size not a multiple of 4 leaves its tail in the first chains
       for (int d = 0; d < D; ++d)
-        acc += q[static_cast<std::size_t>(d)] * load_elem(kv, kb, static_cast<std::size_t>(d) * BS + t % BS);
+        chain[d % 4] = std::fma(q[static_cast<std::size_t>(d)],
+                                load_elem(kv, kb, static_cast<std::size_t>(d) * BS + t % BS), chain[d % 4]);
+      float acc = (chain[0] + chain[1]) + (chain[2] + chain[3]);
       if (kv.type == kv_type::int8)
         acc *= kv.k_scale[bh * BS + t % BS];
       s[static_cast<std::size_t>(t)] = acc;
     }
-    const float mx = *std::max_element(s.begin(), s.end());
-    float sum = 0;
-    for (auto& v : s) {
-      v = std::exp(v - mx);
-      sum += v;
-    }
+    const float inv = 1.0f / canonical_rows::softmax_in_place(s.data(), len);
     std::fill(o.begin(), o.end(), 0.0f);
     for (int t = 0; t < len; ++t) {
       const std::size_t bh = static_cast<std::size_t>(g.table[t / BS]) * kv.heads + g.head;
@@ -60,9 +60,9 @@ void portable_attend(const attn_group& g) {
       if (kv.type == kv_type::int8)
         w *= kv.v_scale[bh * BS + t % BS];
       for (int d = 0; d < D; ++d)
-        o[static_cast<std::size_t>(d)] += w * load_elem(kv, vb, static_cast<std::size_t>(t % BS) * D + d);
+        o[static_cast<std::size_t>(d)] =
+          std::fma(w, load_elem(kv, vb, static_cast<std::size_t>(t % BS) * D + d), o[static_cast<std::size_t>(d)]);
     }
-    const float inv = 1.0f / sum;
     for (int d = 0; d < D; ++d)
       g.out[j][d] = o[static_cast<std::size_t>(d)] * inv;
   }

@@ -8,9 +8,9 @@
 #include <cmath>
 #include <vector>
 
+#include "worker/engine/kernels/common/canonical_rows.hpp"
 #include "worker/engine/kernels/common/family.hpp"
 #include "worker/engine/kernels/common/head_dim.hpp"
-#include "worker/engine/kernels/x86/avx2_math.hpp"
 
 namespace lf::kernels::detail {
 
@@ -76,25 +76,8 @@ void attend_one(const attn_group& g, int j) {
     }
   }
 
-  // Softmax over [0, len): lanes past len are masked out of the maximum and the sum.
-  const int full = len / 8 * 8;
-  __m256 vmax = _mm256_set1_ps(-INFINITY);
-  for (int i = 0; i < full; i += 8)
-    vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(sp + i));
-  float mx = avx2_hmax(vmax);
-  for (int i = full; i < len; ++i)
-    mx = sp[i] > mx ? sp[i] : mx;
-  const __m256 vmx = _mm256_set1_ps(mx);
-  __m256 vsum = _mm256_setzero_ps();
-  for (int i = 0; i < len; i += 8) {
-    __m256 p = avx2_exp8(_mm256_sub_ps(_mm256_loadu_ps(sp + i), vmx));
-    if (len - i < 8)
-      p = _mm256_and_ps(p, _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(len - i),
-                                                                 _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))));
-    _mm256_storeu_ps(sp + i, p);
-    vsum = _mm256_add_ps(vsum, p);
-  }
-  const float inv_sum = 1.0f / avx2_hsum(vsum);
+  // Softmax over [0, len) (the canonical one).
+  const float inv_sum = 1.0f / canonical_rows::softmax_in_place(sp, len);
 
   // Weighted values, token by token in order.
   __m256 o[DV];

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <vector>
 
+#include "worker/engine/kernels/common/canonical_rows.hpp"
 #include "worker/engine/kernels/common/family.hpp"
 #include "worker/engine/kernels/common/head_dim.hpp"
-#include "worker/engine/kernels/x86/avx512_math.hpp"
 
 namespace lf::kernels::detail {
 
@@ -100,24 +100,10 @@ void attend_group(const attn_group& g) {
     }
   }
 
-  // Softmax per query over its own length; the weights stay in sbuf, the sums here.
+  // Softmax per query over its own length (the canonical one); the weights stay in sbuf.
   float inv_sum[4] = {};
-  for (int j = 0; j < Q; ++j) {
-    const int len = g.pos0 + j + 1;
-    float* s = sp + static_cast<std::size_t>(j) * ld;
-    __m512 vmax = _mm512_set1_ps(-INFINITY);
-    for (int i = 0; i < len; i += 16)
-      vmax = _mm512_mask_max_ps(vmax, lanes(len - i), vmax, _mm512_loadu_ps(s + i));
-    const __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
-    __m512 vsum = _mm512_setzero_ps();
-    for (int i = 0; i < len; i += 16) {
-      const __mmask16 m = lanes(len - i);
-      const __m512 p = _mm512_maskz_mov_ps(m, exp16(_mm512_sub_ps(_mm512_loadu_ps(s + i), mx)));
-      _mm512_storeu_ps(s + i, p);
-      vsum = _mm512_add_ps(vsum, p);
-    }
-    inv_sum[j] = 1.0f / _mm512_reduce_add_ps(vsum);
-  }
+  for (int j = 0; j < Q; ++j)
+    inv_sum[j] = 1.0f / canonical_rows::softmax_in_place(sp + static_cast<std::size_t>(j) * ld, g.pos0 + j + 1);
 
   // Weighted values, token by token in order.
 #define LF_DECL(j, t) __m512 o##j##t = _mm512_setzero_ps();
