@@ -216,6 +216,28 @@ TEST_CASE("int8 results are the same bit for bit in every table, on every tile s
   }
 }
 
+TEST_CASE("f32 and bf16 results are the same bit for bit in every table, on every tile shape", "[kernels][gemm]") {
+  // Each output sums over k in order with one fused multiply-add a step (bf16: the odd element of
+  // a pair first); the portable kernel calls std::fma for f32 (a bf16 product is exact in f32, so
+  // a multiply and an add give the same).
+  thread_pool pool(2);
+  for (auto type : {weight_type::f32, weight_type::bf16})
+    for (auto [M, K, N] : std::vector<std::array<int, 3>>{{1, 768, 200}, {2, 64, 9}, {3, 130, 71}, {5, 4, 1},
+                                                          {6, 97, 64}, {7, 512, 129}, {13, 33, 8}}) {
+      problem p(M, K, N, static_cast<std::uint64_t>(M * 11 + N));
+      auto pm = pack(type, p);
+      std::vector<float> first;
+      for (const auto* table : lf::test::runnable_tables()) {
+        table_scope scope(*table);
+        auto y = run(pm, p, pool);
+        if (first.empty())
+          first = y;
+        INFO(table->name << " " << (type == weight_type::f32 ? "f32" : "bf16") << " M " << M << " K " << K << " N " << N);
+        CHECK(std::memcmp(y.data(), first.data(), y.size() * sizeof(float)) == 0);
+      }
+    }
+}
+
 TEST_CASE("activation rows quantize to the same bytes in every table", "[kernels][gemm]") {
   // The u8 bytes, scales and zero points are what makes int8 bit-identical across tables.
   for (int k : {1, 7, 8, 15, 16, 17, 768, 1001}) {

@@ -4,8 +4,8 @@
 //   int8: usdot sums four u8 x s8 products into each int32 lane: the activation's bytes as they
 //         are, the panel's 4-k groups as they are (no shift, no sign trick). smmla would need a
 //         2 x 8 interleaved panel; usdot keeps the one layout every table reads.
-//   bf16: bfdot sums a bf16 pair's products into each f32 lane (its own rounding of the pair:
-//         within rounding of the other tables, not bit-equal).
+//   bf16: neon's kernel (two FMAs per pair, the odd element first), not bfdot: bfdot rounds a
+//         pair's sum its own way, and every table must give the same bits.
 // Compiled with +i8mm+bf16; reached only through a table that needs both.
 #include <chrono>
 
@@ -22,30 +22,6 @@ struct usdot {
   static int32x4_t mac(int32x4_t acc, uint8x16_t a, int8x16_t w) { return vusdotq_s32(acc, a, w); }
 };
 
-template <int R, int CV>
-void bf16_tile(const gemm_panels& g, const std::byte* panel, int col0, int v0, int ncols, int m0) {
-  const int groups = g.w->k_padded() / 2;
-  const auto* A = static_cast<const std::uint16_t*>(g.a) + static_cast<std::size_t>(m0) * g.lda;
-  float32x4_t c[R][CV];
-  for (int m = 0; m < R; ++m)
-    for (int t = 0; t < CV; ++t)
-      c[m][t] = vdupq_n_f32(0.0f);
-  for (int k = 0; k < groups; ++k) {
-    const auto* b = reinterpret_cast<const std::uint16_t*>(panel + static_cast<std::size_t>(k) * 256) + 8 * v0;
-    bfloat16x8_t w[CV];
-    for (int t = 0; t < CV; ++t)
-      w[t] = vreinterpretq_bf16_u16(vld1q_u16(b + 8 * t));
-    for (int m = 0; m < R; ++m) {
-      const bfloat16x8_t a = vreinterpretq_bf16_s32(vdupq_n_s32(neon_load_u32(A + static_cast<std::size_t>(m) * g.lda + 2 * k)));
-      for (int t = 0; t < CV; ++t)
-        c[m][t] = vbfdotq_f32(c[m][t], a, w[t]);
-    }
-  }
-  for (int m = 0; m < R; ++m)
-    for (int t = 0; t < CV; ++t)
-      neon_store_vec(g, m0 + m, col0, v0, t, ncols, c[m][t]);
-}
-
 } // namespace
 
 void neon_i8mm_gemm_int8(const gemm_panels& g, int p0, int p1) {
@@ -54,14 +30,8 @@ void neon_i8mm_gemm_int8(const gemm_panels& g, int p0, int p1) {
   });
 }
 
-void neon_i8mm_gemm_bf16(const gemm_panels& g, int p0, int p1) {
-  neon_tiles<4, 16, 4>(g, p0, p1, [&](auto r, auto cv, const std::byte* panel, int col0, int v0, int ncols, int m0) {
-    bf16_tile<decltype(r)::value, decltype(cv)::value>(g, panel, col0, v0, ncols, m0);
-  });
-}
-
-/// usdot and bfdot products per second on this thread (ten independent chains each).
-void neon_i8mm_probe(double& int8, double& bf16) {
+/// usdot products per second on this thread (ten independent chains).
+void neon_i8mm_probe(double& int8) {
   constexpr long iterations = 4'000'000;
   {
     const uint8x16_t a = vdupq_n_u8(1);
@@ -77,23 +47,6 @@ void neon_i8mm_probe(double& int8, double& bf16) {
                        "+w"(c[7]), "+w"(c[8]), "+w"(c[9]));
     }
     int8 = 10.0 * 16 * iterations / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
-  {
-    // bf16 1.0 in every lane, through memory: a constant would be materialized with an FP16 move.
-    std::uint16_t one[8] = {0x3f80, 0x3f80, 0x3f80, 0x3f80, 0x3f80, 0x3f80, 0x3f80, 0x3f80};
-    __asm__ volatile("" : : "r"(one) : "memory");
-    const bfloat16x8_t a = vreinterpretq_bf16_u16(vld1q_u16(one)), b = a;
-    float32x4_t c[10];
-    for (auto& x : c)
-      x = vdupq_n_f32(0.0f);
-    const auto t0 = std::chrono::steady_clock::now();
-    for (long i = 0; i < iterations; ++i) {
-      for (auto& x : c)
-        x = vbfdotq_f32(x, a, b);
-      __asm__ volatile("" : "+w"(c[0]), "+w"(c[1]), "+w"(c[2]), "+w"(c[3]), "+w"(c[4]), "+w"(c[5]), "+w"(c[6]),
-                       "+w"(c[7]), "+w"(c[8]), "+w"(c[9]));
-    }
-    bf16 = 10.0 * 8 * iterations / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 }
 

@@ -5,12 +5,15 @@
 // the architecture). The Tag (with its int8_operand type) makes an instantiation its own symbol,
 // so a copy compiled with other flags could never stand in for it at link time.
 //
-// Each output element is summed over k in order from 0 (bf16: the odd element of a pair first, as
-// vdpbf16ps), one multiply and one add per step (no FMA contraction: -ffp-contract=off), whatever
-// the tile: the same results as a scalar loop, on every row count and thread count. int8 sums are
-// exact integers, equal bit for bit to every other family's.
+// Each output element is summed over k in order from 0, whatever the tile: the same results as a
+// scalar loop, on every row count and thread count, and the same bits as every other family's.
+// f32: one fused multiply-add a step (std::fma, as the vector tables' FMA; on a CPU without FMA
+// libm computes it exactly, slowly). bf16: the odd element of a pair first, as vdpbf16ps, one
+// multiply and one add (a bf16 product is exact in f32, so that equals a fused step;
+// -ffp-contract=off). int8 sums are exact integers.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -60,7 +63,7 @@ void portable_tile(const gemm_panels& g, const std::byte* panel, int col0, int n
         for (int r = 0; r < R; ++r) {
           const float ar = a[r][k];
           for (int c = 0; c < P; ++c)
-            acc[r][c] += ar * bk[c];
+            acc[r][c] = std::fma(ar, bk[c], acc[r][c]);  // fused, as every vector table
         }
       }
       for (int r = 0; r < R; ++r)
