@@ -29,7 +29,7 @@
 
 #include "tests/gpu/random_checkpoint.hpp"
 #include "tools/args.hpp"
-#include "tools/bench_stats.hpp"
+#include "tools/bench/bench_stats.hpp"
 #include "worker/engine/cuda/cuda_engine.hpp"
 #include "text/tokenizer.hpp"
 #include "worker/serving_loop.hpp"

@@ -13,7 +13,7 @@ Reports the median inter-token gap of the undisturbed run and, per mode, the med
 drained text equals the undisturbed one and that done reports usage.resumed == 1; shows the
 cached tokens the next worker's admission found (the shipped K/V, with `ship`).
 
-    tools/bench_resume.py --lorafleet build/release/tools/lorafleet --model /tmp/m124 \
+    tools/bench/bench_resume.py --lorafleet build/release/tools/lorafleet --model /tmp/m124 \
         --lengths 128,512,896 --at 16 --max-tokens 120 --repeat 3
 """
 
@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "client", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "client", "python"))
 from lorafleet_client import Client  # noqa: E402
 
 

@@ -27,7 +27,7 @@
 
 #include "text/tokenizer.hpp"
 #include "tools/args.hpp"
-#include "tools/bench_stats.hpp"
+#include "tools/bench/bench_stats.hpp"
 #include "tools/kv_dtype_flag.hpp"
 #include "tools/loadtest/passage.hpp"
 #include "worker/engine/kernels/kernel_table.hpp"

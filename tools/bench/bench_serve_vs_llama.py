@@ -8,7 +8,7 @@ ignored), stops it, then does the same with llama-server for each GGUF type. Rep
 tokens/s, TTFT and TPOT p50, the server's peak RSS (VmHWM), and lorafleet / llama-server per
 round (medians of the rounds).
 
-    tools/bench_serve_vs_llama.py --model M124 --gguf-prefix /path/gpt2-124m --llama-bin /path/bin
+    tools/bench/bench_serve_vs_llama.py --model M124 --gguf-prefix /path/gpt2-124m --llama-bin /path/bin
         [--lorafleet build/release/tools/lorafleet] [--types q8_0,f16,f32] [--rounds 3]
         [--concurrency 32] [--requests 64] [--input 128] [--output 128] [--json out.json]
 

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "tools/args.hpp"
-#include "tools/bench_stats.hpp"
+#include "tools/bench/bench_stats.hpp"
 #include "worker/engine/kernels/common/half.hpp"
 #include "worker/engine/kernels/kernel_table.hpp"
 #include "worker/engine/kernels/gemm.hpp"

@@ -35,7 +35,7 @@
 
 #include "text/tokenizer.hpp"
 #include "tools/args.hpp"
-#include "tools/bench_stats.hpp"
+#include "tools/bench/bench_stats.hpp"
 #include "worker/engine/model/cpu_model.hpp"
 #include "worker/engine/model/cpu_runner.hpp"
 #include "worker/engine/reference/model_writer.hpp"

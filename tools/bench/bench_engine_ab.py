@@ -5,8 +5,8 @@ Each side is a bench_engine binary and an LF_ISA value (empty: the CPU's own tab
 runs A then B for each dtype (the order flips on odd rounds), so a ratio is taken within a round
 and the medians of the rounds are reported: machines here are shared and drift.
 
-    tools/bench_engine_ab.py --model M124 --a build/release/tools/bench_engine --a-isa avx2 \\
-        --b build/release/tools/bench_engine --b-isa "" [--dtypes int8,bf16,f32] [--rounds 3] \\
+    tools/bench/bench_engine_ab.py --model M124 --a build/release/tools/bench/bench_engine --a-isa avx2 \\
+        --b build/release/tools/bench/bench_engine --b-isa "" [--dtypes int8,bf16,f32] [--rounds 3] \\
         [--threads 2] [--batches 1,8,32,64] [--json out.json]
 
 The table printed is A's and B's tokens/s (median of rounds) per column (a 128-token prompt's

@@ -13,7 +13,7 @@ the workers hold paused. Modes, in turn within each of `--rounds` rounds (median
   raw     a bare DEALER socket that sends the same submits without a window and never receives:
           the old way, its streams run on in the batch to max_tokens
 
-    tools/bench_credit.py --model /tmp/m124 --rounds 3
+    tools/bench/bench_credit.py --model /tmp/m124 --rounds 3
 """
 
 import argparse
@@ -28,7 +28,7 @@ import time
 import msgpack
 import zmq
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "client", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "client", "python"))
 from lorafleet_client import Client  # noqa: E402
 
 PROMPT = "Once upon a time there was a server that never stopped talking to a client"

@@ -12,7 +12,7 @@ recording output throughput, p50/p99 TTFT, and adapter loads per 1,000 requests 
 load counts, summed over adapters, from the gateway's stats). `base` is the same load with no
 adapter at all (placement least_loaded): the reference a multi-adapter server is measured against.
 
-    tools/bench_adapters.py --model /tmp/m124 --rounds 3 --svg docs/bench-adapters/adapters.svg
+    tools/bench/bench_adapters.py --model /tmp/m124 --rounds 3 --svg docs/bench-adapters/adapters.svg
 """
 
 import argparse
@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "client", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "client", "python"))
 from lorafleet_client import Client  # noqa: E402
 
 COLORS = {"base": "#888", "base:priced": "#aaa", "base:adapter_affinity": "#bbb", "round_robin": "#c9a",

@@ -2,7 +2,7 @@
 """Draws bench_spec's --json outputs as one SVG: per run (a label=file pair), the output tok/s of
 each speculation mode relative to `off`, by stream count.
 
-    tools/bench_spec_svg.py OUT.svg "124M int8 grounded=a.json" "124M f32 grounded=b.json" ...
+    tools/bench/bench_spec_svg.py OUT.svg "124M int8 grounded=a.json" "124M f32 grounded=b.json" ...
 """
 import json
 import sys

@@ -4,7 +4,7 @@
 # `lorafleet loadtest`, all in one run so the figures compare. Results: OUT/<name>.{json,csv,svg}
 # and OUT/summary.txt (appended to, so several --only runs can share OUT).
 #
-#   tools/bench_suite.sh [BUILD_DIR] [OUT_DIR] [--quick] [--only 1,2,...] [--threads N]
+#   tools/bench/bench_suite.sh [BUILD_DIR] [OUT_DIR] [--quick] [--only 1,2,...] [--threads N]
 #
 # The figures of the last full run, with the pictures: docs/benchmarks.md, docs/bench-suite/.
 # --quick shrinks the model (4 layers, 256 wide) and the request counts, to check the script.

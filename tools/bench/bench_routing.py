@@ -13,7 +13,7 @@ process, `lorafleet loadtest --self-host`), fresh per run, so no run inherits an
 The no-sharing workload is the same command with --turns 1 --group-size 1 (every prompt its own
 system prompt, no history) and --conversations scaled to send as many prompt tokens.
 
-    tools/bench_routing.py --rounds 3 --out /tmp/routing --svg docs/bench-routing/routing.svg
+    tools/bench/bench_routing.py --rounds 3 --out /tmp/routing --svg docs/bench-routing/routing.svg
 
 A policy may carry router flags, `+`-separated: `cache_aware+balance-abs=8+balance-rel=3` runs
 cache_aware with `--balance-abs 8 --balance-rel 3` (the label in the table is the whole string).
@@ -186,8 +186,8 @@ def svg(med, path, policies, title=""):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--lorafleet", default=os.path.join(os.path.dirname(__file__), "..", "build", "release", "tools",
-                                                        "lorafleet"))
+    ap.add_argument("--lorafleet", default=os.path.join(os.path.dirname(__file__), "..", "..", "build", "release",
+                                                        "tools", "lorafleet"))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--conversations", type=int, default=24)

@@ -7,8 +7,8 @@ llama-batched-bench (128-token prompts, 32 new tokens per stream). The rounds al
 engines, so a ratio is taken within a round (pair by pair) and the medians of the rounds are
 reported: machines here are shared and drift.
 
-    tools/bench_vs_llama.py --model M124 --gguf-prefix /path/gpt2-124m --llama-bin /path/llama.cpp/build/bin
-        [--bench-engine build/release/tools/bench_engine] [--rounds 3] [--threads 2]
+    tools/bench/bench_vs_llama.py --model M124 --gguf-prefix /path/gpt2-124m --llama-bin /path/llama.cpp/build/bin
+        [--bench-engine build/release/tools/bench/bench_engine] [--rounds 3] [--threads 2]
         [--pairs int8:q8_0,bf16:f16,f32:f32] [--batches 1,8,32,64] [--json out.json]
 
 The GGUF files are PREFIX-q8_0.gguf, PREFIX-f16.gguf, PREFIX-f32.gguf (the same weights as the
@@ -74,7 +74,7 @@ def main():
     p.add_argument("--model", required=True)
     p.add_argument("--gguf-prefix", required=True)
     p.add_argument("--llama-bin", required=True)
-    p.add_argument("--bench-engine", default="build/release/tools/bench_engine")
+    p.add_argument("--bench-engine", default="build/release/tools/bench/bench_engine")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--pairs", default="int8:q8_0,bf16:f16,f32:f32")

@@ -14,7 +14,7 @@ Prints every run and the medians, and writes OUT/summary.json, OUT/fairness.svg 
 shares), OUT/deadlines-goodput.svg and OUT/deadlines-waste.svg, and keeps the last pair's
 per-tenant service pictures (OUT/service-fcfs.svg, OUT/service-vtc.svg).
 
-    tools/bench_tenants.py --lorafleet build/release/tools/lorafleet --model /tmp/m124 \
+    tools/bench/bench_tenants.py --lorafleet build/release/tools/lorafleet --model /tmp/m124 \
         --rounds 3 --out docs/bench-tenants
 """
 
