@@ -26,9 +26,9 @@
 #include <nlohmann/json.hpp>
 
 #include "text/tokenizer.hpp"
-#include "tools/args.hpp"
+#include "tools/cli/args.hpp"
 #include "tools/bench/bench_stats.hpp"
-#include "tools/kv_dtype_flag.hpp"
+#include "tools/cli/kv_dtype_flag.hpp"
 #include "tools/loadtest/passage.hpp"
 #include "worker/engine/kernels/kernel_table.hpp"
 #include "worker/engine/kernels/peak_probe.hpp"

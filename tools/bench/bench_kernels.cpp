@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "tools/args.hpp"
+#include "tools/cli/args.hpp"
 #include "tools/bench/bench_stats.hpp"
 #include "worker/engine/kernels/common/half.hpp"
 #include "worker/engine/kernels/kernel_table.hpp"

@@ -19,7 +19,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "tools/args.hpp"
+#include "tools/cli/args.hpp"
 
 namespace {
 

@@ -34,7 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "text/tokenizer.hpp"
-#include "tools/args.hpp"
+#include "tools/cli/args.hpp"
 #include "tools/bench/bench_stats.hpp"
 #include "worker/engine/model/cpu_model.hpp"
 #include "worker/engine/model/cpu_runner.hpp"

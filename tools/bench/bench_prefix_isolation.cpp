@@ -22,7 +22,7 @@
 
 #include "cache/block_manager.hpp"
 #include "cache/cache_salt.hpp"
-#include "tools/args.hpp"
+#include "tools/cli/args.hpp"
 #include "tools/bench/bench_stats.hpp"
 
 using namespace lf::cache;

@@ -28,7 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/gpu/random_checkpoint.hpp"
-#include "tools/args.hpp"
+#include "tools/cli/args.hpp"
 #include "tools/bench/bench_stats.hpp"
 #include "worker/engine/cuda/cuda_engine.hpp"
 #include "text/tokenizer.hpp"

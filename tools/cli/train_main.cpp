@@ -5,8 +5,8 @@
 #include <iostream>
 #include <string>
 
-#include "tools/commands.hpp"
-#include "tools/run_command.hpp"
+#include "tools/cli/commands.hpp"
+#include "tools/cli/run_command.hpp"
 
 int main(int argc, char** argv) {
   const std::string cmd = argc > 1 ? argv[1] : "";

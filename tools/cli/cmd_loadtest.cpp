@@ -12,15 +12,15 @@
 
 #include "cluster/local_cluster.hpp"
 #include "text/tokenizer.hpp"
-#include "tools/args.hpp"
-#include "tools/commands.hpp"
+#include "tools/cli/args.hpp"
+#include "tools/cli/commands.hpp"
 #include "tools/loadtest/chat_driver.hpp"
 #include "tools/loadtest/driver.hpp"
 #include "tools/loadtest/http_client.hpp"
 #include "tools/loadtest/passage.hpp"
 #include "tools/loadtest/report.hpp"
-#include "tools/log_flags.hpp"
-#include "tools/serve_options.hpp"
+#include "tools/cli/log_flags.hpp"
+#include "tools/cli/serve_options.hpp"
 
 namespace lf::tools {
 

@@ -5,8 +5,8 @@
 #include <iostream>
 #include <sstream>
 
-#include "tools/args.hpp"
-#include "tools/commands.hpp"
+#include "tools/cli/args.hpp"
+#include "tools/cli/commands.hpp"
 #include "tools/train/trainer.hpp"
 #include "tools/train/widen_model.hpp"
 #include "worker/engine/reference/model_writer.hpp"

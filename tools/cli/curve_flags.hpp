@@ -11,7 +11,7 @@
 #include <string>
 
 #include "client/client.hpp"
-#include "tools/args.hpp"
+#include "tools/cli/args.hpp"
 
 namespace lf::tools {
 

@@ -10,9 +10,9 @@
 #include <sstream>
 #include <string>
 
-#include "tools/commands.hpp"
+#include "tools/cli/commands.hpp"
 #include "worker/engine/kernels/kernel_table.hpp"
-#include "tools/run_command.hpp"
+#include "tools/cli/run_command.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/log.hpp"
-#include "tools/args.hpp"
+#include "tools/cli/args.hpp"
 
 namespace lf::tools {
 

@@ -6,9 +6,9 @@
 
 #include "cache/adapter_cache.hpp"
 #include "client/client.hpp"
-#include "tools/args.hpp"
-#include "tools/commands.hpp"
-#include "tools/curve_flags.hpp"
+#include "tools/cli/args.hpp"
+#include "tools/cli/commands.hpp"
+#include "tools/cli/curve_flags.hpp"
 
 namespace lf::tools {
 

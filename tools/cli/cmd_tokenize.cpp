@@ -7,8 +7,8 @@
 
 #include "core/utf8.hpp"
 #include "text/tokenizer.hpp"
-#include "tools/args.hpp"
-#include "tools/commands.hpp"
+#include "tools/cli/args.hpp"
+#include "tools/cli/commands.hpp"
 
 namespace lf::tools {
 

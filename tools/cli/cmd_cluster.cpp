@@ -15,12 +15,12 @@
 #include "client/client.hpp"
 #include "core/worker_state.hpp"
 #include "cluster/local_cluster.hpp"
-#include "tools/args.hpp"
-#include "tools/commands.hpp"
-#include "tools/curve_flags.hpp"
-#include "tools/log_flags.hpp"
-#include "tools/sampling_flags.hpp"
-#include "tools/serve_options.hpp"
+#include "tools/cli/args.hpp"
+#include "tools/cli/commands.hpp"
+#include "tools/cli/curve_flags.hpp"
+#include "tools/cli/log_flags.hpp"
+#include "tools/cli/sampling_flags.hpp"
+#include "tools/cli/serve_options.hpp"
 
 namespace lf::tools {
 

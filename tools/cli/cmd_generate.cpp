@@ -11,10 +11,10 @@
 #include <thread>
 
 #include "text/tokenizer.hpp"
-#include "tools/args.hpp"
-#include "tools/commands.hpp"
-#include "tools/kv_dtype_flag.hpp"
-#include "tools/sampling_flags.hpp"
+#include "tools/cli/args.hpp"
+#include "tools/cli/commands.hpp"
+#include "tools/cli/kv_dtype_flag.hpp"
+#include "tools/cli/sampling_flags.hpp"
 #include "worker/engine/kernels/kernel_table.hpp"
 #include "worker/engine/lora/adapter_paths.hpp"
 #include "worker/engine/model/cpu_lora.hpp"

@@ -21,10 +21,10 @@
 #include "cluster/gateway_node.hpp"
 #include "cluster/router_node.hpp"
 #include "gateway/host_port.hpp"
-#include "tools/args.hpp"
-#include "tools/commands.hpp"
-#include "tools/log_flags.hpp"
-#include "tools/node_run.hpp"
+#include "tools/cli/args.hpp"
+#include "tools/cli/commands.hpp"
+#include "tools/cli/log_flags.hpp"
+#include "tools/cli/node_run.hpp"
 
 namespace lf::tools {
 

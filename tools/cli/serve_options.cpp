@@ -1,4 +1,4 @@
-#include "tools/serve_options.hpp"
+#include "tools/cli/serve_options.hpp"
 
 #include <filesystem>
 #include <sstream>
@@ -7,7 +7,7 @@
 #include "core/api_keys.hpp"
 #include "gateway/host_port.hpp"
 #include "gateway/tls_context.hpp"
-#include "tools/kv_dtype_flag.hpp"
+#include "tools/cli/kv_dtype_flag.hpp"
 #include "worker/worker_settings.hpp"
 
 namespace lf::tools {

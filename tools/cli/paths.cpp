@@ -1,5 +1,5 @@
 // Where the program's data lies: the default model, its adapters and the GPT-2 tokenizer.
-#include "tools/commands.hpp"
+#include "tools/cli/commands.hpp"
 
 #include <cstdlib>
 #include <filesystem>

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "tools/args.hpp"
+#include "tools/cli/args.hpp"
 #include "worker/engine/kernels/kv_cache.hpp"
 #include "worker/worker_settings.hpp"
 

@@ -4,8 +4,8 @@
 #include <stdexcept>
 
 #include "cluster/child_process.hpp"
-#include "tools/args.hpp"
-#include "tools/commands.hpp"
+#include "tools/cli/args.hpp"
+#include "tools/cli/commands.hpp"
 #include "tools/soak/soak_run.hpp"
 
 namespace lf::tools {

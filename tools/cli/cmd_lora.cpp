@@ -1,8 +1,8 @@
 // `lorafleet make-adapter`: a random PEFT LoRA adapter for a base model (tests, demos, benchmarks).
 #include <iostream>
 
-#include "tools/args.hpp"
-#include "tools/commands.hpp"
+#include "tools/cli/args.hpp"
+#include "tools/cli/commands.hpp"
 #include "worker/engine/checkpoint/gpt2_config.hpp"
 #include "worker/engine/lora/lora_adapter.hpp"
 

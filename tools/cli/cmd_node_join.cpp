@@ -9,10 +9,10 @@
 #include "cluster/join_config.hpp"
 #include "gateway/host_port.hpp"
 #include "core/log.hpp"
-#include "tools/commands.hpp"
-#include "tools/log_flags.hpp"
-#include "tools/node_run.hpp"
-#include "tools/serve_options.hpp"
+#include "tools/cli/commands.hpp"
+#include "tools/cli/log_flags.hpp"
+#include "tools/cli/node_run.hpp"
+#include "tools/cli/serve_options.hpp"
 
 namespace lf::tools {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "cluster/cluster_config.hpp"
-#include "tools/args.hpp"
+#include "tools/cli/args.hpp"
 
 namespace lf::tools {
 
@@ -36,7 +36,7 @@ struct worker_node_run {
 int run_worker_node(const cluster::cluster_config& cfg, const cluster::node_config& node, const worker_node_run& run,
                     sigset_t sigs);
 
-/// `lorafleet node --join HOST:PORT ...` (tools/cmd_node_join.cpp).
+/// `lorafleet node --join HOST:PORT ...` (tools/cli/cmd_node_join.cpp).
 int cmd_node_join(int argc, char** argv, sigset_t sigs);
 
 } // namespace lf::tools

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "tools/args.hpp"
+#include "tools/cli/args.hpp"
 
 namespace lf::tools {
 

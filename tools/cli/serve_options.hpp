@@ -3,8 +3,8 @@
 /// model, adapters, workers, threads, KV budget, batching, placement, limits, endpoint.
 
 #include "cluster/local_cluster.hpp"
-#include "tools/args.hpp"
-#include "tools/commands.hpp"
+#include "tools/cli/args.hpp"
+#include "tools/cli/commands.hpp"
 
 namespace lf::tools {
 

@@ -1,4 +1,4 @@
-#include "tools/node_run.hpp"
+#include "tools/cli/node_run.hpp"
 
 #include <atomic>
 #include <ctime>
