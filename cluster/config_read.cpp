@@ -67,7 +67,7 @@ void read_cluster(toml_reader& r, cluster_config& c) {
   r.finish();
 }
 
-void read_router(toml_reader& r, router_settings& rs, parse_state& st) {
+void read_router(toml_reader& r, router::router_config& rs, parse_state& st) {
   if (auto p = r.str("placement")) {
     if (auto pol = router::parse_placement_policy(*p))
       rs.placement.policy = *pol;
@@ -75,10 +75,10 @@ void read_router(toml_reader& r, router_settings& rs, parse_state& st) {
       st.add(r.key_path("placement"), "unknown policy \"" + *p
                                         + "\" (round_robin, least_loaded, adapter_affinity, priced or cache_aware)");
   }
-  r.set("queue_limit", rs.queue_limit, 0, 1'000'000);
+  r.set("queue_limit", rs.max_queue, 0, 1'000'000);
   r.set("max_inflight_per_worker", rs.max_inflight_per_worker, 1, 1'000'000);
   r.set("retry_after_ms", rs.retry_after_ms, 0, max_ms);
-  r.set("max_queue_wait_ms", rs.max_queue_wait_ms, 0, max_ms);
+  r.set_duration("max_queue_wait_ms", rs.max_queue_wait, 0, max_ms);
   r.set("adapter_load_cost_tokens", rs.placement.adapter_load_cost_tokens, 0, u32_max);
   r.set("max_concurrent_loads", rs.placement.max_concurrent_loads, 0, u32_max);
   r.set("placement_aging_ms", rs.placement.aging_ms, 0, max_ms);
@@ -126,7 +126,7 @@ void read_tenant(toml_reader& r, router::tenant_limits& t) {
   r.finish();
 }
 
-void read_tenants(toml_reader& r, router_settings& rs, parse_state& st, const std::string& path) {
+void read_tenants(toml_reader& r, router::router_config& rs, parse_state& st, const std::string& path) {
   // [tenants.NAME]: one table per tenant; its name is the key.
   for (auto&& [key, node] : r.raw()) {
     const std::string name(key.str());
@@ -141,9 +141,9 @@ void read_tenants(toml_reader& r, router_settings& rs, parse_state& st, const st
   r.finish();
 }
 
-void read_limits(toml_reader& r, router_settings& rs) {
-  auto& l = rs.limits;
-  r.set("max_prompt_bytes", rs.max_prompt_bytes, 1, 1 << 30);
+void read_limits(toml_reader& r, cluster_config& c) {
+  auto& l = c.router_cfg.limits;
+  r.set("max_prompt_bytes", c.max_prompt_bytes, 1, 1 << 30);
   r.set("max_tokens", l.max_tokens_limit, 1, 1 << 20);
   r.set("max_stop", l.max_stop, 0, 1024);
   r.set("max_stop_len", l.max_stop_len, 1, 1 << 16);
@@ -271,7 +271,7 @@ bool read_config(const std::string& text, cluster_config& c, parse_state& st) {
   }
   if (const auto* t = r.table("limits")) {
     toml_reader lr(*t, "limits", st);
-    read_limits(lr, c.router_cfg);
+    read_limits(lr, c);
   }
   // [tenant_defaults] before [tenants.NAME]: a tenant's unset keys are the defaults.
   if (const auto* t = r.table("tenant_defaults")) {
