@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -246,6 +247,16 @@ private:
       out = static_cast<T>(v);
   }
 };
+
+/// A choice's options from enum values, each spelt by its to_string (found by argument-dependent
+/// lookup), so an enum's spellings stay where the enum is.
+template <class E>
+std::vector<std::pair<std::string, E>> spelt(std::initializer_list<E> values) {
+  std::vector<std::pair<std::string, E>> out;
+  for (auto v : values)
+    out.emplace_back(std::string(to_string(v)), v);
+  return out;
+}
 
 /// The row of `keys` named `name`, or nullptr.
 template <class S>

@@ -1,7 +1,10 @@
 #pragma once
 /// How one worker is configured: the one struct behind `lorafleet serve`'s flags, a cluster
-/// config's [workers] / [nodes.workers] tables and worker_runtime, with the one set of defaults.
-/// Pure C++ (no torch), so the cluster config loader can use it.
+/// config's [workers] / [nodes.workers] tables and worker_runtime, with the one set of defaults;
+/// its keys (worker_keys: name, range, doc) and the rules between them (check_settings), which
+/// both readers use. Adding a setting: a field here, a row in worker_keys (worker_settings.cpp),
+/// and its line in docs/cluster.md (a unit test compares them). Pure C++ (no torch), so the
+/// cluster config loader can use it.
 
 #include <cstddef>
 #include <cstdint>
@@ -9,8 +12,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cache/cache_salt.hpp"
+#include "core/setting_key.hpp"
 #include "core/request.hpp"
 #include "core/vtc.hpp"
 #include "worker/speculation.hpp"
@@ -39,7 +44,8 @@ bool is_compute_dtype(std::string_view s);
 /// The K/V cache types a worker accepts (kernels::parse_kv_type's spellings), as messages list them.
 inline constexpr const char* kv_dtype_list = "f32, bf16 or int8";
 
-/// Each of `workers` workers' share of this machine's cores, at least 1.
+/// Each of `workers` workers' share of this machine's cores, at least 1 and at most 256 (the
+/// most `threads` takes).
 int share_of_cores(std::uint32_t workers);
 
 /// Everything one worker is built from. Field names are the cluster config's keys.
@@ -105,12 +111,20 @@ struct worker_settings {
 /// The method `s` speculates with (its "auto" resolved); check_settings has checked it.
 speculation_method method_of(const worker_settings& s);
 
-/// Checks `device` and what it implies (dtype, kv_dtype and mode for a GPU): an error message
-/// naming the setting, or an empty string. Whether this build has CUDA is the runtime's to say.
-std::string check_device(const worker_settings& s);
+/// The worker keys: a cluster config's [workers] / [nodes.workers] keys and the flags of `serve`
+/// and `node --join` (each named after its key), in --help's order. Every key's range and doc is
+/// written here once; defaults are the struct's.
+const std::vector<settings::setting_key<worker_settings>>& worker_keys();
 
-/// Checks settings that need no files: returns an error message naming the setting, or an
-/// empty string.
+/// What is wrong with `s`, every problem (empty: nothing): each key's value against its range or
+/// choices in worker_keys, and every rule between keys (max_seqs at most max_batched_tokens; a GPU
+/// device computes in f32, continuous batching only, no draft model; speculation_method "draft"
+/// needs a draft_model; static modes need a static_batch), one wording per rule, keys named by
+/// `name` (settings::file_key for a config file, settings::flag_namer for flags). model_dir and
+/// adapter_dir are not keys (a config's [cluster] fills them in at start): not checked here.
+std::vector<settings::setting_issue> check_settings(const worker_settings& s, const settings::key_namer& name);
+
+/// The first of those problems in a config file's names, or an empty string.
 std::string check_settings(const worker_settings& s);
 
 /// The limits requests for this model are validated against (core/request.hpp): context window

@@ -42,17 +42,11 @@ worker::worker_settings worker_settings_from(args& a, const std::string& adapter
     throw std::invalid_argument(std::string("--dtype must be ") + worker::compute_dtype_list + " (got '"
                                 + w.dtype + "')");
   w.kv_dtype = std::string(kernels::to_string(kv_dtype_flag(a, gpu ? "f32" : defaults.kv_dtype)));
-  if (auto err = worker::check_device(w); !err.empty())
-    throw std::invalid_argument("--device: " + err);
   w.kv_cache_mb = static_cast<std::size_t>(a.integer_in("kv-cache-mb", static_cast<std::int64_t>(defaults.kv_cache_mb), 1, 1 << 20));
   w.block_size = static_cast<std::uint32_t>(a.integer_in("block-size", defaults.block_size, 1, 1024));
   w.max_seqs = static_cast<std::uint32_t>(a.integer_in("max-seqs", defaults.max_seqs, 1, 4096));
   w.max_batched_tokens =
     static_cast<std::uint32_t>(a.integer_in("max-batched-tokens", defaults.max_batched_tokens, 1, 1 << 20));
-  if (w.max_seqs > w.max_batched_tokens)
-    throw std::invalid_argument("--max-seqs (" + std::to_string(w.max_seqs)
-                                + ") must not exceed --max-batched-tokens ("
-                                + std::to_string(w.max_batched_tokens) + ")");
   w.prefix_cache = !a.has("no-prefix-cache");
   const auto isolation = a.str("prefix-cache-isolation", "tenant");
   auto iso = cache::parse_prefix_isolation(isolation);
@@ -80,7 +74,8 @@ worker::worker_settings worker_settings_from(args& a, const std::string& adapter
     a.integer_in("adapter-cache-mb", static_cast<std::int64_t>(defaults.adapter_cache_mb), 1, 1 << 20));
   w.max_adapters = static_cast<std::uint32_t>(a.integer_in("max-adapters", defaults.max_adapters, 1, 1 << 20));
   w = worker::resolve_for_process(std::move(w), workers);
-  if (auto err = worker::check_settings(w); !err.empty())
+  if (auto err = settings::first_message(worker::check_settings(w, settings::flag_namer(worker::worker_keys())));
+      !err.empty())
     throw std::invalid_argument(err);
   return w;
 }
