@@ -1,6 +1,9 @@
 #pragma once
 /// Settings of a router: the one struct behind a cluster config's [router] and [limits] tables
-/// and `lorafleet serve`'s router flags. Pure C++ (no CAF), so the config loader can use it.
+/// and `lorafleet serve`'s router flags, and its keys (router_keys: name, range, doc), which both
+/// readers use. Adding a setting: a field here, a row in router_keys (router_config.cpp), and its
+/// line in docs/cluster.md (a unit test compares them). Pure C++ (no CAF), so the config loader
+/// can use it.
 
 #include <chrono>
 #include <cstdint>
@@ -8,6 +11,7 @@
 #include <vector>
 
 #include "core/request.hpp"
+#include "core/setting_key.hpp"
 #include "router/completion_estimate.hpp"
 #include "router/placement.hpp"
 #include "router/tenancy.hpp"
@@ -67,5 +71,16 @@ struct router_config {
   /// or behind mutual TLS: cluster/config_check.cpp refuses anything else).
   std::string join_token;
 };
+
+/// The settings a config file and `serve` start from: router_config's, with placement
+/// cache_aware (measured against the others: docs/benchmarks.md, "Cache-aware routing"; the
+/// struct's own least_loaded is for code that builds one by hand).
+router_config configured_defaults();
+
+/// The router keys: a cluster config's [router] keys and `serve`'s router flags (each named after
+/// its key, but placement's `--policy`), in --help's order. Every key's range and doc is written
+/// here once; defaults are configured_defaults()'. No rule ties two of them together (the worker
+/// keys' rules are worker::check_settings).
+const std::vector<settings::setting_key<router_config>>& router_keys();
 
 } // namespace lf::router
