@@ -25,7 +25,7 @@ const std::vector<settings::setting_key<router_config>>& router_keys() {
     t.integer("queue_limit", LF_SETTING(max_queue), 0, 1'000'000,
               "admission queue bound; beyond it, overloaded with a retry hint");
     t.integer("max_inflight_per_worker", LF_SETTING(max_inflight_per_worker), 1, 1'000'000,
-              "requests placed on one worker and not ended, at most");
+              "requests placed on one worker and not ended, at most (serve: twice max_seqs unless given)");
     t.integer("retry_after_ms", LF_SETTING(retry_after_ms), 0, day_ms, "the hint sent with overloaded")
       .scope = key_scope::file_only;
     t.integer("max_queue_wait_ms", LF_SETTING(max_queue_wait), 0, day_ms,

@@ -27,8 +27,6 @@ std::optional<batching_mode> parse_batching_mode(std::string_view s) {
   return std::nullopt;
 }
 
-bool is_compute_dtype(std::string_view s) { return s == "f32" || s == "bf16" || s == "int8"; }
-
 int share_of_cores(std::uint32_t workers) {
   const auto cores = std::max(1u, std::thread::hardware_concurrency());
   return static_cast<int>(std::min(256u, std::max(1u, cores / std::max(1u, workers))));

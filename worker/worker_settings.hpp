@@ -35,13 +35,8 @@ std::string_view to_string(batching_mode m);
 /// Parses to_string's spellings; std::nullopt otherwise.
 std::optional<batching_mode> parse_batching_mode(std::string_view s);
 
-/// The compute dtypes a worker accepts, as messages list them.
-inline constexpr const char* compute_dtype_list = "f32, bf16 or int8";
-
-/// Whether `s` names one of them (engine::parse_compute_dtype turns it into the enum).
-bool is_compute_dtype(std::string_view s);
-
-/// The K/V cache types a worker accepts (kernels::parse_kv_type's spellings), as messages list them.
+/// The K/V cache types a worker accepts (kernels::parse_kv_type's spellings), as the --kv-dtype of
+/// `generate` and the benchmarks lists them (worker_keys has serve's).
 inline constexpr const char* kv_dtype_list = "f32, bf16 or int8";
 
 /// Each of `workers` workers' share of this machine's cores, at least 1 and at most 256 (the
@@ -62,8 +57,8 @@ struct worker_settings {
   /// Where the model runs: "cpu" (the CPU kernels), or "cuda" / "cuda:N" (GPU N; a build with
   /// CUDA, dtype and kv_dtype "f32").
   std::string device = "cpu";
-  std::string dtype = "int8";      ///< compute dtype: compute_dtype_list (int8 = W8A8)
-  std::string kv_dtype = "bf16";   ///< K/V cache type: kv_dtype_list
+  std::string dtype = "int8";      ///< compute dtype: f32, bf16 or int8 (int8 = W8A8)
+  std::string kv_dtype = "bf16";   ///< K/V cache type: f32, bf16 or int8
   /// K/V pool size, at most twice what max_seqs sequences hold at full context (1024 MB holds
   /// about 64 x 455 tokens of GPT-2 124M in bf16; sequences beyond that are preempted and resumed).
   std::size_t kv_cache_mb = 1024;

@@ -58,7 +58,7 @@ expect 2 "--max-seqs must be in" serve --max-seqs 0
 expect 2 "--block-size must be in" serve --block-size 0
 expect 2 "--kv-cache-mb must be in" serve --kv-cache-mb 0
 expect 2 "must not exceed --max-batched-tokens" serve --max-seqs 64 --max-batched-tokens 32
-expect 2 "--speculation-method must be \"ngram\", \"draft\" or \"auto\"" serve --speculation-method lookup
+expect 2 "--speculation-method must be ngram, draft or auto (got 'lookup')" serve --speculation-method lookup
 expect 2 "--speculation-method \"draft\" needs a --draft-model" serve --speculation-method draft
 expect 2 "--draft-threads must be in" serve --draft-threads 0
 expect 1 "draft model directory /nonexistent/draft does not exist" serve --threads 1 --listen tcp://127.0.0.1:0 --draft-model /nonexistent/draft
@@ -123,6 +123,11 @@ if [ -f "$(dirname "$0")/../../models/default/config.json" ]; then
 fi
 out=$("$bin" serve --help) || { echo "FAIL: serve --help exit $?"; failures=$((failures + 1)); }
 [[ $out == *"--max-seqs"* && $out != *"loadtest"* ]] || { echo "FAIL: serve --help: $out"; failures=$((failures + 1)); }
+# Both lists come from the settings tables, with ranges and defaults; node (--join) has the workers'.
+[[ $out == *"--max-seqs N"*"(1..4096; default 64)"* && $out == *"--policy round_robin|"* ]] \
+  || { echo "FAIL: serve --help lists no settings: $out"; failures=$((failures + 1)); }
+out=$("$bin" node --help) || { echo "FAIL: node --help exit $?"; failures=$((failures + 1)); }
+[[ $out == *"--max-seqs N"* && $out != *"--policy"* ]] || { echo "FAIL: node --help: $out"; failures=$((failures + 1)); }
 # A lone byte of a multi-byte character decodes to U+FFFD, as generate and the server print it.
 out=$(echo '[158]' | "$bin" tokenize --decode | od -An -tx1 | tr -d ' \n')
 [[ $out == "efbfbd" ]] || { echo "FAIL: tokenize --decode of a lone byte: $out"; failures=$((failures + 1)); }

@@ -27,7 +27,9 @@ namespace lf::tools {
 namespace fs = std::filesystem;
 
 int cmd_serve(int argc, char** argv) {
-  args a(argc, argv, 2, {"metrics-need-key"});
+  auto switches = setting_switches();
+  switches.insert("metrics-need-key");
+  args a(argc, argv, 2, switches);
   auto s = cluster_settings_from(a);
   const auto drain = std::chrono::seconds(a.integer_in("drain-timeout", 30, 0, 86400));
   const auto ready_file = a.str("ready-file");

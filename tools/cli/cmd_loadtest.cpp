@@ -148,7 +148,9 @@ int run_chat_workload(const chat_workload_config& cw, driver_options d, const go
 } // namespace
 
 int cmd_loadtest(int argc, char** argv) {
-  args a(argc, argv, 2, {"self-host", "chat", "no-ignore-eos", "quiet"});
+  auto switches = setting_switches();  // --self-host takes serve's flags
+  switches.insert({"self-host", "chat", "no-ignore-eos", "quiet"});
+  args a(argc, argv, 2, switches);
   const bool self_host = a.has("self-host");
   // A self-hosted server logs warnings only: the report is this command's output.
   log::configure(log_settings_from(a, "warn"));

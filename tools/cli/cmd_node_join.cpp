@@ -39,7 +39,7 @@ void need_file(const std::string& flag, const std::string& path) {
 } // namespace
 
 int cmd_node_join(int argc, char** argv, sigset_t sigs) {
-  args a(argc, argv, 2);
+  args a(argc, argv, 2, setting_switches());
   if (!a.positional().empty())
     throw std::invalid_argument("--join takes no config file (a node named in one runs as lorafleet node CONFIG --name NODE)");
   cluster::join_settings j;

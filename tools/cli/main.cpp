@@ -13,34 +13,20 @@
 #include "tools/cli/commands.hpp"
 #include "worker/engine/kernels/kernel_table.hpp"
 #include "tools/cli/run_command.hpp"
+#include "tools/cli/serve_options.hpp"
 
 namespace {
 
 const char* usage = R"(usage: lorafleet <command> [options]
 
 commands:
-  serve       [--model DIR] [--adapters DIR] [--workers N] [--listen EP] [--threads N per worker]
-              [--device cpu|cuda|cuda:N (GPU: f32)]
-              [--dtype int8|bf16|f32] [--kv-dtype bf16|int8|f32] [--kv-cache-mb MB] [--max-seqs N]
-              [--max-batched-tokens N]
-              [--speculation off|on|auto] [--speculative-tokens N] [--draft-model DIR]
-              [--speculation-method ngram|draft|auto] [--draft-kv-cache-mb MB] [--draft-threads N]
-              [--adapter-cache-mb MB] [--max-adapters N (per worker)]
-              [--max-inflight-per-worker N] [--max-queue-wait-ms MS (30000)]
+  serve       [--model DIR] [--adapters DIR] [--workers N] [--listen EP]
               [--curve-secret-key Z85 --curve-public-key Z85]   (CURVE on the gateway)
-              [--mode continuous|static|static_no_cache] [--no-prefix-cache] [--block-size N]
-              [--prefix-cache-isolation tenant|shared (tenant: named tenants never share blocks)]
-              [--policy round_robin|least_loaded|adapter_affinity|priced|cache_aware (default)] [--queue-limit N]
-              [--max-concurrent-loads N (priced; 2)] [--placement-aging-ms MS (priced; 1000)]
-              [--load-price-weight W (priced; 1)] [--decode-share F (priced; 0)]
-              [--balance-abs N (cache_aware; 2)] [--balance-rel F (cache_aware; 1.5)] [--balance-scope prefix|all]
-              [--scheduling vtc|fcfs (across tenants)] [--deadline-admission on|off]
-              [--deadline-margin F (0.1)]
-              [--adapter-roots DIR,DIR (default: --adapters) --adapter-log FILE --max-adapter-rank R
-               --prefetch-copies N] [--drain-kv ship|recompute] [--drain-timeout S] [--ready-file PATH] [--log-level debug|info|warn|error|off]
+              [--drain-timeout S] [--ready-file PATH] [--log-level debug|info|warn|error|off]
               [--log-format text|json] [--http HOST:PORT [--model-name NAME]
               [--tls-cert PEM --tls-key PEM (HTTPS)]]
               [--api-key-file FILE (NAME ROLE KEY [TENANT] per line, mode 600) [--metrics-need-key]]
+              [worker and router settings: --max-seqs N, --policy P, ... (`serve --help` lists them)]
               router + workers + ZeroMQ gateway in one process (default model: models/default);
               --http adds the OpenAI-compatible API, /metrics, /health, /ready and the dashboard;
               logs one line per finished request at info level (stderr)
@@ -71,8 +57,8 @@ commands:
               run one node of a cluster config (docs/cluster.md): the router node (router +
               gateway + its workers), a router replica or a gateway node of a split front
               (router_nodes, gateway_nodes), or a worker node (connects to every router, reconnects)
-              --join HOST:PORT[,HOST:PORT...] [--name NAME ($HOSTNAME)] [serve's worker flags: --model DIR
-              --adapters DIR --workers N --threads N --dtype D --kv-cache-mb MB --max-seqs N ...]
+              --join HOST:PORT[,HOST:PORT...] [--name NAME ($HOSTNAME)] [--model DIR --adapters DIR
+              --workers N, serve's worker settings: --threads N --max-seqs N ... (`node --help`)]
               [--probe-listen HOST:PORT] [--join-token-file F] [--tls-ca F --tls-cert F --tls-key F]
               [--heartbeat-interval-ms N] [--heartbeat-timeout-ms N] [--drain-timeout S]
               a worker node that joins a running cluster at its router's CAF port (a DNS name may
@@ -198,6 +184,8 @@ int main(int argc, char** argv) {
         return 2;
       }
       std::cout << text;
+      if (cmd == "serve" || cmd == "node")  // node: --join's worker flags
+        std::cout << lf::tools::settings_help(cmd == "serve");
       return 0;
     }
   if (torch_command(cmd))
