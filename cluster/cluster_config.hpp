@@ -20,8 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "router/placement.hpp"
-#include "router/tenancy.hpp"
+#include "router/router_config.hpp"
 #include "core/request.hpp"
 #include "worker/worker_settings.hpp"
 
@@ -79,32 +78,6 @@ struct node_config {
   /// A gateway node's own client endpoints ([[nodes]] gateway_listen, http_listen): empty =>
   /// [gateway] listen and [http] listen.
   std::string gateway_listen, http_listen;
-};
-
-/// Router settings ([router] and [limits]).
-struct router_settings {
-  router::placement_options placement;
-  std::size_t queue_limit = 256;
-  std::uint32_t max_inflight_per_worker = 64;
-  std::uint32_t retry_after_ms = 200;
-  /// [router] max_queue_wait_ms: while no worker takes requests, how long queued ones wait
-  /// for one to come back before they end with no_workers.
-  std::uint32_t max_queue_wait_ms = 30000;
-  bool ship_kv = true;              ///< drain_kv = "ship" (default) or "recompute"
-  request_limits limits;            ///< [limits]; the model's context and vocabulary come at start
-  std::size_t max_prompt_bytes = std::size_t{1} << 20;  ///< the gateway's bound on a rendered prompt
-  /// [router] scheduling and token weights, [tenant_defaults], [tenants.NAME]; the workers'
-  /// schedulers follow the same scheduling policy.
-  router::tenancy_options tenants;
-  bool deadline_admission = true;   ///< [router] deadline_admission
-  double deadline_margin = 0.1;     ///< [router] deadline_margin
-  /// [router] adapter_log: the adapter registry's log on the router node ("" = memory only).
-  std::string adapter_log;
-  /// [router] adapter_roots: where `adapters add` may take adapters from (default: the
-  /// cluster's adapter_dir, if set).
-  std::vector<std::string> adapter_roots;
-  std::uint32_t max_adapter_rank = 64;  ///< [router] max_adapter_rank
-  std::uint32_t prefetch_copies = 1;    ///< [router] prefetch_copies
 };
 
 /// CURVE on the client gateway ([security.clients]); keys are Z85 (40 characters).
@@ -165,7 +138,10 @@ struct cluster_config {
   bool metrics_need_key = false;  ///< [auth] metrics_need_key: /metrics and the dashboard need a key
   std::string http_tls_cert;    ///< [http] tls_cert: PEM certificate chain; with tls_key => HTTPS
   std::string http_tls_key;     ///< [http] tls_key: its PEM private key
-  router_settings router_cfg;
+  /// [router] and [limits] (router/router_config.hpp): placement `cache_aware` unless the file
+  /// says otherwise; adapter_roots empty => [cluster] adapter_dir, filled in at start.
+  router::router_config router_cfg;
+  std::size_t max_prompt_bytes = std::size_t{1} << 20;  ///< [limits]: the gateway's bound on a rendered prompt
   std::chrono::milliseconds heartbeat_interval{1000};  ///< 0: no heartbeats
   std::chrono::milliseconds heartbeat_timeout{5000};   ///< a silent peer is dropped after this
   std::chrono::milliseconds reconnect_initial{200};    ///< worker nodes: first retry delay

@@ -22,20 +22,8 @@ bool has_space(const std::string& s) {
 }
 
 void check_workers(const worker_group& w, const std::string& path, parse_state& st) {
-  if (w.settings.device != "cpu") {
-    if (auto err = worker::check_device(w.settings); !err.empty())
-      st.add(path + ".device", err);
-  }
-  if (!worker::is_compute_dtype(w.settings.dtype))
-    st.add(path + ".dtype", "\"" + w.settings.dtype + "\" is not a compute dtype ("
-                              + worker::compute_dtype_list + ")");
-  if (!worker::is_compute_dtype(w.settings.kv_dtype))
-    st.add(path + ".kv_dtype", "\"" + w.settings.kv_dtype + "\" is not a K/V cache type ("
-                                 + worker::kv_dtype_list + ")");
-  if (w.settings.max_batched_tokens < w.settings.max_seqs)
-    st.add(path + ".max_batched_tokens", "must be at least max_seqs ("
-                                           + std::to_string(w.settings.max_seqs)
-                                           + "), or a full batch of decodes never fits a step");
+  for (const auto& i : worker::check_settings(w.settings, settings::file_key))
+    st.add(path + "." + i.key, i.message);
 }
 
 /// router_node / router_nodes / gateway_nodes: who runs what. router_node becomes the first

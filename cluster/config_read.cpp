@@ -1,8 +1,8 @@
-// Pass 1 of the config loader: TOML syntax, known keys, value types and ranges, paths resolved
-// against the file's directory, CURVE keys read from their files. Relations between values are
-// pass 2's (config_check.cpp).
+// Pass 1 of the config loader: TOML syntax, known keys, value types and ranges (the [workers] and
+// [router] keys from their tables: worker_keys, router_keys), paths resolved against the file's
+// directory, CURVE keys read from their files. Relations between values are pass 2's
+// (config_check.cpp).
 #include <filesystem>
-#include <limits>
 
 #include "cluster/config_detail.hpp"
 #include "cluster/toml_reader.hpp"
@@ -14,43 +14,62 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::int64_t max_ms = 24LL * 3600 * 1000;  // a day, as an upper bound for durations
-constexpr std::int64_t u32_max = std::numeric_limits<std::uint32_t>::max();
+
+/// Reads the file keys of a settings table (worker/worker_settings.cpp, router/router_config.cpp)
+/// from `r` into `out`: each key's type, range or choices checked; a path resolved against the
+/// file's directory. A key absent or refused leaves its field as it was.
+template <class S>
+void read_keys(toml_reader& r, const std::vector<settings::setting_key<S>>& keys, S& out, parse_state& st) {
+  using settings::key_type;
+  for (const auto& k : keys) {
+    if (!k.in_file())
+      continue;
+    switch (k.type) {
+      case key_type::integer:
+        if (auto v = r.integer(k.name, static_cast<std::int64_t>(k.lo), static_cast<std::int64_t>(k.hi)))
+          k.set(out, *v);
+        break;
+      case key_type::number:
+        if (auto v = r.number(k.name, k.lo, k.hi))
+          k.set(out, *v);
+        break;
+      case key_type::boolean:
+        if (auto v = r.boolean(k.name))
+          k.set(out, *v);
+        break;
+      case key_type::text:
+        if (auto v = r.str(k.name))
+          k.set(out, *v);
+        break;
+      case key_type::path: {
+        std::string p;
+        r.set_path(k.name, p);
+        if (!p.empty())
+          k.set(out, p);
+        break;
+      }
+      case key_type::choice:
+        if (auto v = r.str(k.name); v && !k.set(out, *v))
+          st.add(r.key_path(k.name), settings::not_a_choice(k, *v, true));
+        break;
+      case key_type::paths:
+        if (auto v = r.strings(k.name)) {
+          for (auto& p : *v)
+            p = resolve_path(st.dir, p);
+          k.set(out, *v);
+        }
+        break;
+    }
+  }
+}
 
 void read_workers(toml_reader& r, worker_group& w, bool with_count, parse_state& st) {
   if (with_count)
     r.set("count", w.count, 0, 256);
-  auto& s = w.settings;
-  r.set("device", s.device);
-  r.set("threads", s.threads, 0, 256);
   // Ignored: OpenBLAS served only the old ATen static modes; configs written then still load.
   int blas_threads = 0;
   r.set("blas_threads", blas_threads, 0, 256);
-  r.set("dtype", s.dtype);
-  r.set("kv_dtype", s.kv_dtype);
-  r.set("kv_cache_mb", s.kv_cache_mb, 1, 1 << 20);
-  r.set("block_size", s.block_size, 1, 1024);
-  r.set("max_seqs", s.max_seqs, 1, 4096);
-  r.set("max_batched_tokens", s.max_batched_tokens, 1, 1 << 20);
-  r.set("prefix_cache", s.prefix_cache);
-  if (auto p = r.str("prefix_cache_isolation")) {
-    if (auto iso = cache::parse_prefix_isolation(*p))
-      s.prefix_cache_isolation = *iso;
-    else
-      st.add(r.key_path("prefix_cache_isolation"), "must be \"tenant\" or \"shared\" (got \"" + *p + "\")");
-  }
-  if (auto p = r.str("speculation")) {
-    if (auto m = worker::parse_speculation_mode(*p))
-      s.speculation = *m;
-    else
-      st.add(r.key_path("speculation"), "must be \"off\", \"on\" or \"auto\" (got \"" + *p + "\")");
-  }
-  r.set("speculative_tokens", s.speculative_tokens, 1, worker::max_speculative_tokens);
-  r.set_path("draft_model", s.draft_model);
-  r.set("speculation_method", s.speculation_method);
-  r.set("draft_kv_cache_mb", s.draft_kv_cache_mb, 1, 1 << 20);
-  r.set("draft_threads", s.draft_threads, 1, 256);
-  r.set("adapter_cache_mb", s.adapter_cache_mb, 1, 1 << 20);
-  r.set("max_adapters", s.max_adapters, 1, 1 << 16);
+  read_keys(r, worker::worker_keys(), w.settings, st);
   r.set_duration("report_interval_ms", w.report_interval, 10, 60'000);
 }
 
@@ -67,55 +86,8 @@ void read_cluster(toml_reader& r, cluster_config& c) {
   r.finish();
 }
 
-void read_router(toml_reader& r, router_settings& rs, parse_state& st) {
-  if (auto p = r.str("placement")) {
-    if (auto pol = router::parse_placement_policy(*p))
-      rs.placement.policy = *pol;
-    else
-      st.add(r.key_path("placement"), "unknown policy \"" + *p
-                                        + "\" (round_robin, least_loaded, adapter_affinity, priced or cache_aware)");
-  }
-  r.set("queue_limit", rs.queue_limit, 0, 1'000'000);
-  r.set("max_inflight_per_worker", rs.max_inflight_per_worker, 1, 1'000'000);
-  r.set("retry_after_ms", rs.retry_after_ms, 0, max_ms);
-  r.set("max_queue_wait_ms", rs.max_queue_wait_ms, 0, max_ms);
-  r.set("adapter_load_cost_tokens", rs.placement.adapter_load_cost_tokens, 0, u32_max);
-  r.set("max_concurrent_loads", rs.placement.max_concurrent_loads, 0, u32_max);
-  r.set("placement_aging_ms", rs.placement.aging_ms, 0, max_ms);
-  r.set_number("load_price_weight", rs.placement.load_price_weight, 0, 1000);
-  r.set_number("decode_share", rs.placement.decode_share, 0, 1000);
-  r.set("balance_abs", rs.placement.balance_abs, 0, u32_max);
-  r.set_number("balance_rel", rs.placement.balance_rel, 1, 1000);
-  if (auto b = r.str("balance_scope")) {
-    if (*b == "prefix" || *b == "all")
-      rs.placement.balance_on_prefix = *b == "prefix";
-    else
-      st.add(r.key_path("balance_scope"), "must be \"prefix\" or \"all\" (got \"" + *b + "\")");
-  }
-  if (auto d = r.str("drain_kv")) {
-    if (*d == "ship" || *d == "recompute")
-      rs.ship_kv = *d == "ship";
-    else
-      st.add(r.key_path("drain_kv"), "must be \"ship\" or \"recompute\" (got \"" + *d + "\")");
-  }
-  if (auto p = r.str("scheduling")) {
-    if (auto pol = parse_scheduling_policy(*p))
-      rs.tenants.scheduling = *pol;
-    else
-      st.add(r.key_path("scheduling"), "unknown policy \"" + *p + "\" (fcfs or vtc)");
-  }
-  r.set_number("prompt_token_weight", rs.tenants.token_weights.prompt, 0, 1e6);
-  r.set_number("output_token_weight", rs.tenants.token_weights.output, 0, 1e6);
-  r.set("deadline_admission", rs.deadline_admission);
-  r.set_number("deadline_margin", rs.deadline_margin, 0, 0.9);
-  r.set_path("adapter_log", rs.adapter_log);
-  if (auto roots = r.strings("adapter_roots")) {
-    rs.adapter_roots.clear();
-    for (const auto& root : *roots)
-      rs.adapter_roots.push_back(resolve_path(st.dir, root));
-  }
-  r.set("max_adapter_rank", rs.max_adapter_rank, 1, 4096);
-  r.set("prefetch_copies", rs.prefetch_copies, 0, 1024);
+void read_router(toml_reader& r, router::router_config& rs, parse_state& st) {
+  read_keys(r, router::router_keys(), rs, st);
   r.finish();
 }
 
@@ -126,7 +98,7 @@ void read_tenant(toml_reader& r, router::tenant_limits& t) {
   r.finish();
 }
 
-void read_tenants(toml_reader& r, router_settings& rs, parse_state& st, const std::string& path) {
+void read_tenants(toml_reader& r, router::router_config& rs, parse_state& st, const std::string& path) {
   // [tenants.NAME]: one table per tenant; its name is the key.
   for (auto&& [key, node] : r.raw()) {
     const std::string name(key.str());
@@ -141,9 +113,9 @@ void read_tenants(toml_reader& r, router_settings& rs, parse_state& st, const st
   r.finish();
 }
 
-void read_limits(toml_reader& r, router_settings& rs) {
-  auto& l = rs.limits;
-  r.set("max_prompt_bytes", rs.max_prompt_bytes, 1, 1 << 30);
+void read_limits(toml_reader& r, cluster_config& c) {
+  auto& l = c.router_cfg.limits;
+  r.set("max_prompt_bytes", c.max_prompt_bytes, 1, 1 << 30);
   r.set("max_tokens", l.max_tokens_limit, 1, 1 << 20);
   r.set("max_stop", l.max_stop, 0, 1024);
   r.set("max_stop_len", l.max_stop_len, 1, 1 << 16);
@@ -261,17 +233,14 @@ bool read_config(const std::string& text, cluster_config& c, parse_state& st) {
     a.set("metrics_need_key", c.metrics_need_key);
     a.finish();
   }
-  // The placement of config files and `serve` unless given: cache_aware (measured against the
-  // others in docs/benchmarks.md, "Cache-aware routing"); router_config's own default,
-  // least_loaded, is for code that builds one by hand.
-  c.router_cfg.placement.policy = router::placement_policy::cache_aware;
+  c.router_cfg = router::configured_defaults();  // cache_aware placement unless the file says
   if (const auto* t = r.table("router")) {
     toml_reader rr(*t, "router", st);
     read_router(rr, c.router_cfg, st);
   }
   if (const auto* t = r.table("limits")) {
     toml_reader lr(*t, "limits", st);
-    read_limits(lr, c.router_cfg);
+    read_limits(lr, c);
   }
   // [tenant_defaults] before [tenants.NAME]: a tenant's unset keys are the defaults.
   if (const auto* t = r.table("tenant_defaults")) {

@@ -33,7 +33,7 @@ gateway_node::gateway_node(const cluster_config& cfg, const node_config& self, l
   lo.connect_timeout = std::max<std::chrono::milliseconds>(std::chrono::seconds(5), cfg.heartbeat_timeout);
   lo.reconnect_initial = cfg.reconnect_initial;
   lo.reconnect_max = cfg.reconnect_max;
-  lo.wait_limit = std::chrono::milliseconds(cfg.router_cfg.max_queue_wait_ms);
+  lo.wait_limit = cfg.router_cfg.max_queue_wait;
   lo.log = st.log;
   st.link = spawn_router_link(st.sys, std::move(lo));
   try {

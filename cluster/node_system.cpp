@@ -91,23 +91,9 @@ worker::worker_settings worker_settings_for(const cluster_config& cfg, const wor
 }
 
 router::router_config router_config_for(const cluster_config& cfg) {
-  router::router_config r;
-  r.placement = cfg.router_cfg.placement;
-  r.max_queue = cfg.router_cfg.queue_limit;
-  r.max_inflight_per_worker = cfg.router_cfg.max_inflight_per_worker;
-  r.retry_after_ms = cfg.router_cfg.retry_after_ms;
-  r.max_queue_wait = std::chrono::milliseconds(cfg.router_cfg.max_queue_wait_ms);
-  r.ship_kv = cfg.router_cfg.ship_kv;
-  r.limits = cfg.router_cfg.limits;
-  r.tenants = cfg.router_cfg.tenants;
-  r.deadline_admission = cfg.router_cfg.deadline_admission;
-  r.deadline_margin = cfg.router_cfg.deadline_margin;
-  r.adapter_log = cfg.router_cfg.adapter_log;
-  r.adapter_roots = cfg.router_cfg.adapter_roots;
+  auto r = cfg.router_cfg;
   if (r.adapter_roots.empty() && !cfg.adapter_dir.empty())
     r.adapter_roots = {cfg.adapter_dir};
-  r.max_adapter_rank = cfg.router_cfg.max_adapter_rank;
-  r.prefetch_copies = cfg.router_cfg.prefetch_copies;
   r.join_token = join_token_of(cfg);
   // The model's context window and vocabulary: every request is validated against them once.
   const auto model = worker::model_limits(worker_settings_for(cfg, cfg.router().workers));
@@ -120,7 +106,7 @@ gateway::gateway_options gateway_options_for(const cluster_config& cfg) {
   gateway::gateway_options g;
   g.endpoint = cfg.gateway_listen;
   g.tokenizer = worker::load_tokenizer(worker_settings_for(cfg, cfg.router().workers));
-  g.max_prompt_bytes = cfg.router_cfg.max_prompt_bytes;
+  g.max_prompt_bytes = cfg.max_prompt_bytes;
   g.max_per_connection = cfg.max_per_connection;
   g.curve_public_key = cfg.clients.public_key;
   g.curve_secret_key = cfg.clients.secret_key;

@@ -61,6 +61,8 @@ std::uint32_t gpu_blocks(const worker_settings& s, const engine::gpt2_config& c)
 
 /// `s`, or an exception saying what is wrong with it.
 const worker_settings& checked(const worker_settings& s) {
+  if (s.model_dir.empty())
+    throw std::invalid_argument("worker settings: model_dir is empty");
   if (auto err = check_settings(s); !err.empty())
     throw std::invalid_argument("worker settings: " + err);
   if (!std::filesystem::is_directory(s.model_dir))

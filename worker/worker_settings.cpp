@@ -8,7 +8,6 @@
 #include "text/tokenizer.hpp"
 #include "worker/engine/checkpoint/gpt2_config.hpp"
 #include "worker/engine/cuda/cuda_engine.hpp"
-#include "worker/engine/kernels/kv_cache.hpp"
 
 namespace lf::worker {
 
@@ -28,65 +27,100 @@ std::optional<batching_mode> parse_batching_mode(std::string_view s) {
   return std::nullopt;
 }
 
-bool is_compute_dtype(std::string_view s) { return s == "f32" || s == "bf16" || s == "int8"; }
-
 int share_of_cores(std::uint32_t workers) {
   const auto cores = std::max(1u, std::thread::hardware_concurrency());
-  return static_cast<int>(std::max(1u, cores / std::max(1u, workers)));
+  return static_cast<int>(std::min(256u, std::max(1u, cores / std::max(1u, workers))));
 }
 
-std::string check_device(const worker_settings& s) {
-  if (s.device == "cpu")
-    return {};
-  if (!engine::parse_cuda_device(s.device))
-    return "device must be cpu, cuda or cuda:N (got \"" + s.device + "\")";
-  if (s.dtype != "f32" || s.kv_dtype != "f32")
-    return "device " + s.device + " computes in f32: set dtype and kv_dtype to \"f32\" (got \"" + s.dtype
-           + "\" and \"" + s.kv_dtype + "\")";
-  if (s.mode != batching_mode::continuous)
-    return "device " + s.device + " runs continuous batching only (mode \"" + std::string(to_string(s.mode))
-           + "\" runs on the CPU)";
-  return {};
+const std::vector<settings::setting_key<worker_settings>>& worker_keys() {
+  using settings::key_scope;
+  static const auto keys = [] {
+    settings::table<worker_settings> t;
+    const std::vector<std::pair<std::string, std::string>> dtypes{{"f32", "f32"}, {"bf16", "bf16"}, {"int8", "int8"}};
+    t.text("device", LF_SETTING(device), "where the model runs: cpu, or cuda / cuda:N (GPU N, in f32)");
+    t.integer("threads", LF_SETTING(threads), 0, 256, "the worker's compute pool; 0: the process's cores / its workers");
+    t.choice("dtype", LF_SETTING(dtype), dtypes, "compute dtype (int8: W8A8)");
+    t.choice("kv_dtype", LF_SETTING(kv_dtype), dtypes, "K/V cache type (int8: one scale per token and head)");
+    t.integer("kv_cache_mb", LF_SETTING(kv_cache_mb), 1, 1 << 20,
+              "K/V pool per worker, at most twice what max_seqs sequences hold at full context")
+      .meta = "MB";
+    t.integer("block_size", LF_SETTING(block_size), 1, 1024, "tokens per K/V block");
+    t.integer("max_seqs", LF_SETTING(max_seqs), 1, 4096, "running sequences per step at most; more queue");
+    t.integer("max_batched_tokens", LF_SETTING(max_batched_tokens), 1, 1 << 20,
+              "tokens per step at most (prefill chunking); at least max_seqs");
+    t.choice("mode", LF_SETTING(mode),
+             settings::spelt({batching_mode::continuous, batching_mode::static_batch, batching_mode::static_no_cache}),
+             "how the loop batches (the static modes are the benchmarks' baselines)")
+      .scope = key_scope::flags_only;
+    t.boolean("prefix_cache", LF_SETTING(prefix_cache), "reuse K/V blocks of shared prompt prefixes").bool_style =
+      settings::bool_flag::no_switch;
+    t.choice("prefix_cache_isolation", LF_SETTING(prefix_cache_isolation),
+             settings::spelt({cache::prefix_isolation::tenant, cache::prefix_isolation::shared}),
+             "whose cached blocks a request may reuse: its own tenant's, or everyone's");
+    t.choice("speculation", LF_SETTING(speculation),
+             settings::spelt({speculation_mode::off, speculation_mode::on, speculation_mode::automatic}),
+             "n-gram speculative decoding for requests that do not choose (auto: where it pays)");
+    t.integer("speculative_tokens", LF_SETTING(speculative_tokens), 1, max_speculative_tokens,
+              "the most tokens proposed per request per step");
+    t.path("draft_model", LF_SETTING(draft_model),
+           "a smaller GPT-2 with the model's vocabulary that proposes tokens, on the CPU")
+      .meta = "DIR";
+    t.choice("speculation_method", LF_SETTING(speculation_method),
+             std::vector<std::pair<std::string, std::string>>{{"ngram", "ngram"}, {"draft", "draft"}, {"auto", "auto"}},
+             "where proposals come from (draft needs draft_model; auto: draft when one is set)");
+    t.integer("draft_kv_cache_mb", LF_SETTING(draft_kv_cache_mb), 1, 1 << 20, "the draft model's K/V pool").meta = "MB";
+    t.integer("draft_threads", LF_SETTING(draft_threads), 1, 256, "threads of the draft model's pool");
+    t.integer("adapter_cache_mb", LF_SETTING(adapter_cache_mb), 1, 1 << 20, "resident LoRA weights per worker").meta =
+      "MB";
+    t.integer("max_adapters", LF_SETTING(max_adapters), 1, 1 << 20, "resident + loading adapters per worker");
+    return t.rows;
+  }();
+  return keys;
+}
+
+std::vector<settings::setting_issue> check_settings(const worker_settings& s, const settings::key_namer& name) {
+  std::vector<settings::setting_issue> out;
+  auto issue = [&](const char* key, std::string message) { out.push_back({key, std::move(message)}); };
+  // Each key alone, for settings built in code (the readers refuse these values with their own
+  // wording before they get here).
+  for (const auto& k : worker_keys()) {
+    const auto v = k.get(s);
+    if (k.type == settings::key_type::integer) {
+      const auto x = std::get<std::int64_t>(v);
+      if (x < k.lo || x > k.hi)
+        out.push_back({k.name, name(k.name) + " must be in [" + settings::quantity(k.lo) + ", "
+                                 + settings::quantity(k.hi) + "] (got " + std::to_string(x) + ")"});
+    } else if (k.type == settings::key_type::choice && std::get<std::string>(v).empty()) {
+      out.push_back({k.name, name(k.name) + " must be " + settings::choice_list(k.choices, true)});
+    }
+  }
+  // The rules between keys.
+  if (s.device != "cpu") {
+    if (!engine::parse_cuda_device(s.device))
+      issue("device", name("device") + " must be cpu, cuda or cuda:N (got \"" + s.device + "\")");
+    else if (s.dtype != "f32" || s.kv_dtype != "f32")
+      issue("device", name("device") + " " + s.device + " computes in f32: set " + name("dtype") + " and "
+                        + name("kv_dtype") + " to \"f32\" (got \"" + s.dtype + "\" and \"" + s.kv_dtype + "\")");
+    else if (s.mode != batching_mode::continuous)
+      issue("device", name("device") + " " + s.device + " runs continuous batching only (" + name("mode") + " \""
+                        + std::string(to_string(s.mode)) + "\" runs on the CPU)");
+    if (!s.draft_model.empty())
+      issue("draft_model", name("draft_model") + " runs on the CPU engine only (" + name("device") + " is \""
+                             + s.device + "\")");
+  }
+  if (s.max_seqs > s.max_batched_tokens)
+    issue("max_batched_tokens", name("max_seqs") + " (" + std::to_string(s.max_seqs) + ") must not exceed "
+                                  + name("max_batched_tokens") + " (" + std::to_string(s.max_batched_tokens)
+                                  + "), or a full batch of decodes never fits a step");
+  if (s.speculation_method == "draft" && s.draft_model.empty())
+    issue("speculation_method", name("speculation_method") + " \"draft\" needs a " + name("draft_model"));
+  if (s.mode != batching_mode::continuous && s.static_batch == 0)
+    issue("mode", "static_batch must be > 0 in " + name("mode") + " \"" + std::string(to_string(s.mode)) + "\"");
+  return out;
 }
 
 std::string check_settings(const worker_settings& s) {
-  if (s.model_dir.empty())
-    return "model_dir is empty";
-  if (!is_compute_dtype(s.dtype))
-    return std::string("dtype must be ") + compute_dtype_list + " (got \"" + s.dtype + "\")";
-  if (!kernels::parse_kv_type(s.kv_dtype))
-    return std::string("kv_dtype must be ") + kv_dtype_list + " (got \"" + s.kv_dtype + "\")";
-  if (auto err = check_device(s); !err.empty())
-    return err;
-  if (s.threads < 0)
-    return "threads must be >= 0 (got " + std::to_string(s.threads) + ")";
-  if (s.block_size == 0)
-    return "block_size must be > 0";
-  if (s.num_blocks == 0 && s.kv_cache_mb == 0)
-    return "kv_cache_mb must be > 0";
-  if (s.max_seqs == 0 || s.max_batched_tokens == 0)
-    return "max_seqs and max_batched_tokens must be > 0";
-  if (s.max_seqs > s.max_batched_tokens)
-    return "max_seqs (" + std::to_string(s.max_seqs) + ") must not exceed max_batched_tokens ("
-           + std::to_string(s.max_batched_tokens) + "), or a full batch of decodes never fits a step";
-  if (s.speculative_tokens < 1 || s.speculative_tokens > max_speculative_tokens)
-    return "speculative_tokens must be 1 to " + std::to_string(max_speculative_tokens) + " (got "
-           + std::to_string(s.speculative_tokens) + ")";
-  if (s.speculation_method != "auto" && !parse_speculation_method(s.speculation_method))
-    return "speculation_method must be ngram, draft or auto (got \"" + s.speculation_method + "\")";
-  if (s.speculation_method == "draft" && s.draft_model.empty())
-    return "speculation_method \"draft\" needs a draft_model";
-  if (!s.draft_model.empty() && s.draft_kv_cache_mb == 0)
-    return "draft_kv_cache_mb must be > 0";
-  if (s.draft_threads < 1)
-    return "draft_threads must be >= 1 (got " + std::to_string(s.draft_threads) + ")";
-  if (!s.draft_model.empty() && s.device != "cpu")
-    return "draft_model runs on the CPU engine only (device is \"" + s.device + "\")";
-  if (s.mode != batching_mode::continuous && s.static_batch == 0)
-    return "static_batch must be > 0";
-  if (!s.adapter_dir.empty() && (s.adapter_cache_mb == 0 || s.max_adapters == 0))
-    return "adapter_cache_mb and max_adapters must be > 0";
-  return {};
+  return settings::first_message(check_settings(s, settings::file_key));
 }
 
 speculation_method method_of(const worker_settings& s) {

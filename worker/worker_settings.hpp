@@ -1,7 +1,10 @@
 #pragma once
 /// How one worker is configured: the one struct behind `lorafleet serve`'s flags, a cluster
-/// config's [workers] / [nodes.workers] tables and worker_runtime, with the one set of defaults.
-/// Pure C++ (no torch), so the cluster config loader can use it.
+/// config's [workers] / [nodes.workers] tables and worker_runtime, with the one set of defaults;
+/// its keys (worker_keys: name, range, doc) and the rules between them (check_settings), which
+/// both readers use. Adding a setting: a field here, a row in worker_keys (worker_settings.cpp),
+/// and its line in docs/cluster.md (a unit test compares them). Pure C++ (no torch), so the
+/// cluster config loader can use it.
 
 #include <cstddef>
 #include <cstdint>
@@ -9,8 +12,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cache/cache_salt.hpp"
+#include "core/setting_key.hpp"
 #include "core/request.hpp"
 #include "core/vtc.hpp"
 #include "worker/speculation.hpp"
@@ -30,16 +35,12 @@ std::string_view to_string(batching_mode m);
 /// Parses to_string's spellings; std::nullopt otherwise.
 std::optional<batching_mode> parse_batching_mode(std::string_view s);
 
-/// The compute dtypes a worker accepts, as messages list them.
-inline constexpr const char* compute_dtype_list = "f32, bf16 or int8";
-
-/// Whether `s` names one of them (engine::parse_compute_dtype turns it into the enum).
-bool is_compute_dtype(std::string_view s);
-
-/// The K/V cache types a worker accepts (kernels::parse_kv_type's spellings), as messages list them.
+/// The K/V cache types a worker accepts (kernels::parse_kv_type's spellings), as the --kv-dtype of
+/// `generate` and the benchmarks lists them (worker_keys has serve's).
 inline constexpr const char* kv_dtype_list = "f32, bf16 or int8";
 
-/// Each of `workers` workers' share of this machine's cores, at least 1.
+/// Each of `workers` workers' share of this machine's cores, at least 1 and at most 256 (the
+/// most `threads` takes).
 int share_of_cores(std::uint32_t workers);
 
 /// Everything one worker is built from. Field names are the cluster config's keys.
@@ -56,8 +57,8 @@ struct worker_settings {
   /// Where the model runs: "cpu" (the CPU kernels), or "cuda" / "cuda:N" (GPU N; a build with
   /// CUDA, dtype and kv_dtype "f32").
   std::string device = "cpu";
-  std::string dtype = "int8";      ///< compute dtype: compute_dtype_list (int8 = W8A8)
-  std::string kv_dtype = "bf16";   ///< K/V cache type: kv_dtype_list
+  std::string dtype = "int8";      ///< compute dtype: f32, bf16 or int8 (int8 = W8A8)
+  std::string kv_dtype = "bf16";   ///< K/V cache type: f32, bf16 or int8
   /// K/V pool size, at most twice what max_seqs sequences hold at full context (1024 MB holds
   /// about 64 x 455 tokens of GPT-2 124M in bf16; sequences beyond that are preempted and resumed).
   std::size_t kv_cache_mb = 1024;
@@ -105,12 +106,20 @@ struct worker_settings {
 /// The method `s` speculates with (its "auto" resolved); check_settings has checked it.
 speculation_method method_of(const worker_settings& s);
 
-/// Checks `device` and what it implies (dtype, kv_dtype and mode for a GPU): an error message
-/// naming the setting, or an empty string. Whether this build has CUDA is the runtime's to say.
-std::string check_device(const worker_settings& s);
+/// The worker keys: a cluster config's [workers] / [nodes.workers] keys and the flags of `serve`
+/// and `node --join` (each named after its key), in --help's order. Every key's range and doc is
+/// written here once; defaults are the struct's.
+const std::vector<settings::setting_key<worker_settings>>& worker_keys();
 
-/// Checks settings that need no files: returns an error message naming the setting, or an
-/// empty string.
+/// What is wrong with `s`, every problem (empty: nothing): each key's value against its range or
+/// choices in worker_keys, and every rule between keys (max_seqs at most max_batched_tokens; a GPU
+/// device computes in f32, continuous batching only, no draft model; speculation_method "draft"
+/// needs a draft_model; static modes need a static_batch), one wording per rule, keys named by
+/// `name` (settings::file_key for a config file, settings::flag_namer for flags). model_dir and
+/// adapter_dir are not keys (a config's [cluster] fills them in at start): not checked here.
+std::vector<settings::setting_issue> check_settings(const worker_settings& s, const settings::key_namer& name);
+
+/// The first of those problems in a config file's names, or an empty string.
 std::string check_settings(const worker_settings& s);
 
 /// The limits requests for this model are validated against (core/request.hpp): context window

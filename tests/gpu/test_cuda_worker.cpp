@@ -12,7 +12,7 @@ using namespace lf;
 
 namespace {
 
-worker::worker_settings settings(const std::string& device,
+worker::worker_settings worker_on(const std::string& device,
                                  worker::speculation_mode spec = worker::speculation_mode::off) {
   worker::worker_settings s;
   s.model_dir = std::string(LF_SOURCE_DIR) + "/models/default";
@@ -57,8 +57,8 @@ TEST_CASE("[gpu] a worker on cuda:0 writes the CPU worker's greedy text") {
   const std::vector<std::string> prompts = {
     "The quick brown fox", "Once upon a time, in a land far away,", "To be, or not to be:",
     "In the beginning", "The meaning of life is", "A"};
-  worker::worker_runtime cpu(settings("cpu"));
-  worker::worker_runtime gpu(settings("cuda:0"));
+  worker::worker_runtime cpu(worker_on("cpu"));
+  worker::worker_runtime gpu(worker_on("cuda:0"));
   CHECK_THAT(gpu.describe(), Catch::Contains("cuda:0"));
   const auto a = generate(cpu, prompts, 0.0f);
   const auto b = generate(gpu, prompts, 0.0f);
@@ -88,8 +88,8 @@ TEST_CASE("[gpu] a worker on cuda:0 speculating (n-gram) writes the plain CPU wo
   const std::vector<std::string> prompts = {
     "Repeat after me: the cat sat on the mat. The cat sat on the mat. The cat", "A list: one, two, three, one, two,",
     "The quick brown fox", "Once upon a time, in a land far away,"};
-  worker::worker_runtime cpu(settings("cpu"));
-  worker::worker_runtime gpu(settings("cuda:0", worker::speculation_mode::on));
+  worker::worker_runtime cpu(worker_on("cpu"));
+  worker::worker_runtime gpu(worker_on("cuda:0", worker::speculation_mode::on));
   const auto a = generate(cpu, prompts, 0.0f);
   const auto b = generate(gpu, prompts, 0.0f);
   for (std::size_t i = 0; i < prompts.size(); ++i) {
@@ -104,9 +104,9 @@ TEST_CASE("[gpu] a worker on cuda:0 speculating (n-gram) writes the plain CPU wo
 }
 
 TEST_CASE("[gpu] settings that a GPU worker cannot run are refused with a reason") {
-  auto s = settings("cuda:0");
+  auto s = worker_on("cuda:0");
   s.dtype = "int8";
   CHECK_THROWS_WITH(worker::worker_runtime(s), Catch::Contains("f32"));
-  s = settings("cuda:7");
+  s = worker_on("cuda:7");
   CHECK_THROWS_WITH(worker::worker_runtime(s), Catch::Contains("no such GPU"));
 }

@@ -50,16 +50,16 @@ expect 2 "--drain-kv must be ship or recompute" serve --drain-kv teleport
 expect 2 "--mode must be" serve --mode bogus
 expect 2 "--dtype must be f32, bf16 or int8" serve --dtype f64
 expect 2 "--kv-dtype must be f32, bf16 or int8 (got 'f16')" serve --kv-dtype f16
-expect 2 "--device: device must be cpu, cuda or cuda:N (got \"gpu\")" serve --device gpu
-expect 2 "--device: device cuda:0 computes in f32" serve --device cuda:0 --dtype int8
+expect 2 "--device must be cpu, cuda or cuda:N (got \"gpu\")" serve --device gpu
+expect 2 "--device cuda:0 computes in f32: set --dtype and --kv-dtype to \"f32\"" serve --device cuda:0 --dtype int8
 expect 2 "--kv-dtype must be f32, bf16 or int8 (got 'f16')" generate --prompt hi --kv-dtype f16
 expect 2 "--queue-limit must be in" serve --queue-limit -1
 expect 2 "--max-seqs must be in" serve --max-seqs 0
 expect 2 "--block-size must be in" serve --block-size 0
 expect 2 "--kv-cache-mb must be in" serve --kv-cache-mb 0
 expect 2 "must not exceed --max-batched-tokens" serve --max-seqs 64 --max-batched-tokens 32
-expect 2 "speculation_method must be ngram, draft or auto (got \"lookup\")" serve --speculation-method lookup
-expect 2 "speculation_method \"draft\" needs a draft_model" serve --speculation-method draft
+expect 2 "--speculation-method must be ngram, draft or auto (got 'lookup')" serve --speculation-method lookup
+expect 2 "--speculation-method \"draft\" needs a --draft-model" serve --speculation-method draft
 expect 2 "--draft-threads must be in" serve --draft-threads 0
 expect 1 "draft model directory /nonexistent/draft does not exist" serve --threads 1 --listen tcp://127.0.0.1:0 --draft-model /nonexistent/draft
 expect 2 "--drain-timeout expects an integer" serve --drain-timeout nan
@@ -123,6 +123,11 @@ if [ -f "$(dirname "$0")/../../models/default/config.json" ]; then
 fi
 out=$("$bin" serve --help) || { echo "FAIL: serve --help exit $?"; failures=$((failures + 1)); }
 [[ $out == *"--max-seqs"* && $out != *"loadtest"* ]] || { echo "FAIL: serve --help: $out"; failures=$((failures + 1)); }
+# Both lists come from the settings tables, with ranges and defaults; node (--join) has the workers'.
+[[ $out == *"--max-seqs N"*"(1..4096; default 64)"* && $out == *"--policy round_robin|"* ]] \
+  || { echo "FAIL: serve --help lists no settings: $out"; failures=$((failures + 1)); }
+out=$("$bin" node --help) || { echo "FAIL: node --help exit $?"; failures=$((failures + 1)); }
+[[ $out == *"--max-seqs N"* && $out != *"--policy"* ]] || { echo "FAIL: node --help: $out"; failures=$((failures + 1)); }
 # A lone byte of a multi-byte character decodes to U+FFFD, as generate and the server print it.
 out=$(echo '[158]' | "$bin" tokenize --decode | od -An -tx1 | tr -d ' \n')
 [[ $out == "efbfbd" ]] || { echo "FAIL: tokenize --decode of a lone byte: $out"; failures=$((failures + 1)); }

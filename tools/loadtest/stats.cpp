@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "tools/bench_stats.hpp"
+#include "tools/bench/bench_stats.hpp"
 
 namespace lf::loadtest {
 

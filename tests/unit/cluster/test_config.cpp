@@ -156,10 +156,10 @@ report_interval_ms = 20
   CHECK(c.router_cfg.placement.policy == router::placement_policy::adapter_affinity);
   CHECK(c.router_cfg.placement.adapter_load_cost_tokens == 300);
   CHECK_FALSE(c.router_cfg.ship_kv);
-  CHECK(c.router_cfg.queue_limit == 12);
+  CHECK(c.router_cfg.max_queue == 12);
   CHECK(c.router_cfg.max_inflight_per_worker == 7);
   CHECK(c.router_cfg.retry_after_ms == 250);
-  CHECK(c.router_cfg.max_prompt_bytes == 5000);
+  CHECK(c.max_prompt_bytes == 5000);
   CHECK(c.router_cfg.limits.max_tokens_limit == 100);
   CHECK(c.router_cfg.limits.max_stop == 3);
   CHECK(c.router_cfg.limits.max_stop_len == 20);

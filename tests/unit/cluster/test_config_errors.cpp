@@ -167,7 +167,7 @@ TEST_CASE("tenants and scheduling", "[cluster][config][errors]") {
   config_dir d;
   auto i = d.issue(with("\n[router]\nscheduling = \"fair\"\n"));
   CHECK(i.key == "router.scheduling");
-  CHECK_THAT(i.reason, Contains("fcfs or vtc"));
+  CHECK_THAT(i.reason, Contains("\"fcfs\" or \"vtc\""));
   i = d.issue(with("\n[tenants.a]\nweight = 0\n"));
   CHECK(i.key == "tenants.a.weight");
   CHECK_THAT(i.reason, Contains("out of range"));
