@@ -61,29 +61,6 @@ struct lanes16 {
   }
 };
 
-/// exp_nonpositive (sampler_passes.hpp) on a vector, lane by lane: the same operations in the
-/// same order, so the same bits; written on vectors because a loop calling the scalar one is not
-/// always vectorized.
-inline vec_f32 exp_lanes(vec_f32 z) {
-  using sampler_passes::vec_i32;
-  const vec_i32 live = z > -87.0f;
-  const vec_f32 x = live ? z : vec_f32{} - 87.0f;
-  constexpr float round_magic = 12582912.0f;
-  const vec_f32 n = (x * 1.44269504088896341f + round_magic) - round_magic;
-  const vec_f32 r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
-  vec_f32 p = vec_f32{} + 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
-  const vec_i32 bits = (__builtin_convertvector(n, vec_i32) + 127) << 23;  // n + 127 >= 1: a shift
-  vec_f32 scale;
-  __builtin_memcpy(&scale, &bits, sizeof scale);
-  return live ? p * scale : vec_f32{};
-}
-
 /// y = (x - mean) / sqrt(var + eps) * gain + bias over one row of n.
 inline void layer_norm(const float* x, float* y, int n, const float* gain, const float* bias, float eps) {
   const auto N = static_cast<std::size_t>(n);
@@ -115,32 +92,36 @@ inline void layer_norm(const float* x, float* y, int n, const float* gain, const
     y[i] = ((x[i] - mean) * rstd) * gain[i] + bias[i];
 }
 
-/// GPT-2's GELU, tanh approximation: 0.5 v (1 + tanh(sqrt(2 / pi) (v + 0.044715 v^3))), tanh(u)
-/// as sign(u) (1 - e) / (1 + e) with e = exp(-2 |u|).
-inline float gelu_tanh_one(float v) {
-  const float u = 0.79788456080286536f * (v + 0.044715f * ((v * v) * v));
-  const float e = sampler_passes::exp_nonpositive(-2.0f * std::fabs(u));
-  const float t = (1.0f - e) / (1.0f + e);
-  return (0.5f * v) * (1.0f + std::copysign(t, u));
+/// |u|, for one value or lane by lane.
+inline float magnitude(float u) { return std::fabs(u); }
+inline vec_f32 magnitude(vec_f32 u) {
+  sampler_passes::vec_i32 b;
+  __builtin_memcpy(&b, &u, sizeof b);
+  b &= 0x7fffffff;
+  __builtin_memcpy(&u, &b, sizeof u);
+  return u;
 }
 
-/// gelu_tanh_one on a vector, lane by lane (the same operations, so the same bits).
-inline vec_f32 gelu_tanh_lanes(vec_f32 v) {
-  using sampler_passes::vec_i32;
-  const vec_f32 u = 0.79788456080286536f * (v + 0.044715f * ((v * v) * v));
-  vec_i32 ub;
-  __builtin_memcpy(&ub, &u, sizeof ub);
-  const vec_i32 magnitude = ub & 0x7fffffff, sign = ub & static_cast<std::int32_t>(0x80000000u);
-  vec_f32 au;
-  __builtin_memcpy(&au, &magnitude, sizeof au);
-  const vec_f32 e = exp_lanes(-2.0f * au);
-  const vec_f32 t = (1.0f - e) / (1.0f + e);
-  vec_i32 tb;
+/// |t| with the sign of u, for one value or lane by lane.
+inline float with_sign_of(float t, float u) { return std::copysign(t, u); }
+inline vec_f32 with_sign_of(vec_f32 t, vec_f32 u) {
+  sampler_passes::vec_i32 tb, ub;
   __builtin_memcpy(&tb, &t, sizeof tb);
-  tb = (tb & 0x7fffffff) | sign;  // copysign(t, u)
-  vec_f32 st;
-  __builtin_memcpy(&st, &tb, sizeof st);
-  return (0.5f * v) * (1.0f + st);
+  __builtin_memcpy(&ub, &u, sizeof ub);
+  tb = (tb & 0x7fffffff) | (ub & static_cast<std::int32_t>(0x80000000u));
+  __builtin_memcpy(&t, &tb, sizeof t);
+  return t;
+}
+
+/// GPT-2's GELU, tanh approximation: 0.5 v (1 + tanh(sqrt(2 / pi) (v + 0.044715 v^3))), tanh(u)
+/// as sign(u) (1 - e) / (1 + e) with e = exp(-2 |u|); for one value or lane by lane (the same
+/// operations, so the same bits).
+template <class F>
+inline F gelu_tanh_of(F v) {
+  const F u = 0.79788456080286536f * (v + 0.044715f * ((v * v) * v));
+  const F e = sampler_passes::exp_nonpositive(-2.0f * magnitude(u));
+  const F t = (1.0f - e) / (1.0f + e);
+  return (0.5f * v) * (1.0f + with_sign_of(t, u));
 }
 
 inline void gelu_tanh(float* __restrict x, int n) {
@@ -149,11 +130,11 @@ inline void gelu_tanh(float* __restrict x, int n) {
   for (; i + vec_lanes <= N; i += vec_lanes) {
     vec_f32 v;
     __builtin_memcpy(&v, x + i, sizeof v);
-    v = gelu_tanh_lanes(v);
+    v = gelu_tanh_of(v);
     __builtin_memcpy(x + i, &v, sizeof v);
   }
   for (; i < N; ++i)
-    x[i] = gelu_tanh_one(x[i]);
+    x[i] = gelu_tanh_of(x[i]);
 }
 
 /// y += (x A^T) B for one row: t = x A^T (rank sums over `in`, each in 16 lanes), then each
@@ -192,29 +173,13 @@ inline void lora_row(const float* x, float* __restrict y, int in, int rank, int 
 /// are the same bits.
 inline float softmax_in_place(float* __restrict s, int len) {
   const auto n = static_cast<std::size_t>(len);
-  // The maximum, 16 lanes at a time (a scalar loop of compares does not vectorize); exact.
-  vec_f32 m[vecs] = {};
-  for (std::size_t k = 0; k < vecs; ++k)
-    for (std::size_t j = 0; j < vec_lanes; ++j)
-      m[k][j] = sampler_passes::neg_inf;
-  std::size_t t = 0;
-  for (; t + lanes <= n; t += lanes)
-    for (std::size_t k = 0; k < vecs; ++k) {
-      vec_f32 v;
-      __builtin_memcpy(&v, s + t + k * vec_lanes, sizeof v);
-      m[k] = v > m[k] ? v : m[k];
-    }
-  float mx = sampler_passes::neg_inf;
-  for (std::size_t k = 0; k < vecs; ++k)
-    for (std::size_t j = 0; j < vec_lanes; ++j)
-      mx = m[k][j] > mx ? m[k][j] : mx;
-  for (; t < n; ++t)
-    mx = s[t] > mx ? s[t] : mx;
-  // exp(s - max) and its sum in one pass, 16 lanes a step (exp_lanes: exp_nonpositive's bits);
-  // the tail padded with -inf, whose exp is 0.
+  bool bad = false;  // the scores are finite; the sampler's check is not needed here
+  const float mx = sampler_passes::logits_max(s, n, bad);
+  // exp(s - max) and its sum in one pass, 16 lanes a step; the tail padded with -inf, whose exp
+  // is 0.
   lanes16 acc;
   float tail[lanes];
-  for (t = 0; t < n; t += lanes) {
+  for (std::size_t t = 0; t < n; t += lanes) {
     const std::size_t here = n - t < lanes ? n - t : lanes;
     float* at = s + t;
     if (here < lanes) {
@@ -225,7 +190,7 @@ inline float softmax_in_place(float* __restrict s, int len) {
     for (std::size_t k = 0; k < vecs; ++k) {
       vec_f32 v;
       __builtin_memcpy(&v, at + k * vec_lanes, sizeof v);
-      v = exp_lanes(v - mx);
+      v = sampler_passes::exp_nonpositive(v - mx);
       __builtin_memcpy(at + k * vec_lanes, &v, sizeof v);
       acc.v[k] += v;
     }

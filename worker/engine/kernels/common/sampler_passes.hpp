@@ -20,29 +20,6 @@ namespace {
 constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 constexpr float pos_inf = std::numeric_limits<float>::infinity();
 
-/// exp(z) for z <= 0 (including -inf) within 1e-7 relative error, and exactly 0 for z <= -87.
-/// Plain arithmetic that vectorizes, and the same bits on every CPU (libm picks FMA or not).
-inline float exp_nonpositive(float z) {
-  const bool live = z > -87.0f;
-  const float x = live ? z : -87.0f;
-  // Cody-Waite: x = n ln2 + r with |r| <= ln2 / 2; adding 1.5 * 2^23 rounds to an integer.
-  constexpr float round_magic = 12582912.0f;
-  const float n = (x * 1.44269504088896341f + round_magic) - round_magic;
-  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
-  // Cephes expf polynomial.
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
-  const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) * (1 << 23);
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return live ? p * scale : 0.0f;
-}
-
 /// 16 lanes a step, held in vectors of the including file's register width: GCC lowers a vector
 /// wider than the registers one lane at a time (a 64-byte vector under AVX2 compiled to scalar code
 /// with stack spills, 10x slower), so the width follows the flags and a step takes k of them.
@@ -59,15 +36,52 @@ constexpr std::size_t lanes = 16;
 constexpr std::size_t vec_lanes = vector_bytes / sizeof(float);
 constexpr std::size_t vecs = lanes / vec_lanes;
 
+/// 2^n for an integral n >= -126 held in a float (a normal float: built from its exponent bits),
+/// for one value or lane by lane.
+inline float pow2_of(float n) {
+  const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return scale;
+}
+inline vec_f32 pow2_of(vec_f32 n) {
+  const vec_i32 bits = (__builtin_convertvector(n, vec_i32) + 127) << 23;
+  vec_f32 scale;
+  __builtin_memcpy(&scale, &bits, sizeof scale);
+  return scale;
+}
+
+/// exp(z) for z <= 0 (including -inf) within 1e-7 relative error, and exactly 0 for z <= -87.
+/// Plain arithmetic, the same bits on every CPU (libm picks FMA or not). F is float, or vec_f32
+/// lane by lane (the same operations, so the same bits), for loops a compiler does not vectorize.
+template <class F>
+inline F exp_nonpositive(F z) {
+  const auto live = z > -87.0f;  // bool, or a lane mask
+  const F x = live ? z : F{} - 87.0f;
+  // Cody-Waite: x = n ln2 + r with |r| <= ln2 / 2; adding 1.5 * 2^23 rounds to an integer.
+  constexpr float round_magic = 12582912.0f;
+  const F n = (x * 1.44269504088896341f + round_magic) - round_magic;
+  const F r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
+  // Cephes expf polynomial.
+  F p = F{} + 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  return live ? p * pow2_of(n) : F{};  // n + 127 >= 1 after the clamp
+}
+
+
 /// The largest logit; `bad` when one is NaN or +inf.
 inline float logits_max(const float* logits, std::size_t n, bool& bad) {
   vec_f32 m[vecs];
   vec_i32 ok[vecs];
-  for (std::size_t k = 0; k < vecs; ++k)
-    for (std::size_t j = 0; j < vec_lanes; ++j) {
-      m[k][j] = neg_inf;
-      ok[k][j] = -1;
-    }
+  for (std::size_t k = 0; k < vecs; ++k) {  // whole vectors: GCC 12 warns of lanes set one by one
+    m[k] = vec_f32{} + neg_inf;
+    ok[k] = vec_i32{} - 1;
+  }
   std::size_t i = 0;
   for (; i + lanes <= n; i += lanes)
     for (std::size_t k = 0; k < vecs; ++k) {
