@@ -32,7 +32,6 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
-#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,10 +42,10 @@
 #include "cache/adapter_manager.hpp"
 #include "cache/block_manager.hpp"
 #include "worker/engine/model/step_engine.hpp"
-#include "worker/load_counts.hpp"
 #include "worker/constraint_runner.hpp"
 #include "worker/draft_proposer.hpp"
 #include "worker/kv_porter.hpp"
+#include "worker/load_counts.hpp"
 #include "worker/request.hpp"
 #include "worker/scheduler.hpp"
 #include "worker/speculation.hpp"
@@ -54,11 +53,6 @@
 
 namespace lf::text {
 class tokenizer;
-}
-
-namespace lf::constrain {
-class constraint_cache;
-class vocab_trie;
 }
 
 namespace lf::engine {
