@@ -58,7 +58,7 @@ std::string adapter_name(int i) {
   return s.str();
 }
 
-struct settings {
+struct bench_settings {
   int requests = 128;
   int concurrency = 32;
   int prompt_tokens = 32;
@@ -94,7 +94,7 @@ std::string pick_adapter(const scenario& s, std::mt19937_64& rng) {
   return adapter_name(any(rng));
 }
 
-outcome run(const scenario& sc, const settings& st, cpu_model& model, const tokenizer& tok,
+outcome run(const scenario& sc, const bench_settings& st, cpu_model& model, const tokenizer& tok,
             const std::string& adapter_root) {
   const auto& mc = model.config();
   cache::adapter_cache_config cc;
@@ -231,7 +231,7 @@ int main(int argc, char** argv) try {
   auto dtype = parse_compute_dtype(a.str("dtype", "int8"));
   auto model_dir = a.str("model");
   auto json_path = a.str("json");
-  settings st;
+  bench_settings st;
   st.requests = static_cast<int>(a.integer("requests", quick ? 48 : 128));
   st.concurrency = static_cast<int>(a.integer("concurrency", 32));
   st.prompt_tokens = static_cast<int>(a.integer("prompt-tokens", quick ? 16 : 32));
