@@ -46,8 +46,8 @@ gateway_node::gateway_node(const cluster_config& cfg, const node_config& self, l
     st.log("gateway on " + st.gw->endpoint() + ", in front of " + std::to_string(cfg.routers().size())
            + " router(s)");
     if (const auto listen = cfg.http_listen_of(self); !listen.empty()) {
-      const auto context = router_config_for(cfg).limits.context_window;
-      st.http = std::make_unique<gateway::http_gateway>(st.sys, st.link, http_options_for(cfg, g, listen, context));
+      const auto limits = router_config_for(cfg).limits;
+      st.http = std::make_unique<gateway::http_gateway>(st.sys, st.link, http_options_for(cfg, g, listen, limits));
       st.log("HTTP (OpenAI API, /metrics, dashboard) on " + st.http->url() + "/");
     }
   } catch (...) {

@@ -74,7 +74,7 @@ local_cluster::local_cluster(cluster_settings s) : impl_(std::make_unique<impl>(
       if (!h.limiter)
         h.limiter = g.limiter;
       h.tokenizer = st.settings.gateway.tokenizer;
-      h.context_window = limits.context_window;
+      h.limits = limits;
       if (h.model_name.empty())
         h.model_name = default_model_name(st.settings.worker.model_dir);
       st.http = std::make_unique<gateway::http_gateway>(st.sys, st.router, std::move(h));

@@ -119,7 +119,7 @@ gateway::gateway_options gateway_options_for(const cluster_config& cfg) {
 }
 
 gateway::http_options http_options_for(const cluster_config& cfg, const gateway::gateway_options& zmq,
-                                       const std::string& listen, std::uint32_t context_window) {
+                                       const std::string& listen, const request_limits& limits) {
   gateway::http_options h;
   h.listen = listen;
   h.tokenizer = zmq.tokenizer;
@@ -128,7 +128,7 @@ gateway::http_options http_options_for(const cluster_config& cfg, const gateway:
   h.limiter = zmq.limiter;
   h.metrics_need_key = cfg.metrics_need_key;
   h.model_name = cfg.http_model_name.empty() ? default_model_name(cfg.model_dir) : cfg.http_model_name;
-  h.context_window = context_window;
+  h.limits = limits;
   h.tls = {cfg.http_tls_cert, cfg.http_tls_key};
   return h;
 }

@@ -66,9 +66,10 @@ router::router_config router_config_for(const cluster_config& cfg);
 gateway::gateway_options gateway_options_for(const cluster_config& cfg);
 
 /// The HTTP gateway's settings ([http], [auth]) for a node serving it on `listen`, with the
-/// tokenizer and keys of `zmq` (gateway_options_for's) and the model's `context_window`.
+/// tokenizer and keys of `zmq` (gateway_options_for's) and the router's request `limits`
+/// (router_config_for's: the model's window and vocabulary with the [router] limits).
 gateway::http_options http_options_for(const cluster_config& cfg, const gateway::gateway_options& zmq,
-                                       const std::string& listen, std::uint32_t context_window);
+                                       const std::string& listen, const request_limits& limits);
 
 /// Loads `count` worker runtimes of `group` (the model, once per worker); throws like
 /// worker_runtime does, naming the file.

@@ -100,7 +100,7 @@ router_node::router_node(const cluster_config& cfg, const node_config& self, log
     st.gw = std::make_unique<gateway::zmq_gateway>(st.sys, st.router, g);
     if (!cfg.http_listen.empty()) {
       st.http = std::make_unique<gateway::http_gateway>(
-        st.sys, st.router, http_options_for(cfg, g, cfg.http_listen, rc.limits.context_window));
+        st.sys, st.router, http_options_for(cfg, g, cfg.http_listen, rc.limits));
       st.log("HTTP (OpenAI API, /metrics, dashboard) on " + st.http->url() + "/");
     }
   } catch (...) {

@@ -10,7 +10,7 @@ api_error to_api_error(serve_errc code, std::string message) {
   if (code == serve_errc::invalid_request) {
     static const std::set<std::string> fields{"temperature", "top_p", "top_k", "repetition_penalty", "max_tokens",
                                               "stop", "seed", "top_logprobs", "prompt", "adapter",
-                                              "logit_bias"};
+                                              "logit_bias", "tenant", "ignore_eos", "speculative"};
     const auto end = message.find_first_not_of("abcdefghijklmnopqrstuvwxyz_");
     const auto first = message.substr(0, end);
     if (fields.count(first))

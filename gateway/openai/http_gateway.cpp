@@ -171,7 +171,7 @@ void on_completion(http_self self, const http_request_in& in) {
   auto& req = std::get<openai_request>(parsed);
   if (!in.tenant.empty())
     req.base.tenant = in.tenant;  // a keyed request is its key's tenant, whatever `user` says
-  auto taken = openai_intake(req, *opts.tokenizer, {opts.model_name, opts.context_window});
+  auto taken = openai_intake(req, *opts.tokenizer, {opts.model_name, opts.limits});
   if (auto* err = std::get_if<api_error>(&taken))
     return reply_error(self, in.id, *err);
   auto& intake = std::get<openai_intake_result>(taken);
@@ -218,7 +218,7 @@ void reply_model(http_self self, std::uint64_t hid, const actors::router_stats& 
 void on_tokenize(http_self self, std::uint64_t hid, http_endpoint ep, const std::string& body) {
   const auto& opts = self->state.io->opts;
   auto answered = ep == http_endpoint::tokenize
-                    ? answer_tokenize(body, *opts.tokenizer, {opts.context_window, opts.max_prompt_bytes})
+                    ? answer_tokenize(body, *opts.tokenizer, {opts.limits.context_window, opts.max_prompt_bytes})
                     : answer_detokenize(body, *opts.tokenizer);
   if (auto* err = std::get_if<api_error>(&answered))
     return reply_error(self, hid, *err);

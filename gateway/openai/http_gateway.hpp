@@ -34,6 +34,7 @@
 
 #include "actors/interfaces.hpp"
 #include "core/api_keys.hpp"
+#include "core/request.hpp"
 #include "gateway/openai/tls_context.hpp"
 
 namespace lf::text {
@@ -47,9 +48,9 @@ struct http_options {
   std::string listen;  ///< host:port (port 0 picks a free one), e.g. "127.0.0.1:8000"
   std::shared_ptr<const text::tokenizer> tokenizer;  ///< required
   std::string model_name = "gpt2";        ///< `model` naming the base model; other names are adapters
-  /// The model's: chat's default max_tokens is the rest of it, echoed prompts are checked against
-  /// it (openai_intake.hpp); 0: not known (chat's default 16, echo refused as overloaded).
-  std::uint32_t context_window = 0;
+  /// The router's: every request is checked against them where it comes in (openai_intake.hpp).
+  /// context_window 0: not known (chat's default max_tokens 16, echo refused as overloaded).
+  request_limits limits;
   std::size_t max_body_bytes = std::size_t{1} << 20;   ///< larger bodies: 413
   std::size_t max_prompt_bytes = std::size_t{1} << 20; ///< rendered prompt larger: prompt_too_long
   std::size_t max_live = 4096;            ///< HTTP requests in flight at most; more: 429

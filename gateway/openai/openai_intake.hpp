@@ -14,9 +14,13 @@
 ///     itself (the n = 1 answer);
 ///   - echo: the prompt's text (token ids decoded) for each choice to start with.
 /// It checks nothing of its own: the body's rules are the parser's, the request's are
-/// validate_request's, at the router. An echoed prompt is the one exception, checked here with
-/// validate_request's own prompt rules (check_prompt): its ids are decoded before any router sees
-/// them, and with max_tokens 0 (the prompt alone) none ever does.
+/// validate_request's, which the intake calls on each prompt's draft with the router's limits
+/// (the router calls it again: one set of rules, applied where a request comes in and where it is
+/// placed). A refusal names OpenAI's field (`user` for the tenant, `messages` for a chat's prompt,
+/// `logprobs` for a completion's top_logprobs). An echoed prompt that generates nothing
+/// (max_tokens 0) gets validate_request's prompt rules alone (check_prompt): no router sees it.
+/// With the context window not known (0) the drafts are checked without it (the router has it),
+/// and an echo is refused as overloaded.
 
 #include <cstddef>
 #include <cstdint>
@@ -35,9 +39,14 @@ namespace lf::gateway {
 
 /// What the intake needs of the HTTP gateway's settings.
 struct intake_limits {
-  std::string model_name = "gpt2";   ///< `model` naming the base model; any other name is an adapter
-  std::uint32_t context_window = 0;  ///< the model's; 0: not known (chat's default max_tokens 16, echo refused)
+  std::string model_name = "gpt2";  ///< `model` naming the base model; any other name is an adapter
+  /// The router's (validate_request's). context_window 0: not known (chat's default max_tokens 16,
+  /// echo refused, the window left to the router); vocab_size 0: the tokenizer's.
+  request_limits request;
 };
+
+/// validate_request's refusal in OpenAI's words: the api_error naming the body's field.
+api_error openai_refusal(const check_failure& bad, api_kind kind);
 
 /// An echoed prompt: each of its choices' text starts with `text`.
 struct echoed_prompt {

@@ -25,6 +25,9 @@ struct bad_field {
 
 [[noreturn]] void fail(const std::string& param, const std::string& why) { throw bad_field{param, why}; }
 
+/// What an integer field must fit (the draft's int); its range is validate_request's.
+constexpr std::int64_t int32_max = std::numeric_limits<std::int32_t>::max();
+
 /// "FIELD is N bytes; the limit is L" (the ZeroMQ protocol's wording for the same limits).
 std::string over_bytes(const std::string& field, std::size_t got, std::size_t limit) {
   return field + " is " + std::to_string(got) + " bytes; the limit is " + std::to_string(limit);
@@ -194,8 +197,8 @@ void refuse_non_neutral(const json& body) {
       unsupported(k, std::string(k) + " other than 0 (use the `repetition_penalty` extension)");
 }
 
-/// OpenAI's logit_bias: an object from token ids (as strings: JSON keys) to a bias in
-/// [-100, 100]. Ids beyond the vocabulary are refused by the router, which knows it.
+/// OpenAI's logit_bias: an object from token ids (as strings: JSON keys) to numbers. The biases'
+/// range, the entries' count and ids beyond the vocabulary are validate_request's.
 std::map<std::int32_t, float> read_logit_bias(const json& body) {
   std::map<std::int32_t, float> out;
   if (absent(body, "logit_bias"))
@@ -203,15 +206,12 @@ std::map<std::int32_t, float> read_logit_bias(const json& body) {
   const auto& b = body.at("logit_bias");
   if (!b.is_object())
     fail("logit_bias", "logit_bias must be an object mapping token ids to biases in [-100, 100]");
-  if (b.size() > max_logit_bias_entries)
-    fail("logit_bias", "logit_bias must have at most " + std::to_string(max_logit_bias_entries) + " entries (got "
-                         + std::to_string(b.size()) + ")");
   for (const auto& [k, v] : b.items()) {
     const bool digits = !k.empty() && k.size() <= 10 && k.find_first_not_of("0123456789") == std::string::npos;
     const auto id = digits ? std::stoll(k) : -1;
     if (id < 0 || id > std::numeric_limits<std::int32_t>::max())
       fail("logit_bias", "logit_bias keys must be token ids (decimal integers >= 0; got \"" + k.substr(0, 32) + "\")");
-    if (!v.is_number() || !(v.get<double>() >= -max_logit_bias && v.get<double>() <= max_logit_bias))
+    if (!v.is_number())
       fail("logit_bias", "logit_bias[\"" + k + "\"] must be a number in [-100, 100] (got " + v.dump() + ")");
     if (!out.emplace(static_cast<std::int32_t>(id), static_cast<float>(v.get<double>())).second)
       fail("logit_bias", "logit_bias names token " + std::to_string(id) + " twice");
@@ -248,7 +248,7 @@ void read_kind_specific(api_kind kind, const json& body, openai_request& r) {
   if (kind == api_kind::completion) {
     r.prompts = read_prompts(body);
     if (!absent(body, "logprobs")) {
-      r.top_logprobs = static_cast<int>(get_int(body, "logprobs", 0, max_top_logprobs));
+      r.top_logprobs = static_cast<int>(get_int(body, "logprobs", 0, std::numeric_limits<std::int32_t>::max()));
       r.logprobs = true;
     }
     if (!absent(body, "echo"))
@@ -278,16 +278,13 @@ void read_kind_specific(api_kind kind, const json& body, openai_request& r) {
     if (std::find(r.base.params.stop.begin(), r.base.params.stop.end(), s) == r.base.params.stop.end())
       r.base.params.stop.push_back(s);
   if (!absent(body, "max_completion_tokens")) {
-    r.base.params.max_tokens = static_cast<int>(get_int(body, "max_completion_tokens", 1, proto::max_tokens_limit));
+    r.base.params.max_tokens = static_cast<int>(get_int(body, "max_completion_tokens", 0, int32_max));
     r.max_tokens_given = true;
   }
   if (!absent(body, "logprobs"))
     r.logprobs = get_bool(body, "logprobs");
-  if (!absent(body, "top_logprobs")) {
-    r.top_logprobs = static_cast<int>(get_int(body, "top_logprobs", 0, max_top_logprobs));
-    if (!r.logprobs)
-      fail("top_logprobs", "top_logprobs needs logprobs: true");
-  }
+  if (!absent(body, "top_logprobs"))
+    r.top_logprobs = static_cast<int>(get_int(body, "top_logprobs", 0, int32_max));
   if (!absent(body, "store") && get_bool(body, "store"))
     unsupported("store", "store: true");
   if (!absent(body, "tool_choice") && body.at("tool_choice") != "none")
@@ -331,7 +328,7 @@ std::variant<openai_request, api_error> parse_openai_request(api_kind kind, std:
     if (!absent(body, "n"))
       r.n = static_cast<int>(get_int(body, "n", 1, limits.max_n));
     if (!absent(body, "max_tokens")) {
-      m.max_tokens = static_cast<int>(get_int(body, "max_tokens", 0, proto::max_tokens_limit));
+      m.max_tokens = static_cast<int>(get_int(body, "max_tokens", 0, int32_max));
       r.max_tokens_given = true;
     }
     if (!absent(body, "temperature"))
@@ -339,7 +336,7 @@ std::variant<openai_request, api_error> parse_openai_request(api_kind kind, std:
     if (!absent(body, "top_p"))
       m.top_p = static_cast<float>(get_number(body, "top_p"));
     if (!absent(body, "top_k"))
-      m.top_k = static_cast<int>(get_int(body, "top_k", 0, std::numeric_limits<std::int32_t>::max()));
+      m.top_k = static_cast<int>(get_int(body, "top_k", 0, int32_max));
     if (!absent(body, "repetition_penalty"))
       m.repetition_penalty = static_cast<float>(get_number(body, "repetition_penalty"));
     if (!absent(body, "ignore_eos"))
@@ -356,10 +353,6 @@ std::variant<openai_request, api_error> parse_openai_request(api_kind kind, std:
     if (!absent(body, "user")) {
       // The end user names the tenant (scheduling share, per-tenant limits).
       r.user = get_string(body, "user");
-      if (r.user.size() > proto::max_tenant_bytes)
-        fail("user", "user must be at most " + std::to_string(proto::max_tenant_bytes) + " bytes (it names the tenant)");
-      if (!valid_tenant_name(r.user))
-        fail("user", "user must be UTF-8 without control characters (it names the tenant)");
       r.base.tenant = r.user;
     }
     read_stop(body, m.stop);
@@ -379,15 +372,10 @@ std::variant<openai_request, api_error> parse_openai_request(api_kind kind, std:
         r.include_usage = get_bool(so, "include_usage");
     }
     read_kind_specific(kind, body, r);
-    if (m.max_tokens == 0 && !r.echo)
-      fail("max_tokens", "max_tokens must be in [1, " + std::to_string(proto::max_tokens_limit)
-                           + "] (got 0; 0 only with echo: true, which returns the prompt alone)");
     auto constraint = read_constraint(body);
     if (auto* no = std::get_if<field_refusal>(&constraint))
       fail(no->param, no->message);
     m.constraint = std::move(std::get<body_constraint>(constraint).constraint);
-    if (!m.constraint.kind.empty() && m.ignore_eos)
-      fail("ignore_eos", "ignore_eos cannot be combined with a constraint (the output ends where it is complete)");
     // The tokenizer's bound, on what it would read (a chat rendered).
     for (const auto& in : r.prompts)
       if (in.text.size() > limits.max_prompt_bytes)

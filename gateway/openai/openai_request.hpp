@@ -11,8 +11,10 @@
 /// lorafleet cannot honour (`frequency_penalty` != 0, `tools`, ...) is an error,
 /// never silently ignored (echo with logprobs, which would need the prompt's log-probabilities, is
 /// one). lorafleet's extensions: `top_k`, `repetition_penalty`, `ignore_eos`. The body's sizes
-/// are bounded here too (a prompt, the messages, the rendered prompt: openai_limits); what a
-/// request means against the model (ranges, vocabulary, context window) is validate_request's.
+/// are bounded here too (a prompt, the messages, the rendered prompt: openai_limits), and each value
+/// must have its field's JSON type and fit its draft field. What a request means (every range, the
+/// tenant's name, which fields combine, the vocabulary, the context window) is validate_request's,
+/// called by openai_intake.
 
 #include <cstdint>
 #include <optional>

@@ -86,15 +86,12 @@ TEST_CASE("speculative: on, off, auto or a proposal length") {
   }
 }
 
-TEST_CASE("user names the tenant: at most 64 bytes, no control characters") {
+TEST_CASE("user names the tenant, as read: its rules are validate_request's (test_openai_intake)") {
   const auto body = [](const std::string& user) {
     return R"({"model":"m","prompt":"x","user":)" + json(user).dump() + "}";
   };
-  CHECK(ok(api_kind::completion, body(std::string(64, 'u'))).base.tenant == std::string(64, 'u'));
-  auto e = refused(api_kind::completion, body(std::string(65, 'u')));
-  CHECK(e.param == "user");
-  CHECK_THAT(e.message, Catch::Matchers::Contains("at most 64 bytes"));
-  CHECK(refused(api_kind::completion, body("a\nb")).param == "user");
+  CHECK(ok(api_kind::completion, body(std::string(65, 'u'))).base.tenant == std::string(65, 'u'));
+  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","user":7})").param == "user");
 }
 
 TEST_CASE("prompts may be strings, arrays of strings, token ids or arrays of token ids") {
@@ -127,8 +124,6 @@ TEST_CASE("chat messages keep their roles, developer is a system message, text p
   CHECK(refused(api_kind::chat, R"({"model":"m","messages":[{"role":"user","content":"x","name":"bob"}]})").param
         == "messages[0].name");
   CHECK(refused(api_kind::chat, R"({"model":"m","messages":[]})").param == "messages");
-  CHECK(refused(api_kind::chat, R"({"model":"m","messages":[{"role":"user","content":"x"}],"top_logprobs":2})").param
-        == "top_logprobs");
 }
 
 TEST_CASE("parameters lorafleet cannot honour are refused by name, never ignored") {
@@ -155,8 +150,8 @@ TEST_CASE("logit_bias maps token ids to biases in [-100, 100], refused by name o
   auto c = ok(api_kind::chat, R"({"model":"m","messages":[{"role":"user","content":"x"}],"logit_bias":{"1":-1}})");
   CHECK(c.base.params.logit_bias.at(1) == -1.0f);
   CHECK(c.base.params.stop == std::vector<std::string>{"\nUser:", "\nSystem:"});  // a chat's stops
-  for (const char* bad : {R"("x":1)", R"("-1":1)", R"("1.5":1)", R"("":1)", R"("99999999999":1)", R"("1":100.5)",
-                          R"("1":-101)", R"("1":"5")", R"("1":null)"}) {
+  for (const char* bad : {R"("x":1)", R"("-1":1)", R"("1.5":1)", R"("":1)", R"("99999999999":1)", R"("1":"5")",
+                          R"("1":null)"}) {
     auto e = refused(api_kind::completion, std::string(R"({"model":"m","prompt":"x","logit_bias":{)") + bad + "}}");
     CHECK(e.param == "logit_bias");
     CHECK(e.status == 400);
@@ -164,14 +159,9 @@ TEST_CASE("logit_bias maps token ids to biases in [-100, 100], refused by name o
   CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","logit_bias":[1]})").param == "logit_bias");
   CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","logit_bias":{"1":1,"01":2}})").message.find("twice")
         != std::string::npos);
-  json many = json::object();
-  for (int i = 0; i <= 300; ++i)
-    many[std::to_string(i)] = 1;
-  json body{{"model", "m"}, {"prompt", "x"}, {"logit_bias", many}};
-  CHECK(refused(api_kind::completion, body.dump()).message.find("at most 300") != std::string::npos);
-  many.erase("300");
-  body["logit_bias"] = many;
-  CHECK(ok(api_kind::completion, body.dump()).base.params.logit_bias.size() == 300);
+  // A bias's range and the entries' count are validate_request's (test_openai_intake).
+  CHECK(ok(api_kind::completion, R"({"model":"m","prompt":"x","logit_bias":{"1":100.5}})").base.params.logit_bias.at(1)
+        == 100.5f);
   // The router's vocabulary check names the field too.
   CHECK(to_api_error(serve_errc::invalid_request, "logit_bias token id 60000 is outside the vocabulary").param
         == "logit_bias");
@@ -180,10 +170,7 @@ TEST_CASE("logit_bias maps token ids to biases in [-100, 100], refused by name o
 TEST_CASE("echo: allowed on completions, max_tokens 0 only with it") {
   auto r = ok(api_kind::completion, R"({"model":"m","prompt":"x","echo":true,"max_tokens":0})");
   CHECK(r.echo);
-  CHECK(r.base.params.max_tokens == 0);
-  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","max_tokens":0})").param == "max_tokens");
-  CHECK(refused(api_kind::chat, R"({"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":0})").param
-        == "max_tokens");
+  CHECK(r.base.params.max_tokens == 0);  // without echo, validate_request refuses 0 (test_openai_intake)
 }
 
 TEST_CASE("an echoed completion starts with its prompt, streamed as each choice's first chunk") {
@@ -212,7 +199,7 @@ TEST_CASE("an echoed completion starts with its prompt, streamed as each choice'
 }
 
 TEST_CASE("bad values and bad JSON are 400s naming the field") {
-  auto e = refused(api_kind::completion, R"({"model":"m","prompt":"x","max_tokens":0})");
+  auto e = refused(api_kind::completion, R"({"model":"m","prompt":"x","max_tokens":-1})");
   CHECK(e.status == 400);
   CHECK(e.param == "max_tokens");
   CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","max_tokens":1.5})").param == "max_tokens");
@@ -354,8 +341,6 @@ TEST_CASE("structured output: response_format and the regex, choice and grammar 
   CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","grammar":"root ::= nope"})").param == "grammar");
   CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","choice":[]})").param == "choice");
   CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","choice":["a"],"regex":"a"})").param == "choice");
-  CHECK(refused(api_kind::completion, R"({"model":"m","prompt":"x","regex":"a","ignore_eos":true})").param
-        == "ignore_eos");
   CHECK(refused(api_kind::chat, "{" + chat + R"(,"response_format":{"type":"json_schema"}})").param
         == "response_format");
   CHECK(refused(api_kind::chat, "{" + chat + R"(,"response_format":{"type":"json_object","x":1}})").param

@@ -17,7 +17,14 @@ const text::tokenizer& gpt2_tokens() {
   return tok;
 }
 
-const intake_limits served{"gpt2", 1024};
+/// The served model "gpt2" with `window` tokens of context (0: not known) and the router's defaults.
+intake_limits with_window(std::uint32_t window) {
+  intake_limits l;
+  l.request.context_window = window;
+  return l;
+}
+
+const intake_limits served = with_window(1024);
 
 /// `body` parsed for `kind` and taken in, or the api_error of either step.
 std::variant<openai_intake_result, api_error> intake_or_error(api_kind kind, const std::string& body,
@@ -102,7 +109,7 @@ TEST_CASE("chat: the rendered conversation, the chat stops, max_tokens the rest 
   CHECK(taken_in(api_kind::chat, "{\"model\":\"gpt2\"," + chat_hi + ",\"max_completion_tokens\":4}").choices[0].params.max_tokens
         == 4);
   // Unknown context window: OpenAI's 16.
-  CHECK(taken_in(api_kind::chat, "{\"model\":\"gpt2\"," + chat_hi + "}", {"gpt2", 0}).choices[0].params.max_tokens == 16);
+  CHECK(taken_in(api_kind::chat, "{\"model\":\"gpt2\"," + chat_hi + "}", with_window(0)).choices[0].params.max_tokens == 16);
   // Completions keep 16 whatever the window.
   CHECK(taken_in(api_kind::completion, R"({"model":"gpt2","prompt":"Hi"})").choices[0].params.max_tokens == 16);
 }
@@ -129,28 +136,55 @@ TEST_CASE("an echoed prompt is checked with validate_request's prompt rules", "[
   CHECK(e.message == "prompt token id 50257 is outside the vocabulary [0, 50257)");
   // The prompt alone beyond the window: named alone.
   const auto four = R"({"model":"gpt2","prompt":[1,2,3,4],"echo":true,"max_tokens":0})";
-  auto w = refused_in(api_kind::completion, four, {"gpt2", 3});
+  auto w = refused_in(api_kind::completion, four, with_window(3));
   CHECK(w.status == 400);
   CHECK(w.code == "prompt_too_long");
   CHECK(w.message == "prompt (4 tokens) exceeds the context window of 3 tokens");
-  CHECK(taken_in(api_kind::completion, four, {"gpt2", 4}).echoes.size() == 1);
+  CHECK(taken_in(api_kind::completion, four, with_window(4)).echoes.size() == 1);
   // Echoed and generating: prompt + max_tokens, validate_request's own words.
-  auto g = refused_in(api_kind::completion, R"({"model":"gpt2","prompt":[1,2,3],"echo":true,"max_tokens":2})", {"gpt2", 4});
+  auto g = refused_in(api_kind::completion, R"({"model":"gpt2","prompt":[1,2,3],"echo":true,"max_tokens":2})", with_window(4));
   CHECK(g.message == "prompt (3 tokens) + max_tokens (2) exceeds the context window of 4 tokens");
 }
 
-TEST_CASE("past the context window without echo: the draft goes on, validate_request refuses it", "[openai][intake]") {
-  // The intake checks nothing of the request; the router's validate_request does, once.
-  auto r = taken_in(api_kind::completion, R"({"model":"gpt2","prompt":[1,2,3],"max_tokens":2})", {"gpt2", 4});
-  REQUIRE(r.choices.size() == 1);
-  request_limits l;
-  l.context_window = 4;
-  l.vocab_size = gpt2_tokens().vocab_size();
-  auto v = validate_request(r.choices[0], l);
-  REQUIRE(std::holds_alternative<check_failure>(v));
-  CHECK(std::get<check_failure>(v).code == serve_errc::prompt_too_long);
-  auto bias = taken_in(api_kind::completion, R"({"model":"gpt2","prompt":"a","logit_bias":{"60000":1}})");
-  CHECK(std::holds_alternative<check_failure>(validate_request(bias.choices[0], l)));
+TEST_CASE("every draft goes through validate_request, its refusal in OpenAI's words", "[openai][intake]") {
+  // The window: refused here, as the router would.
+  auto w = refused_in(api_kind::completion, R"({"model":"gpt2","prompt":[1,2,3],"max_tokens":2})", with_window(4));
+  CHECK(w.code == "prompt_too_long");
+  CHECK(w.message == "prompt (3 tokens) + max_tokens (2) exceeds the context window of 4 tokens");
+  // Not known: the rest is checked here, the window left to the router.
+  CHECK(taken_in(api_kind::completion, R"({"model":"gpt2","prompt":[1,2,3],"max_tokens":2000})", with_window(0))
+          .choices.size() == 1);
+  auto bias = refused_in(api_kind::completion, R"({"model":"gpt2","prompt":"a","logit_bias":{"60000":1}})");
+  CHECK(bias.param == "logit_bias");
+  CHECK(bias.message == "logit_bias token id 60000 is outside the vocabulary [0, 50257)");
+  auto far = refused_in(api_kind::completion, R"({"model":"gpt2","prompt":"a","logit_bias":{"1":100.5}})");
+  CHECK(far.param == "logit_bias");
+  CHECK(far.message == "logit_bias[1] must be in [-100, 100] (got 100.5)");
+  // max_tokens: the router's limit, and 0 only with echo.
+  for (const char* body : {R"({"model":"gpt2","prompt":"x","max_tokens":0})",
+                           R"({"model":"gpt2","prompt":"x","max_tokens":70000})"}) {
+    auto e = refused_in(api_kind::completion, body, with_window(0));
+    CHECK(e.status == 400);
+    CHECK(e.param == "max_tokens");
+  }
+  CHECK(refused_in(api_kind::chat, "{\"model\":\"gpt2\"," + chat_hi + ",\"max_completion_tokens\":0}").param
+        == "max_tokens");
+  // Field names: the tenant is `user`, a completion's top_logprobs its `logprobs`, a chat's prompt its messages.
+  auto user = refused_in(api_kind::completion, R"({"model":"gpt2","prompt":"x","user":")" + std::string(65, 'u') + "\"}");
+  CHECK(user.param == "user");
+  CHECK(user.message == "user (the tenant) must be at most 64 bytes of UTF-8 without control characters (got 65 bytes)");
+  CHECK(refused_in(api_kind::completion, R"({"model":"gpt2","prompt":"x","user":"a\nb"})").param == "user");
+  CHECK(taken_in(api_kind::completion, R"({"model":"gpt2","prompt":"x","user":")" + std::string(64, 'u') + "\"}")
+          .choices[0].tenant == std::string(64, 'u'));
+  auto lp = refused_in(api_kind::completion, R"({"model":"gpt2","prompt":"x","logprobs":21})");
+  CHECK(lp.param == "logprobs");
+  CHECK(lp.message == "logprobs must be in [0, 20] (got 21)");
+  CHECK(refused_in(api_kind::chat, "{\"model\":\"gpt2\"," + chat_hi + ",\"top_logprobs\":2}").param == "top_logprobs");
+  auto chat_ids = refused_in(api_kind::chat, "{\"model\":\"gpt2\"," + chat_hi + ",\"max_tokens\":2000}");
+  CHECK(chat_ids.code == "prompt_too_long");
+  CHECK(refused_in(api_kind::completion, R"({"model":"gpt2","prompt":"x","regex":"a","ignore_eos":true})").param
+        == "ignore_eos");
+  CHECK(refused_in(api_kind::completion, R"({"model":"../x","prompt":"x"})").param == "model");
 }
 
 TEST_CASE("the body's bounds are the parser's: empty and oversized prompts, too many messages", "[openai][intake]") {
