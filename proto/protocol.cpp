@@ -53,16 +53,12 @@ std::optional<std::string> validate(const submit_msg& m) {
   if (m.ttft_ms && (*m.ttft_ms < 1 || *m.ttft_ms > max_deadline_ms))
     return "ttft_ms must be in [1, " + std::to_string(max_deadline_ms) + "] (got " + std::to_string(*m.ttft_ms)
            + ")";
-  if (m.speculative && (*m.speculative < -2 || *m.speculative == -1 || *m.speculative > lf::max_speculative))
-    return "speculative must be -2 (on), 0 (off) or 1 to " + std::to_string(lf::max_speculative) + " (got "
-           + std::to_string(*m.speculative) + ")";
+  // -1 is the draft's "absent" (the worker's policy): on the wire the field is left out instead.
+  if (m.speculative && *m.speculative == -1)
+    return std::string("speculative must be left out for the worker's policy, not -1 (-2: on, 0: off, "
+                       "1 or more: that many drafted tokens)");
   if (m.tenant.size() > max_tenant_bytes)
     return too_long("tenant", m.tenant.size(), max_tenant_bytes);
-  if (!lf::valid_tenant_name(m.tenant))
-    return std::string("tenant must be valid UTF-8 without control characters");
-  if (m.logit_bias.size() > lf::max_logit_bias_entries)
-    return "logit_bias must have at most " + std::to_string(lf::max_logit_bias_entries) + " entries (got "
-           + std::to_string(m.logit_bias.size()) + ")";
   if (m.window && (*m.window < 1 || *m.window > max_window))
     return "window must be in [1, " + std::to_string(max_window) + "] (got " + std::to_string(*m.window) + ")";
   if (m.continued.size() > static_cast<std::size_t>(std::max(0, m.max_tokens)))
@@ -70,8 +66,8 @@ std::optional<std::string> validate(const submit_msg& m) {
            + std::to_string(m.continued.size()) + ")";
   if (!m.continued.empty() && m.temperature > 0 && !m.seed)
     return std::string("a sampled continuation needs the seed its tokens were drawn with");
-  // Sizes only: the sampling rules (ranges of temperature, top_p, max_tokens, the stop strings'
-  // contents) are checked once, with the rest of the request, by lf::validate_request.
+  // Sizes only: a request's rules (ranges of temperature, top_p, max_tokens, speculative, the stop
+  // strings' contents, the tenant's characters, logit_bias' count) are lf::validate_request's.
   const auto params = to_sampling_params(m);
   if (m.is_chat() && m.stop.size() <= max_stop_strings && params.stop.size() > max_stop_strings) {
     const auto added = params.stop.size() - m.stop.size();
