@@ -49,7 +49,7 @@ serving_loop::serving_loop(engine::step_engine& engine, const text::tokenizer& t
                            serving_config cfg, cache::adapter_manager* adapters, engine::step_engine* draft)
   : engine_(engine), tok_(tok), adapters_(adapters), cfg_(for_mode(cfg)),
     blocks_({cfg_.num_blocks, cfg_.block_size, cfg_.prefix_cache}), sched_(cfg_.sched, blocks_),
-    porter_(engine_, blocks_),
+    porter_(engine_, blocks_), gate_(adapters, cfg_.single_adapter_batches),
     constraints_(tok_, cfg_.eos_id, cfg_.prebuild_vocab_trie) {
   if (draft) {
     if (draft->vocab_size() != engine.vocab_size())

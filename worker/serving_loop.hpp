@@ -42,6 +42,7 @@
 #include "cache/adapter_manager.hpp"
 #include "cache/block_manager.hpp"
 #include "worker/engine/model/step_engine.hpp"
+#include "worker/adapter_gate.hpp"
 #include "worker/constraint_runner.hpp"
 #include "worker/draft_proposer.hpp"
 #include "worker/kv_porter.hpp"
@@ -249,10 +250,8 @@ private:
   /// Pauses `id` if it has used its allowance (see submit).
   void pause_if_out_of_credit(request_id id, live_request& lr);
   void publish_load();
-  /// Whether a waiting request of adapter `a` may start now (readiness, single-adapter turn).
-  bool adapter_usable(cache::adapter_id a) const;
-  /// Single-adapter mode: the adapter whose turn it is (nullopt: any).
-  std::optional<cache::adapter_id> adapter_turn() const;
+  /// Single-adapter mode: gives the gate this step's running and waiting adapters (its turn).
+  void take_adapter_turn();
   /// Ends the requests waiting for an adapter whose load failed (after a load settled).
   void fail_adapter_waiters();
   /// Sleeps up to 5 ms or until news (inbox, cancel, stop, a settled adapter load).
@@ -293,8 +292,7 @@ private:
   std::unique_ptr<draft_proposer> draft_;
   double draft_ms_per_token_ = 0;
   std::deque<request_id> static_queue_;  // static modes: waiting for a batch; loop thread only
-  std::uint64_t settled_seen_ = 0;                                      // loop thread only
-  std::optional<cache::adapter_id> turn_;  // single-adapter mode, this step; loop thread only
+  adapter_gate gate_;  ///< which adapters may start this step (adapter_gate.hpp); loop thread only
   /// This step's batches, by sink, in the order the sinks first got an entry; loop thread only.
   std::vector<std::pair<std::shared_ptr<step_sink>, step_batch>> out_;
   /// Structured output: the compiled constraints (constraint_runner.hpp); loop thread only.

@@ -1,5 +1,5 @@
-// The serving loop's LoRA side: which waiting requests may start, and ending those whose adapter
-// failed to load. Loop thread only.
+// The serving loop's LoRA side over its adapter gate (adapter_gate.hpp): this step's turn, and
+// ending the requests whose adapter failed to load. Loop thread only.
 #include "worker/serving_loop.hpp"
 #include "worker/serving_loop_state.hpp"
 
@@ -7,50 +7,32 @@
 
 namespace lf::worker {
 
-bool serving_loop::adapter_usable(cache::adapter_id a) const {
-  if (turn_ && a != *turn_)
-    return false;
-  return a == cache::base_model || (adapters_ != nullptr && adapters_->ready(a));
-}
-
-std::optional<cache::adapter_id> serving_loop::adapter_turn() const {
-  if (!cfg_.single_adapter_batches)
-    return std::nullopt;
-  // Keep the turn while sequences of the current adapter run (continuous) ...
+void serving_loop::take_adapter_turn() {
+  if (!gate_.turns())
+    return;
+  std::vector<cache::adapter_id> running, waiting;
   for (auto id : sched_.running())
-    if (auto a = sched_.adapter(id); a != cache::base_model)
-      return a;
-  // ... else it goes to the oldest waiting request whose adapter can run. base_model: nobody's
-  // turn yet (no adapter may start in this step).
-  auto ready = [&](cache::adapter_id a) {
-    return a == cache::base_model || (adapters_ != nullptr && adapters_->ready(a));
-  };
-  if (cfg_.mode == batching_mode::continuous) {
+    running.push_back(sched_.adapter(id));
+  const bool continuous = cfg_.mode == batching_mode::continuous;
+  if (continuous)
     for (auto id : sched_.waiting())
-      if (auto a = sched_.adapter(id); a != cache::base_model && ready(a))
-        return a;
-    return cache::base_model;
-  }
-  for (auto id : static_queue_)  // static: the oldest runnable request decides, base included
-    if (auto a = live_.at(id)->adapter; ready(a))
-      return a;
-  return cache::base_model;
+      waiting.push_back(sched_.adapter(id));
+  else
+    for (auto id : static_queue_)
+      waiting.push_back(live_.at(id)->adapter);
+  gate_.take_turn(running, waiting, !continuous);
 }
 
 void serving_loop::fail_adapter_waiters() {
-  if (adapters_ == nullptr)
+  if (!gate_.loads_settled())
     return;
-  const auto settled = adapters_->settled_count();
-  if (settled == settled_seen_)
-    return;
-  settled_seen_ = settled;
   // Only requests that never started can be waiting for a load: a started one's adapter was
   // ready and stays resident while the request holds it.
   std::vector<std::pair<request_id, cache::adapter_info>> doomed;
   for (const auto& [id, lr] : live_)
-    if (lr->holds_adapter && !lr->started
-        && adapters_->state(lr->adapter) == cache::adapter_state::failed)
-      doomed.emplace_back(id, adapters_->info(lr->adapter));
+    if (lr->holds_adapter && !lr->started)
+      if (auto failed = gate_.failure(lr->adapter))
+        doomed.emplace_back(id, std::move(*failed));
   for (auto& [id, info] : doomed) {
     sched_.finish(cache::seq_id{id.value()});
     static_queue_.erase(std::remove(static_queue_.begin(), static_queue_.end(), id),

@@ -79,12 +79,12 @@ void serving_loop::run() {
 void serving_loop::run_continuous_step() {
   auto now = clock_type::now();
   const auto step_start = now;
-  turn_ = adapter_turn();
+  take_adapter_turn();
   const bool speculate = cfg_.mode == batching_mode::continuous && engine_.multi_logits();
   if (speculate)
     propose_drafts();
   auto plan = sched_.schedule(
-    now, [this](cache::adapter_id a) { return adapter_usable(a); },
+    now, [this](cache::adapter_id a) { return gate_.usable(a); },
     speculate ? std::function<std::uint32_t(cache::seq_id)>([this](cache::seq_id id) {
       return static_cast<std::uint32_t>(live_.at(request_id{id.value()})->draft.size());
     })
@@ -235,13 +235,12 @@ void serving_loop::run_static_batch() {
 bool serving_loop::start_static_batch() {
   // The requests that can run now, queue order: base model or a ready adapter (of the current
   // turn in single-adapter mode). Requests of cold adapters keep their places.
-  turn_ = adapter_turn();
+  take_adapter_turn();
   std::vector<request_id> ids;
   for (auto id : static_queue_) {
     if (ids.size() >= cfg_.static_batch)
       break;
-    auto a = live_.at(id)->adapter;
-    if (a == cache::base_model ? !turn_ || *turn_ == a : adapter_usable(a))
+    if (gate_.usable(live_.at(id)->adapter))
       ids.push_back(id);
   }
   if (ids.empty()) {
