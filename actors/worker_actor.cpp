@@ -174,7 +174,7 @@ worker_actor::behavior_type worker_impl(worker_self self, worker_backend backend
   });
   register_worker reg{st.opts.name, st.backend.context_window, st.backend.vocab_size,
                       st.backend.loop->load().total_blocks, st.backend.block_size,
-                      st.backend.max_seqs, {}, st.opts.join_token};
+                      st.backend.max_seqs, {}, st.opts.join_token, {}};
   if (st.backend.loaded_adapters)
     reg.adapters = st.backend.loaded_adapters();
   if (st.backend.adapter_log)
