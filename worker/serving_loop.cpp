@@ -43,22 +43,32 @@ serving_config for_mode(serving_config cfg) {
   return cfg;
 }
 
+/// The draft model's proposer over `draft` (nullptr: none); throws when it cannot serve `engine`.
+std::unique_ptr<draft_proposer> proposer_of(engine::step_engine* draft, const engine::step_engine& engine,
+                                            const serving_config& cfg) {
+  if (draft == nullptr)
+    return nullptr;
+  if (draft->vocab_size() != engine.vocab_size())
+    throw std::invalid_argument("the draft model's vocabulary (" + std::to_string(draft->vocab_size())
+                                + " tokens) differs from the model's (" + std::to_string(engine.vocab_size()) + ")");
+  if (cfg.draft_blocks == 0 || cfg.draft_block_size == 0 || cfg.draft_context == 0)
+    throw std::invalid_argument("a draft model needs draft_blocks, draft_block_size and draft_context > 0");
+  return std::make_unique<draft_proposer>(*draft, cfg.draft_blocks, cfg.draft_block_size, cfg.draft_context);
+}
+
+/// The speculation runner's settings in `cfg`.
+speculation_settings speculation_of(const serving_config& cfg) {
+  return {cfg.speculation, cfg.speculative_tokens, cfg.ngram, cfg.speculation_auto_rows, cfg.method};
+}
+
 } // namespace
 
 serving_loop::serving_loop(engine::step_engine& engine, const text::tokenizer& tok,
                            serving_config cfg, cache::adapter_manager* adapters, engine::step_engine* draft)
   : engine_(engine), tok_(tok), adapters_(adapters), cfg_(for_mode(cfg)),
     blocks_({cfg_.num_blocks, cfg_.block_size, cfg_.prefix_cache}), sched_(cfg_.sched, blocks_),
-    porter_(engine_, blocks_), gate_(adapters, cfg_.single_adapter_batches),
-    constraints_(tok_, cfg_.eos_id, cfg_.prebuild_vocab_trie) {
-  if (draft) {
-    if (draft->vocab_size() != engine.vocab_size())
-      throw std::invalid_argument("the draft model's vocabulary (" + std::to_string(draft->vocab_size())
-                                  + " tokens) differs from the model's (" + std::to_string(engine.vocab_size()) + ")");
-    if (cfg_.draft_blocks == 0 || cfg_.draft_block_size == 0 || cfg_.draft_context == 0)
-      throw std::invalid_argument("a draft model needs draft_blocks, draft_block_size and draft_context > 0");
-    draft_ = std::make_unique<draft_proposer>(*draft, cfg_.draft_blocks, cfg_.draft_block_size, cfg_.draft_context);
-  }
+    porter_(engine_, blocks_), spec_(speculation_of(cfg_), proposer_of(draft, engine, cfg_)),
+    gate_(adapters, cfg_.single_adapter_batches), constraints_(tok_, cfg_.eos_id, cfg_.prebuild_vocab_trie) {
   load_.total_blocks = cfg.num_blocks;
   load_.free_blocks = cfg.num_blocks;
   if (cfg_.prefix_cache)
@@ -159,8 +169,7 @@ void serving_loop::take_inbox(time_point now) {
     auto& r = *lr;
     r.credits = credit_window(it.allowance);
     r.streamed = static_cast<std::uint32_t>(it.resume.size());
-    r.spec_len = draft_length(r.req.speculative() > 0 ? static_cast<std::uint32_t>(r.req.speculative())
-                                                      : cfg_.speculative_tokens);
+    spec_.add(cache::seq_id{it.id.value()}, r.req.speculative());
     live_.emplace(it.id, std::move(lr));
     if (!r.req.adapter().empty()) {
       if (adapters_ == nullptr) {
@@ -269,8 +278,7 @@ void serving_loop::end(request_id id, request_result res) {
 
   auto lr = std::move(it->second);
   live_.erase(it);
-  if (draft_)
-    draft_->forget(cache::seq_id{id.value()});
+  spec_.forget(cache::seq_id{id.value()});
   if (lr->holds_adapter)
     adapters_->release(lr->adapter);
   auto now = clock_type::now();

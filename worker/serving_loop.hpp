@@ -44,7 +44,7 @@
 #include "worker/engine/model/step_engine.hpp"
 #include "worker/adapter_gate.hpp"
 #include "worker/constraint_runner.hpp"
-#include "worker/draft_proposer.hpp"
+#include "worker/speculation_runner.hpp"
 #include "worker/kv_porter.hpp"
 #include "worker/load_counts.hpp"
 #include "worker/request.hpp"
@@ -217,12 +217,9 @@ private:
   /// Hands `lr` (prompt + any resumed tokens) to the scheduler; false if it ended instead.
   bool schedule_request(request_id id, live_request& lr, time_point now);
   void take_inbox(time_point now);
-  /// Speculative decoding: fills each decoding request's `draft` (proposals for this step), or
-  /// leaves them empty where its policy, its limits or the automatic rule say no.
+  /// Speculative decoding: gives the runner each decoding row's choice and room, and it proposes
+  /// (none where the policy, the room or the automatic rule say no).
   void propose_drafts();
-  /// The draft model's proposals for `wants` into their requests' `draft` (n-gram lookup where
-  /// it has none); frees the draft blocks of sequences that no longer decode.
-  void run_draft_model(const std::vector<draft_want>& wants);
   /// Samples every sampling chunk of `plan` (verifying its proposals, if any) into `emitted`:
   /// the tokens each chunk emits, in order (empty: not a sampling chunk; {0} for a row whose
   /// logits were invalid, which is listed in `broken`), with their log-probabilities. A
@@ -286,11 +283,8 @@ private:
   load_report load_;
 
   std::unordered_map<request_id, std::unique_ptr<live_request>> live_;  // loop thread only
-  step_cost_model step_cost_;  // the automatic speculation rule's measurements; loop thread only
-  /// The draft model's proposer (null without one), and its measured cost per proposed token
-  /// (exponentially weighted; the automatic rule's overhead); loop thread only.
-  std::unique_ptr<draft_proposer> draft_;
-  double draft_ms_per_token_ = 0;
+  /// Speculative decoding's proposals and rules (speculation_runner.hpp); loop thread only.
+  speculation_runner spec_;
   std::deque<request_id> static_queue_;  // static modes: waiting for a batch; loop thread only
   adapter_gate gate_;  ///< which adapters may start this step (adapter_gate.hpp); loop thread only
   /// This step's batches, by sink, in the order the sinks first got an entry; loop thread only.

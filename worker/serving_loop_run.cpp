@@ -86,7 +86,7 @@ void serving_loop::run_continuous_step() {
   auto plan = sched_.schedule(
     now, [this](cache::adapter_id a) { return gate_.usable(a); },
     speculate ? std::function<std::uint32_t(cache::seq_id)>([this](cache::seq_id id) {
-      return static_cast<std::uint32_t>(live_.at(request_id{id.value()})->draft.size());
+      return static_cast<std::uint32_t>(spec_.draft(id).size());
     })
               : std::function<std::uint32_t(cache::seq_id)>{});
   for (auto id : plan.expired)
@@ -106,8 +106,9 @@ void serving_loop::run_continuous_step() {
     auto& lr = *live_.at(request_id{c.id.value()});
     const std::int32_t* data = toks.data() + c.start;
     if (c.draft > 0) {
+      const auto& proposal = spec_.draft(c.id);
       verify.emplace_back(1, toks.back());
-      verify.back().insert(verify.back().end(), lr.draft.begin(), lr.draft.begin() + c.draft);
+      verify.back().insert(verify.back().end(), proposal.begin(), proposal.begin() + c.draft);
       data = verify.back().data();
     }
     chunks.push_back({data, c.start, c.count, &blocks_.block_table(c.id), c.samples, sched_.adapter(c.id),
@@ -132,7 +133,7 @@ void serving_loop::run_continuous_step() {
   }
   const auto sample_start = clock_type::now();
   if (speculate)
-    step_cost_.observe(plan.num_tokens, std::chrono::duration<double, std::milli>(sample_start - forward_start).count());
+    spec_.observe(plan.num_tokens, std::chrono::duration<double, std::milli>(sample_start - forward_start).count());
   std::vector<std::vector<std::int32_t>> emitted(plan.chunks.size());
   std::vector<std::vector<std::optional<token_logprobs>>> logprobs(plan.chunks.size());
   std::vector<request_id> broken, dead_ends;
@@ -295,9 +296,9 @@ void serving_loop::publish_load() {
   load_.adapters = ad;
   load_.running_adapters = std::move(running_adapters);
   load_.waiting_adapters = std::move(waiting_adapters);
-  if (draft_) {
-    load_.draft_free_blocks = draft_->free_blocks();
-    load_.draft_total_blocks = draft_->num_blocks();
+  if (const auto* draft = spec_.draft_model()) {
+    load_.draft_free_blocks = draft->free_blocks();
+    load_.draft_total_blocks = draft->num_blocks();
   }
   ++load_.steps;
 }

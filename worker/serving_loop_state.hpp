@@ -58,9 +58,6 @@ struct serving_loop::live_request {
   /// Structured output: where the output stands in its constraint (constraint_runner.hpp); none
   /// without a constraint. Replaying resumed tokens recomputes it.
   std::optional<output_guide> guide;
-  /// Speculative decoding: this step's proposed tokens (propose_drafts) and its adaptive length.
-  std::vector<std::int32_t> draft;
-  draft_length spec_len;
 };
 
 struct serving_loop::inbox_item {
