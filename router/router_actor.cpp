@@ -136,10 +136,8 @@ void router_state::on_load(actors::worker_load& load) {
 }
 
 route_entry* router_state::owned(actors::route_id rid, actors::worker_id wid) {
-  auto it = routes_.find(rid);
-  if (it == routes_.end() || it->second.state == route_state::queued || it->second.worker != wid)
-    return nullptr;
-  return &it->second;
+  auto* e = routes_.find(rid);
+  return e == nullptr || e->state == route_state::queued || e->worker != wid ? nullptr : e;
 }
 
 void router_state::on_token(actors::worker_token& msg) {
@@ -158,7 +156,7 @@ void router_state::on_token(actors::worker_token& msg) {
 
 void router_state::on_step(actors::worker_step& msg) {
   // Tokens first, then terminals: a request's terminal is the last of its entries in the step.
-  batching_ = true;
+  outbox_.open();
   for (auto& t : msg.tokens)
     on_token(t);
   for (auto& d : msg.done)
@@ -167,47 +165,32 @@ void router_state::on_step(actors::worker_step& msg) {
     on_failed(f);
   for (auto& m : msg.moved)
     on_moved(m);
-  batching_ = false;
-  flush_batches();
-}
-
-actors::event_batch& router_state::batch_for(const route_entry& e) {
-  auto [it, added] = batch_of_.try_emplace(e.sink_addr, batches_.size());
-  if (added)
-    batches_.emplace_back(e.sink, actors::event_batch{});
-  return batches_[it->second].second;
+  for (auto& [sink, batch] : outbox_.close())
+    self_->send(sink, std::move(batch));
 }
 
 void router_state::to_sink(route_entry& e, actors::token_event ev) {
   ev.id = e.client_id;
-  if (batching_)
-    batch_for(e).tokens.push_back(std::move(ev));
+  if (auto* b = outbox_.batch(e.sink, e.sink_addr))
+    b->tokens.push_back(std::move(ev));
   else
     self_->send(e.sink, std::move(ev));
 }
 
 void router_state::to_sink(route_entry& e, actors::done_event ev) {
   ev.id = e.client_id;
-  if (batching_)
-    batch_for(e).done.push_back(std::move(ev));
+  if (auto* b = outbox_.batch(e.sink, e.sink_addr))
+    b->done.push_back(std::move(ev));
   else
     self_->send(e.sink, std::move(ev));
 }
 
 void router_state::to_sink(route_entry& e, actors::error_event ev) {
   ev.id = e.client_id;
-  if (batching_)
-    batch_for(e).errors.push_back(std::move(ev));
+  if (auto* b = outbox_.batch(e.sink, e.sink_addr))
+    b->errors.push_back(std::move(ev));
   else
     self_->send(e.sink, std::move(ev));
-}
-
-void router_state::flush_batches() {
-  auto out = std::move(batches_);
-  batches_.clear();
-  batch_of_.clear();
-  for (auto& [sink, batch] : out)
-    self_->send(sink, std::move(batch));
 }
 
 void router_state::on_done(actors::worker_done& msg) {
@@ -243,7 +226,7 @@ void router_state::on_down(const caf::down_msg& dm) {
   for (auto& [id, w] : workers_)
     if (w.handle.address() == dm.source)
       return worker_lost(w, dm.reason);
-  if (sinks_.count(dm.source))
+  if (routes_.has_sink(dm.source))
     sink_lost(dm.source);
 }
 
@@ -257,7 +240,7 @@ void router_state::worker_lost(worker_entry& dead, const caf::error& reason) {
   note_availability();  // before the moves: with no worker left they wait at most max_queue_wait
   const auto mine = placed_on([wid](actors::worker_id w) { return w == wid; });
   for (auto rid : mine) {
-    auto& e = routes_.at(rid);
+    auto& e = *routes_.find(rid);
     if (!move_again(e))
       end(e, actors::error_event{{}, serve_errc::worker_lost,
                                  "the worker died after streaming " + std::to_string(e.sent.size())
@@ -303,7 +286,7 @@ std::pair<std::uint32_t, std::uint32_t> router_state::drain(const std::string& n
   const auto moving = placed_on([this](actors::worker_id w) { return placement_.draining(w); });
   std::uint32_t moved = 0;
   for (auto rid : moving) {
-    auto& e = routes_.at(rid);
+    auto& e = *routes_.find(rid);
     const auto from = e.worker;
     if (out_of_moves(e))
       continue;  // out of resumptions: it stays where it is and finishes there
@@ -360,8 +343,8 @@ void router_state::outage_over(std::uint64_t n) {
       waiting.push_back(rid);
   std::sort(waiting.begin(), waiting.end());
   for (auto rid : waiting)
-    if (auto it = routes_.find(rid); it != routes_.end())
-      end(it->second,
+    if (auto* e = routes_.find(rid))
+      end(*e,
           actors::error_event{{}, serve_errc::no_workers,
                               "no worker takes requests (all drained or lost) and none came back within "
                                 + std::to_string(avail_.max_wait().count()) + " ms",

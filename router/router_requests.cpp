@@ -49,8 +49,7 @@ void router_state::submit(actors::generate_request& req) {
   auto addr = caf::actor_cast<caf::actor_addr>(sender);
   try {
     const auto now = router_clock::now();
-    const auto key = std::make_pair(addr, req.id.value());
-    if (by_client_.count(key))
+    if (routes_.in_use(addr, req.id))
       return refuse(sink, req.id, {serve_errc::invalid_request, "request id " + std::to_string(req.id.value()) + " is already in use"});
     if (auto no = refuse_in_outage(avail_, workers_.size(), no_workers_retry_ms(), now))
       return refuse(sink, req.id, std::move(*no));  // before validation: no worker, no model known
@@ -148,11 +147,8 @@ route_entry& router_state::accept(validated_request valid, actors::generate_requ
   const auto id = req.id;
   const auto window = req.window;
   actors::route_id rid{next_rid_++};
-  auto& e = routes_[rid];
-  e.rid = rid;
-  e.client_id = id;
+  auto [e, first_of_sink] = routes_.add(rid, addr, id);
   e.sink = sink;
-  e.sink_addr = addr;
   e.placing.adapter = valid.adapter();
   e.placing.cost = cost_of(valid);
   e.tenancy.tenant = valid.tenant();
@@ -169,8 +165,7 @@ route_entry& router_state::accept(validated_request valid, actors::generate_requ
   e.sent = std::move(req.continued);  // a continuation is placed like a resumed request
   if (!e.sent.empty())
     ++counters_.continued;
-  by_client_.emplace(std::make_pair(addr, id.value()), rid);
-  if (sinks_[addr]++ == 0)
+  if (first_of_sink)
     self_->monitor(sender);  // the client going away cancels its requests
   ++counters_.accepted;
   tenancy_.accepted(e.tenancy);
@@ -228,10 +223,10 @@ bool router_state::move_again(route_entry& e) {
 }
 
 void router_state::stranded(actors::route_id rid, std::uint32_t moves) {
-  auto it = routes_.find(rid);
-  if (it == routes_.end() || it->second.state != route_state::queued || it->second.moves != moves)
+  auto* e = routes_.find(rid);
+  if (e == nullptr || e->state != route_state::queued || e->moves != moves)
     return;
-  end(it->second,
+  end(*e,
       actors::error_event{{}, serve_errc::worker_lost,
                           "its worker was lost and no other worker took it within "
                             + std::to_string(cfg_.move_wait.count()) + " ms",
@@ -246,7 +241,7 @@ void router_state::dispatch() {
   std::vector<std::pair<actors::route_id, std::string>> late;
   const auto may_go = eligible();
   while (auto head = queue_.next(may_go)) {
-    auto& e = routes_.at(*head);
+    auto& e = *routes_.find(*head);
     // A moved request has its own rules (move_wait, resumption).
     auto why = e.deadline && e.moves == 0
                  ? tenancy_.too_late(e.tenancy, *e.deadline, e.times.accepted, router_clock::now())
@@ -265,8 +260,8 @@ void router_state::dispatch() {
   }
   dispatching_ = false;
   for (auto& [rid, why] : late)
-    if (auto it = routes_.find(rid); it != routes_.end())
-      end(it->second, actors::error_event{{}, serve_errc::deadline_unmeetable, std::move(why), 0}, false);
+    if (auto* e = routes_.find(rid))
+      end(*e, actors::error_event{{}, serve_errc::deadline_unmeetable, std::move(why), 0}, false);
 }
 
 void router_state::forget(route_entry& e) {
@@ -277,13 +272,9 @@ void router_state::forget(route_entry& e) {
   }
   tenancy_.forgotten(e.tenancy);
   note_load();
-  by_client_.erase({e.sink_addr, e.client_id.value()});
-  if (auto s = sinks_.find(e.sink_addr); s != sinks_.end() && --s->second == 0) {
-    self_->demonitor(e.sink_addr);
-    sinks_.erase(s);
-  }
-  auto rid = e.rid;
-  routes_.erase(rid);  // `e` dangles from here on
+  const auto addr = e.sink_addr;
+  if (routes_.remove(e.rid))  // `e` dangles from here on
+    self_->demonitor(addr);
   dispatch();
 }
 
@@ -366,19 +357,19 @@ void router_state::end(route_entry& e, actors::done_event ev) {
 
 void router_state::cancel(const actors::cancel_request& msg) {
   auto addr = caf::actor_cast<caf::actor_addr>(self_->current_sender());
-  auto it = by_client_.find({addr, msg.id.value()});
-  if (it == by_client_.end())
+  auto* e = routes_.find(addr, msg.id);
+  if (e == nullptr)
     return;  // unknown or already ended: its terminal event is on its way or delivered
-  end(routes_.at(it->second), actors::error_event{msg.id, serve_errc::cancelled, "cancelled by the client", 0},
+  end(*e, actors::error_event{msg.id, serve_errc::cancelled, "cancelled by the client", 0},
       true);
 }
 
 void router_state::credit(const actors::credit_request& msg) {
   auto addr = caf::actor_cast<caf::actor_addr>(self_->current_sender());
-  auto it = by_client_.find({addr, msg.id.value()});
-  if (it == by_client_.end())
+  auto* found = routes_.find(addr, msg.id);
+  if (found == nullptr)
     return;  // ended: nothing to grant
-  auto& e = routes_.at(it->second);
+  auto& e = *found;
   if (!e.credits.grant(msg.tokens))
     return;  // no window (it never waits for credits), or nothing changes
   if (e.state != route_state::queued)
@@ -387,20 +378,16 @@ void router_state::credit(const actors::credit_request& msg) {
 }
 
 void router_state::expire(actors::route_id rid) {
-  auto it = routes_.find(rid);
-  if (it == routes_.end())
+  auto* e = routes_.find(rid);
+  if (e == nullptr)
     return;
-  end(it->second, actors::error_event{{}, serve_errc::timeout, "deadline passed before the request finished", 0},
+  end(*e, actors::error_event{{}, serve_errc::timeout, "deadline passed before the request finished", 0},
       true);
 }
 
 void router_state::sink_lost(const caf::actor_addr& addr) {
-  std::vector<actors::route_id> gone;
-  for (auto& [rid, e] : routes_)
-    if (e.sink_addr == addr)
-      gone.push_back(rid);
-  for (auto rid : gone) {
-    auto& e = routes_.at(rid);
+  for (auto rid : routes_.of_sink(addr)) {
+    auto& e = *routes_.find(rid);
     if (e.state != route_state::queued)
       if (auto w = workers_.find(e.worker); w != workers_.end())
         self_->send(w->second.handle, actors::worker_cancel{rid});

@@ -32,33 +32,12 @@
 #include "router/placement_book.hpp"
 #include "router/prefix_index.hpp"
 #include "router/request_metrics.hpp"
+#include "router/route_table.hpp"
 #include "router/router_actor.hpp"
+#include "router/sink_outbox.hpp"
 #include "router/tenant_ledger.hpp"
 
 namespace lf::router {
-
-using router_clock = std::chrono::steady_clock;
-
-/// One accepted request.
-struct route_entry {
-  actors::route_id rid;
-  actors::sink_request_id client_id;   ///< the sink's id, put on every event to the sink
-  validated_request req;   ///< kept to place it again if its worker dies or is drained
-  actors::event_sink sink;
-  caf::actor_addr sink_addr;
-  route_state state = route_state::queued;
-  actors::worker_id worker;                      ///< valid unless queued
-  std::vector<std::int32_t> sent;        ///< tokens sent to the sink: what a resumption continues after
-  std::uint32_t resumed = 0;             ///< mid-stream moves so far
-  std::uint32_t moves = 0;               ///< moves of any kind (resumed or placed again)
-  bool moving = false;                   ///< drained: its worker was asked to ship its K/V (worker_moved)
-  worker::kv_blob kv;                    ///< K/V shipped from its drained worker, for the next placement
-  credit_window credits;                 ///< window + credits granted: how far it may stream
-  placement_ticket placing;              ///< what it puts on its worker's books (placement_book)
-  tenant_ticket tenancy;                 ///< what it puts on its tenant's books (tenant_ledger)
-  std::optional<router_clock::time_point> deadline;
-  request_milestones times;              ///< accepted, first placed, first token
-};
 
 /// One registered worker: its handle and what it reported (its placement books are in
 /// placement_book).
@@ -162,10 +141,6 @@ private:
   void to_sink(route_entry& e, actors::token_event ev);
   void to_sink(route_entry& e, actors::done_event ev);
   void to_sink(route_entry& e, actors::error_event ev);
-  /// The batch of `sink` in this step's outbox.
-  actors::event_batch& batch_for(const route_entry& e);
-  /// Sends every sink its batch (the end of on_step).
-  void flush_batches();
   /// The entry `rid` if `wid` owns it (events of a stale owner are dropped).
   route_entry* owned(actors::route_id rid, actors::worker_id wid);
   /// `cached`: the prefix index on `e` (what `w`'s prefix cache holds counts as no work there;
@@ -260,17 +235,12 @@ private:
   std::uint64_t next_rid_ = 1;
   std::mt19937_64 seeds_;  ///< seeds for requests that bring none
   std::uint32_t next_wid_ = 1;
-  std::unordered_map<actors::route_id, route_entry> routes_;
-  std::map<std::pair<caf::actor_addr, std::uint64_t>, actors::route_id> by_client_;
-  std::map<caf::actor_addr, std::uint32_t> sinks_;  ///< monitored sinks -> live requests
+  route_table routes_;  ///< accepted requests, by route id and by client; sinks watched
   std::map<actors::worker_id, worker_entry> workers_;
   std::vector<std::pair<std::uint32_t, caf::typed_response_promise<actors::router_stats>>> waiters_;
   actors::router_stats counters_;
   bool dispatching_ = false;  ///< dispatch() is running (ending a request must not re-enter it)
-  bool batching_ = false;     ///< on_step is running: events to sinks go into `batches_`
-  /// This step's events by sink, in the order the sinks got their first one.
-  std::vector<std::pair<actors::event_sink, actors::event_batch>> batches_;
-  std::map<caf::actor_addr, std::size_t> batch_of_;  ///< sink -> index in batches_
+  sink_outbox outbox_;        ///< open while on_step runs: events to sinks are batched
   placement_book placement_;  ///< workers' books, the placer, adapter load prices
   prefix_index prefix_;       ///< which worker's prefix cache holds which blocks
   tenant_ledger tenancy_;     ///< tenants' books, the rate meter, deadline admission
