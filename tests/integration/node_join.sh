@@ -38,12 +38,7 @@ interval_ms = 500
 timeout_ms = 3000
 [security.nodes]
 join_token_file = "token"
-[[nodes]]
-name = "router"
-host = "127.0.0.1"
-port = $cport
-[nodes.workers]
-count = 0
+$(router_only_node "$cport")
 TOML
 
 join() {  # NAME PROBE_PORT [extra flags]: a worker node joining the router
@@ -146,12 +141,7 @@ join c "$pc" --join-token-file "$tmp/token"
 until_code "http://127.0.0.1:$pc/ready" 200 60 || fail "node c did not join"
 until_workers 2 30 || fail "the router does not count c"
 sleep 2
-touch "$tmp/stop"
-rc=0; wait "$pid_load" || rc=$?
-cat "$tmp/load.log"
-[ "$rc" = 0 ] || fail "the load saw errors or lost requests"
-resumed=$("$py" -c 'import json,sys; print(sum(1 for r in json.load(open(sys.argv[1])) if r.get("resumed")))' "$tmp/load.json")
-[ "$resumed" -gt 0 ] || fail "no request moved: the drain and the replacement were not under load"
+load_ended "$pid_load" "$tmp/load.json" "the drain and the replacement were not under load"
 "$bin" status "tcp://127.0.0.1:$zport" > "$tmp/status.txt"
 grep -q "b/1" "$tmp/status.txt" && grep -q "c/1" "$tmp/status.txt" || fail "status does not list b/1 and c/1: $(cat "$tmp/status.txt")"
 curl -s "http://127.0.0.1:$hport/metrics" > "$tmp/router.metrics"

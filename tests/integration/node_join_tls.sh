@@ -33,12 +33,7 @@ listen = "tcp://127.0.0.1:$zport"
 ca_file = "cluster-ca.crt"
 certificate = "router.crt"
 key = "router.key"
-[[nodes]]
-name = "router"
-host = "127.0.0.1"
-port = $cport
-[nodes.workers]
-count = 0
+$(router_only_node "$cport")
 TOML
 "$bin" node "$tmp/cluster.toml" --name router > "$tmp/router.log" 2>&1 &
 pids+=($!)
