@@ -5,10 +5,11 @@ The floors, from the ground up (docs/architecture.md, "Layout"):
 
     core < text, constrain < proto, cache < worker, client < actors < router, gateway < cluster < tools
 
-and inside worker/engine/ and gateway/, whose files all live in rooms:
+and inside worker/engine/, gateway/ and tools/, whose files all live in rooms:
 
     kernels < checkpoint < lora, sampling < model < cuda, reference
     common < zmq, openai
+    common < loadtest, train, tokenizer_golden < soak, bench, gpu < cli
 
 A file may include from its own room and from any room on a lower floor of the same house.
 Rooms on the same floor are peers and do not include each other. A file outside a folder's rooms
@@ -34,6 +35,8 @@ ROOMS = {
     "": FLOORS,
     "worker/engine": [["kernels"], ["checkpoint"], ["lora", "sampling"], ["model"], ["cuda", "reference"]],
     "gateway": [["common"], ["zmq", "openai"]],
+    # tools/common: the flag reader, medians and text passages every program shares.
+    "tools": [["common"], ["loadtest", "train", "tokenizer_golden"], ["soak", "bench", "gpu"], ["cli"]],
 }
 TORCH = ("ATen/", "torch/", "c10/")
 POSIX_ALLOWED = ("sys/stat.h", "unistd.h")

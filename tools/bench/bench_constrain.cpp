@@ -28,7 +28,7 @@
 
 #include "constrain/constraint.hpp"
 #include "text/tokenizer.hpp"
-#include "tools/cli/args.hpp"
+#include "tools/common/args.hpp"
 #include "worker/engine/model/cpu_runner.hpp"
 #include "worker/serving_loop.hpp"
 

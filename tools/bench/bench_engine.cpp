@@ -26,10 +26,10 @@
 #include <nlohmann/json.hpp>
 
 #include "text/tokenizer.hpp"
-#include "tools/cli/args.hpp"
-#include "tools/bench/bench_stats.hpp"
-#include "tools/cli/kv_dtype_flag.hpp"
-#include "tools/loadtest/passage.hpp"
+#include "tools/common/args.hpp"
+#include "tools/common/bench_stats.hpp"
+#include "tools/common/kv_dtype_flag.hpp"
+#include "tools/common/passage.hpp"
 #include "worker/engine/kernels/kernel_table.hpp"
 #include "worker/engine/kernels/peak_probe.hpp"
 #include "worker/engine/model/cpu_model.hpp"

@@ -23,8 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "tools/cli/args.hpp"
-#include "tools/bench/bench_stats.hpp"
+#include "tools/common/args.hpp"
+#include "tools/common/bench_stats.hpp"
 #include "worker/engine/kernels/common/half.hpp"
 #include "worker/engine/kernels/kernel_table.hpp"
 #include "worker/engine/kernels/gemm.hpp"

@@ -19,7 +19,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "tools/cli/args.hpp"
+#include "tools/common/args.hpp"
 
 namespace {
 

@@ -34,8 +34,8 @@
 #include <nlohmann/json.hpp>
 
 #include "text/tokenizer.hpp"
-#include "tools/cli/args.hpp"
-#include "tools/bench/bench_stats.hpp"
+#include "tools/common/args.hpp"
+#include "tools/common/bench_stats.hpp"
 #include "worker/engine/model/cpu_model.hpp"
 #include "worker/engine/model/cpu_runner.hpp"
 #include "worker/engine/reference/model_writer.hpp"

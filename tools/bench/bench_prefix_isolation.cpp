@@ -22,8 +22,8 @@
 
 #include "cache/block_manager.hpp"
 #include "cache/cache_salt.hpp"
-#include "tools/cli/args.hpp"
-#include "tools/bench/bench_stats.hpp"
+#include "tools/common/args.hpp"
+#include "tools/common/bench_stats.hpp"
 
 using namespace lf::cache;
 

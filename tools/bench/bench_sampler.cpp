@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/cli/args.hpp"
+#include "tools/common/args.hpp"
 #include "worker/engine/sampling/sampler.hpp"
 
 int main(int argc, char** argv) try {

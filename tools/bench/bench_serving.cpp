@@ -30,9 +30,9 @@
 #include <nlohmann/json.hpp>
 
 #include "text/tokenizer.hpp"
-#include "tools/cli/args.hpp"
-#include "tools/bench/bench_stats.hpp"
-#include "tools/cli/kv_dtype_flag.hpp"
+#include "tools/common/args.hpp"
+#include "tools/common/bench_stats.hpp"
+#include "tools/common/kv_dtype_flag.hpp"
 #include "worker/engine/model/cpu_runner.hpp"
 #include "worker/engine/reference/model_writer.hpp"
 #include "worker/serving_loop.hpp"

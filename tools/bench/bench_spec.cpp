@@ -31,8 +31,8 @@
 
 #include "proto/chat_template.hpp"
 #include "text/tokenizer.hpp"
-#include "tools/cli/args.hpp"
-#include "tools/cli/kv_dtype_flag.hpp"
+#include "tools/common/args.hpp"
+#include "tools/common/kv_dtype_flag.hpp"
 #include "worker/engine/model/cpu_runner.hpp"
 #include "worker/serving_loop.hpp"
 

@@ -6,7 +6,7 @@
 
 #include "cache/adapter_cache.hpp"
 #include "client/client.hpp"
-#include "tools/cli/args.hpp"
+#include "tools/common/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/curve_flags.hpp"
 

@@ -15,7 +15,7 @@
 #include "client/client.hpp"
 #include "core/worker_state.hpp"
 #include "cluster/local_cluster.hpp"
-#include "tools/cli/args.hpp"
+#include "tools/common/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/curve_flags.hpp"
 #include "tools/cli/log_flags.hpp"

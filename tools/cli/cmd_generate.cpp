@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "text/tokenizer.hpp"
-#include "tools/cli/args.hpp"
+#include "tools/common/args.hpp"
 #include "tools/cli/commands.hpp"
-#include "tools/cli/kv_dtype_flag.hpp"
+#include "tools/common/kv_dtype_flag.hpp"
 #include "tools/cli/sampling_flags.hpp"
 #include "worker/engine/kernels/kernel_table.hpp"
 #include "worker/engine/lora/adapter_paths.hpp"

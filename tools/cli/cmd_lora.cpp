@@ -1,7 +1,7 @@
 // `lorafleet make-adapter`: a random PEFT LoRA adapter for a base model (tests, demos, benchmarks).
 #include <iostream>
 
-#include "tools/cli/args.hpp"
+#include "tools/common/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "worker/engine/checkpoint/gpt2_config.hpp"
 #include "worker/engine/lora/lora_adapter.hpp"

@@ -21,7 +21,7 @@
 #include "cluster/launcher.hpp"
 #include "cluster/router_node.hpp"
 #include "gateway/common/host_port.hpp"
-#include "tools/cli/args.hpp"
+#include "tools/common/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/log_flags.hpp"
 #include "tools/cli/node_run.hpp"

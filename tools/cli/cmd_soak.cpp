@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "cluster/child_process.hpp"
-#include "tools/cli/args.hpp"
+#include "tools/common/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/soak/soak_run.hpp"
 

@@ -7,7 +7,7 @@
 
 #include "core/utf8.hpp"
 #include "text/tokenizer.hpp"
-#include "tools/cli/args.hpp"
+#include "tools/common/args.hpp"
 #include "tools/cli/commands.hpp"
 
 namespace lf::tools {

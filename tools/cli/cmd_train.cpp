@@ -5,7 +5,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "tools/cli/args.hpp"
+#include "tools/common/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/train/trainer.hpp"
 #include "tools/train/widen_model.hpp"

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "client/client.hpp"
-#include "tools/cli/args.hpp"
+#include "tools/common/args.hpp"
 
 namespace lf::tools {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/log.hpp"
-#include "tools/cli/args.hpp"
+#include "tools/common/args.hpp"
 
 namespace lf::tools {
 

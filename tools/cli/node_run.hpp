@@ -7,7 +7,7 @@
 #include <string>
 
 #include "cluster/cluster_config.hpp"
-#include "tools/cli/args.hpp"
+#include "tools/common/args.hpp"
 
 namespace lf::tools {
 

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "tools/cli/args.hpp"
+#include "tools/common/args.hpp"
 
 namespace lf::tools {
 

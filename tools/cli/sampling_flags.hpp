@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "tools/cli/args.hpp"
+#include "tools/common/args.hpp"
 #include "core/sampling_params.hpp"
 
 namespace lf::tools {

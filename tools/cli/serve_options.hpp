@@ -6,7 +6,7 @@
 #include <string>
 
 #include "cluster/local_cluster.hpp"
-#include "tools/cli/args.hpp"
+#include "tools/common/args.hpp"
 #include "tools/cli/commands.hpp"
 
 namespace lf::tools {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/setting_key.hpp"
-#include "tools/cli/args.hpp"
+#include "tools/common/args.hpp"
 
 namespace lf::tools {
 

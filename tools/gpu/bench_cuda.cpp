@@ -28,8 +28,8 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/gpu/random_checkpoint.hpp"
-#include "tools/cli/args.hpp"
-#include "tools/bench/bench_stats.hpp"
+#include "tools/common/args.hpp"
+#include "tools/common/bench_stats.hpp"
 #include "worker/engine/cuda/cuda_engine.hpp"
 #include "text/tokenizer.hpp"
 #include "worker/serving_loop.hpp"

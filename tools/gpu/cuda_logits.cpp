@@ -11,7 +11,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "tools/cli/args.hpp"
+#include "tools/common/args.hpp"
 #include "worker/engine/model/cpu_lora.hpp"
 #include "worker/engine/model/cpu_model.hpp"
 #include "worker/engine/model/cpu_runner.hpp"

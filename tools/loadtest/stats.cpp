@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "tools/bench/bench_stats.hpp"
+#include "tools/common/bench_stats.hpp"
 
 namespace lf::loadtest {
 

@@ -10,7 +10,7 @@
 
 #include "cluster/cluster_config.hpp"
 #include "text/tokenizer.hpp"
-#include "tools/loadtest/passage.hpp"
+#include "tools/common/passage.hpp"
 #include "tools/soak/driver.hpp"
 #include "tools/soak/fault_sequence.hpp"
 #include "tools/soak/fleet.hpp"

@@ -37,6 +37,9 @@ CLEAN = {
                                '#include "worker/engine/sampling/sampler.hpp"\n',
     "gateway/zmq/gateway.cpp": '#include "text/tokenizer.hpp"\n#include "proto/protocol.hpp"\n',
     "tools/train/trainer.cpp": "#include <torch/torch.h>\n",
+    "tools/common/args.hpp": '#include "core/ids.hpp"\n',
+    "tools/bench/bench_engine.cpp": '#include "tools/common/args.hpp"\n#include "proto/protocol.hpp"\n',
+    "tools/cli/main.cpp": '#include "tools/bench/bench_engine.cpp"\n#include "tools/train/trainer.cpp"\n',
     "tests/unit/anything.cpp": '#include <ATen/ATen.h>\n#include "tools/train/trainer.hpp"\n',
 }
 
@@ -98,6 +101,16 @@ class CheckLayers(unittest.TestCase):
     def test_a_room_including_a_floor_above_its_folder_fails(self):
         self.assert_one({"worker/engine/model/bad.cpp": '#include "actors/messages.hpp"\n'},
                         ["worker/", "a floor above"])
+
+    def test_the_tools_rooms(self):
+        # The benchmarks and the load tester are peers no more: what they share is in common/.
+        self.assert_one({"tools/loadtest/stats.cpp": '#include "tools/bench/bench_engine.cpp"\n'},
+                        ["tools/loadtest/", "a floor above"])
+        self.assert_one({"tools/bench/x.cpp": '#include "tools/gpu/y.hpp"\n', "tools/gpu/y.hpp": "\n"},
+                        ["tools/bench/", "a peer"])
+        self.assert_one({"tools/common/x.hpp": '#include "tools/cli/commands.hpp"\n'},
+                        ["tools/common/", "a floor above"])
+        self.assert_one({"tools/stray.cpp": "\n"}, ["tools/stray.cpp", "rooms only"])
 
     def test_a_file_outside_the_rooms_fails(self):
         self.assert_one({"worker/engine/loose.hpp": "\n"}, ["worker/engine/loose.hpp", "rooms only"])

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "tools/cli/args.hpp"
+#include "tools/common/args.hpp"
 #include "worker/engine/kernels/kv_cache.hpp"
 #include "worker/worker_settings.hpp"
 
