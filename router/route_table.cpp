@@ -4,6 +4,15 @@
 
 namespace lf::router {
 
+std::string_view to_string(route_state s) noexcept {
+  switch (s) {
+    case route_state::queued: return "queued";
+    case route_state::placed: return "placed";
+    case route_state::streaming: return "streaming";
+  }
+  return "queued";
+}
+
 std::pair<route_entry&, bool> route_table::add(actors::route_id rid, const caf::actor_addr& addr,
                                                actors::sink_request_id client) {
   auto& e = routes_[rid];

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -18,12 +19,18 @@
 #include "core/request.hpp"
 #include "router/placement_book.hpp"
 #include "router/request_metrics.hpp"
-#include "router/router_actor.hpp"
 #include "router/tenant_ledger.hpp"
+#include "worker/request.hpp"
 
 namespace lf::router {
 
 using router_clock = std::chrono::steady_clock;
+
+/// Where an accepted request is (router_actor.hpp draws its life).
+enum class route_state { queued, placed, streaming };
+
+/// "queued", "placed", "streaming".
+std::string_view to_string(route_state s) noexcept;
 
 /// One accepted request.
 struct route_entry {

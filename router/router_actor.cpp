@@ -15,15 +15,6 @@
 
 namespace lf::router {
 
-std::string_view to_string(route_state s) noexcept {
-  switch (s) {
-    case route_state::queued: return "queued";
-    case route_state::placed: return "placed";
-    case route_state::streaming: return "streaming";
-  }
-  return "queued";
-}
-
 void router_state::init(self_ptr self, router_config cfg, std::shared_ptr<adapter_store> adapters) {
   self_ = self;
   adapters_ = std::move(adapters);

@@ -2,7 +2,7 @@
 /// The router actor: validates requests, admits them through a bounded queue, places them on
 /// workers, streams their tokens back to whoever sent them and supervises the workers.
 ///
-/// A request's life (route_state):
+/// A request's life (route_state, router/route_table.hpp):
 ///
 ///   generate_request ─check─> refused: error_event (invalid_request / prompt_too_long)
 ///        ├─ predicted to miss its deadline or ttft target: error_event{deadline_unmeetable}
@@ -53,12 +53,6 @@
 #include "core/request.hpp"
 
 namespace lf::router {
-
-/// Where an accepted request is.
-enum class route_state { queued, placed, streaming };
-
-/// "queued", "placed", "streaming".
-std::string_view to_string(route_state s) noexcept;
 
 /// Spawns a router. It runs until it is sent an exit message. Throws std::runtime_error when the
 /// adapter log cannot be read or replayed (naming the file and line).

@@ -33,7 +33,7 @@
 #include "router/prefix_index.hpp"
 #include "router/request_metrics.hpp"
 #include "router/route_table.hpp"
-#include "router/router_actor.hpp"
+#include "router/router_config.hpp"
 #include "router/sink_outbox.hpp"
 #include "router/tenant_ledger.hpp"
 

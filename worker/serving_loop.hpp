@@ -121,6 +121,9 @@ struct load_report : load_counts {
 };
 
 /// See the file comment.
+struct live_request;  // serving_loop_state.hpp: what the loop thread keeps per request
+struct inbox_item;    // serving_loop_state.hpp: a submit waiting for the loop thread
+
 class serving_loop {
 public:
   /// Starts the loop thread. `engine`, `tok` and `adapters` must outlive the loop. Without
@@ -204,8 +207,6 @@ public:
   bool prefix_cache_enabled() const noexcept { return cfg_.prefix_cache; }
 
 private:
-  struct live_request;
-  struct inbox_item;
 
   void run();
   void run_continuous_step();

@@ -1,10 +1,18 @@
 #pragma once
-// Private to the serving loop's two source files: what the loop thread keeps per request.
+// Private to the serving loop's source files: what the loop thread keeps per request, and a submit
+// on its way in. Below serving_loop.hpp, which only names them.
 
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/ids.hpp"
 #include "core/credit_window.hpp"
+#include "core/request.hpp"
 #include "text/text_stream.hpp"
+#include "worker/constraint_runner.hpp"
 #include "worker/engine/sampling/sampler.hpp"
-#include "worker/serving_loop.hpp"
+#include "worker/request.hpp"
 
 namespace lf::worker {
 
@@ -34,7 +42,7 @@ inline request_result cancelled(bool ship_kv) {
 }
 
 /// A request the loop thread owns.
-struct serving_loop::live_request {
+struct live_request {
   live_request(validated_request r, std::optional<time_point> d, request_callbacks c,
                std::uint64_t fallback_seed, time_point t)
     : req(std::move(r)), deadline(d), cb(std::move(c)), pick(req.params(), fallback_seed),
@@ -60,7 +68,7 @@ struct serving_loop::live_request {
   std::optional<output_guide> guide;
 };
 
-struct serving_loop::inbox_item {
+struct inbox_item {
   request_id id;
   validated_request req;
   std::optional<time_point> deadline;

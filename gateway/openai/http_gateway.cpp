@@ -32,7 +32,7 @@ namespace lf::gateway {
 namespace {
 
 struct http_state {
-  std::shared_ptr<http_gateway::impl> io;
+  std::shared_ptr<http_io> io;
   http_book book;  ///< the OpenAI requests in flight and their choices
   bool accepting = true;
   /// While an event_batch is taken: its outputs, handed to the event loop together.
@@ -379,7 +379,7 @@ void on_error(http_self self, const actors::error_event& ev) {
   fail_entry(self, at->hid, *at->entry, to_api_error(ev.code, ev.message), ev.retry_after_ms);
 }
 
-caf::behavior http_actor(http_self self, std::shared_ptr<http_gateway::impl> io) {
+caf::behavior http_actor(http_self self, std::shared_ptr<http_io> io) {
   self->state.io = std::move(io);
   return {
     [self](const http_request_in& in) {
@@ -425,12 +425,12 @@ caf::behavior http_actor(http_self self, std::shared_ptr<http_gateway::impl> io)
 
 } // namespace
 
-caf::actor spawn_http_actor(caf::actor_system& sys, std::shared_ptr<http_gateway::impl> io) {
+caf::actor spawn_http_actor(caf::actor_system& sys, std::shared_ptr<http_io> io) {
   return sys.spawn(http_actor, std::move(io));
 }
 
 http_gateway::http_gateway(caf::actor_system& sys, actors::router_actor router, http_options opts)
-  : impl_(std::make_shared<impl>(sys, std::move(router), std::move(opts))) {
+  : impl_(std::make_shared<http_io>(sys, std::move(router), std::move(opts))) {
   if (!impl_->opts.tokenizer)
     throw std::invalid_argument("http gateway: no tokenizer (the gateway tokenizes prompts)");
   impl_->actor = spawn_http_actor(sys, impl_);

@@ -18,7 +18,8 @@
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
 
-#include "gateway/openai/http_gateway.hpp"
+#include "actors/interfaces.hpp"
+#include "gateway/openai/http_options.hpp"
 
 struct event_base;
 struct event;
@@ -61,7 +62,7 @@ struct http_out {
   std::vector<std::pair<std::string, std::string>> headers;
 };
 
-struct http_gateway::impl {
+struct http_io {
   caf::actor_system& sys;
   actors::router_actor router;
   http_options opts;
@@ -88,7 +89,7 @@ struct http_gateway::impl {
   std::atomic<std::size_t> live{0};
   std::atomic<std::size_t> connections{0};
 
-  impl(caf::actor_system& s, actors::router_actor r, http_options o)
+  http_io(caf::actor_system& s, actors::router_actor r, http_options o)
     : sys(s), router(std::move(r)), opts(std::move(o)) {
     if (!opts.limiter)
       opts.limiter = std::make_shared<shared_rate_limiter>();
@@ -112,7 +113,7 @@ struct http_gateway::impl {
 };
 
 /// The gateway actor (http_gateway.cpp).
-caf::actor spawn_http_actor(caf::actor_system& sys, std::shared_ptr<http_gateway::impl> io);
+caf::actor spawn_http_actor(caf::actor_system& sys, std::shared_ptr<http_io> io);
 
 /// The dashboard page (dashboard.html, embedded by the build).
 extern const char* const dashboard_html;

@@ -98,7 +98,7 @@ std::pair<std::string, bool> peer_of(evhttp_request* req) {
 
 } // namespace
 
-void http_gateway::impl::post(http_out o) {
+void http_io::post(http_out o) {
   {
     std::lock_guard<std::mutex> g(out_m);
     outbox.push_back(std::move(o));
@@ -106,7 +106,7 @@ void http_gateway::impl::post(http_out o) {
   event_active(wake, EV_READ, 0);
 }
 
-void http_gateway::impl::post(std::vector<http_out> out) {
+void http_io::post(std::vector<http_out> out) {
   if (out.empty())
     return;
   {
@@ -117,7 +117,7 @@ void http_gateway::impl::post(std::vector<http_out> out) {
   event_active(wake, EV_READ, 0);
 }
 
-std::uint64_t http_gateway::impl::track(evhttp_request* req) {
+std::uint64_t http_io::track(evhttp_request* req) {
   const auto id = next_id++;
   auto* conn = evhttp_request_get_connection(req);
   reqs[id] = req;
@@ -126,14 +126,14 @@ std::uint64_t http_gateway::impl::track(evhttp_request* req) {
   auto& ids = by_conn[conn];
   if (ids.empty())
     evhttp_connection_set_closecb(
-      conn, [](evhttp_connection* c, void* arg) { static_cast<impl*>(arg)->on_close(c); }, this);
+      conn, [](evhttp_connection* c, void* arg) { static_cast<http_io*>(arg)->on_close(c); }, this);
   ids.insert(id);
   connections = by_conn.size();
   ++live;
   return id;
 }
 
-void http_gateway::impl::forget(std::uint64_t id) {
+void http_io::forget(std::uint64_t id) {
   auto it = conn_of.find(id);
   if (it == conn_of.end())
     return;
@@ -149,7 +149,7 @@ void http_gateway::impl::forget(std::uint64_t id) {
   --live;
 }
 
-void http_gateway::impl::on_close(evhttp_connection* conn) {
+void http_io::on_close(evhttp_connection* conn) {
   auto c = by_conn.find(conn);
   if (c == by_conn.end())
     return;
@@ -160,7 +160,7 @@ void http_gateway::impl::on_close(evhttp_connection* conn) {
   }
 }
 
-void http_gateway::impl::on_request(evhttp_request* req) {
+void http_io::on_request(evhttp_request* req) {
   const auto method = evhttp_request_get_command(req);
   const char* uri = evhttp_request_get_uri(req);
   std::string path = uri ? uri : "/";
@@ -292,7 +292,7 @@ stream_client stream_client_of(evhttp_request* req) {
 
 } // namespace
 
-void http_gateway::impl::drain_outbox() {
+void http_io::drain_outbox() {
   std::deque<http_out> batch;
   {
     std::lock_guard<std::mutex> g(out_m);
@@ -350,7 +350,7 @@ void http_gateway::impl::drain_outbox() {
   }
 }
 
-void http_gateway::impl::check_closed() {
+void http_io::check_closed() {
   // evhttp reads nothing from a connection whose request waits for its reply, so it would not
   // notice the client leave until the reply is written: ask the kernel whether each such socket
   // has seen the peer's FIN. (POLLRDHUP rather than a peeked read of 0 bytes: over TLS a leaving
@@ -370,7 +370,7 @@ void http_gateway::impl::check_closed() {
   }
 }
 
-void http_gateway::impl::start() {
+void http_io::start() {
   // One descriptor per connection: take the hard limit, not the (often 1024) soft one.
   rlimit files{};
   if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
@@ -395,7 +395,7 @@ void http_gateway::impl::start() {
   evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT
                                        | EVHTTP_REQ_DELETE);
   evhttp_set_gencb(
-    http, [](evhttp_request* r, void* arg) { static_cast<impl*>(arg)->on_request(r); }, this);
+    http, [](evhttp_request* r, void* arg) { static_cast<http_io*>(arg)->on_request(r); }, this);
   if (opts.tls.enabled()) {
     tls = std::make_unique<tls_context>(opts.tls);  // throws naming the file
     // Every accepted connection reads and writes through its own SSL object; evhttp sets the
@@ -403,7 +403,7 @@ void http_gateway::impl::start() {
     evhttp_set_bevcb(
       http,
       [](event_base* b, void* arg) -> bufferevent* {
-        auto* self = static_cast<impl*>(arg);
+        auto* self = static_cast<http_io*>(arg);
         SSL* ssl = SSL_new(self->tls->get());
         auto* bev = ssl != nullptr ? bufferevent_openssl_socket_new(b, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
                                                                     BEV_OPT_CLOSE_ON_FREE)
@@ -446,16 +446,16 @@ void http_gateway::impl::start() {
     bound = "[" + std::string(name) + "]:" + std::to_string(bound_port);
   }
   wake = event_new(
-    base, -1, EV_PERSIST, [](evutil_socket_t, short, void* arg) { static_cast<impl*>(arg)->drain_outbox(); }, this);
+    base, -1, EV_PERSIST, [](evutil_socket_t, short, void* arg) { static_cast<http_io*>(arg)->drain_outbox(); }, this);
   event_add(wake, nullptr);
   poll = event_new(
-    base, -1, EV_PERSIST, [](evutil_socket_t, short, void* arg) { static_cast<impl*>(arg)->check_closed(); }, this);
+    base, -1, EV_PERSIST, [](evutil_socket_t, short, void* arg) { static_cast<http_io*>(arg)->check_closed(); }, this);
   const timeval every{0, 20 * 1000};
   event_add(poll, &every);
   thread = std::thread([this] { event_base_dispatch(base); });
 }
 
-void http_gateway::impl::shutdown() {
+void http_io::shutdown() {
   if (!thread.joinable())
     return;
   running = false;
