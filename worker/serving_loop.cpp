@@ -253,7 +253,7 @@ bool serving_loop::replay(request_id id, live_request& lr, const std::vector<std
       end(id, failure(serve_errc::invalid_request, "a resumed token is outside the request's constraint"));
       return false;
     }
-    auto reason = advance(lr, t).second;
+    auto reason = advance(lr, t).finish_reason;
     if (!reason.empty()) {
       end(id, finished(std::move(reason)));
       return false;

@@ -45,6 +45,7 @@
 #include "worker/adapter_gate.hpp"
 #include "worker/constraint_runner.hpp"
 #include "worker/speculation_runner.hpp"
+#include "worker/token_outcome.hpp"
 #include "worker/kv_porter.hpp"
 #include "worker/load_counts.hpp"
 #include "worker/request.hpp"
@@ -238,9 +239,9 @@ private:
   void record(const std::shared_ptr<step_sink>& sink, step_entry e);
   /// Hands every sink its batch of this step (loop thread; nothing if the step streamed nothing).
   void flush();
-  /// Moves `lr` past one sampled token: generated tokens, text stream, finish rules. Returns the
-  /// text that became final and the finish reason (empty while the request goes on).
-  std::pair<std::string, std::string> advance(live_request& lr, std::int32_t token) const;
+  /// Moves `lr` past one sampled token (next_token, token_outcome.hpp, over its stream, output and
+  /// constraint).
+  token_outcome advance(live_request& lr, std::int32_t token) const;
   /// Replays a resumed request's earlier tokens (see submit); false if they ended it.
   bool replay(request_id id, live_request& lr, const std::vector<std::int32_t>& tokens);
   /// Whether submit() has returned `id` (it may have ended since). mtx_ held.

@@ -179,29 +179,9 @@ void serving_loop::run_continuous_step() {
   ++load_.working_steps;
 }
 
-std::pair<std::string, std::string> serving_loop::advance(live_request& lr, std::int32_t token) const {
-  const auto& p = lr.req.params();
-  std::string delta;
-  std::string reason;
-  if (token == cfg_.eos_id && !p.ignore_eos) {
-    delta = lr.stream.finish();
-    reason = lr.stream.stopped() ? "stop" : "eos";
-  } else {
-    lr.generated.push_back(token);
-    auto st = lr.stream.push(tok_.decode_token(token));
-    delta = std::move(st.delta);
-    if (st.stopped) {
-      reason = "stop";
-    } else if (lr.guide && lr.guide->complete()) {
-      // Complete, and the constraint allows nothing more: ends as the end of text would.
-      delta += lr.stream.finish();
-      reason = "stop";
-    } else if (static_cast<int>(lr.generated.size()) >= p.max_tokens) {
-      delta += lr.stream.finish();
-      reason = lr.stream.stopped() ? "stop" : "length";
-    }
-  }
-  return {std::move(delta), std::move(reason)};
+token_outcome serving_loop::advance(live_request& lr, std::int32_t token) const {
+  return next_token({lr.stream, lr.generated}, token, lr.req.params(), cfg_.eos_id, tok_,
+                    lr.guide ? &*lr.guide : nullptr);
 }
 
 void serving_loop::on_sampled(request_id id, std::int32_t token, std::optional<token_logprobs> lp) {
@@ -215,7 +195,7 @@ void serving_loop::on_sampled(request_id id, std::int32_t token, std::optional<t
     end(id, failure(serve_errc::internal, "a sampled token is outside the request's constraint"));
     return;
   }
-  auto [delta, reason] = advance(lr, token);
+  auto [delta, reason] = advance(lr, token);  // token_outcome.hpp
   if ((lr.cb.on_token || lr.cb.sink) && (!delta.empty() || token != cfg_.eos_id || p.ignore_eos))
     emit_token(id, lr, token, delta, std::move(lp));
   if (!reason.empty()) {
