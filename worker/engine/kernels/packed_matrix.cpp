@@ -16,6 +16,7 @@ std::string_view to_string(weight_type t) noexcept {
     case weight_type::f32: return "f32";
     case weight_type::bf16: return "bf16";
     case weight_type::int8: return "int8";
+    case weight_type::int4: return "int4";
   }
   return "f32";
 }
@@ -44,7 +45,19 @@ std::size_t packed_matrix::offset(int k, int n) const noexcept {
          + static_cast<std::size_t>(k % g);
 }
 
+std::size_t packed_matrix::block_meta(int k, int n) const noexcept {
+  const auto panel = static_cast<std::size_t>(n / panel_cols);
+  return (panel * static_cast<std::size_t>(blocks()) + static_cast<std::size_t>(k / int4_block)) * panel_cols
+         + static_cast<std::size_t>(n % panel_cols);
+}
+
 namespace {
+
+/// int4: the byte holding (k, n) given its element index (packed_matrix::offset, G = 8), and
+/// whether it is the high nibble: element e = (row * 64 + c) * 8 + k % 8 lies in byte
+/// (row * 64 + c) * 4 + k % 4, high for k % 8 >= 4.
+inline std::size_t int4_byte(std::size_t e) noexcept { return e / 8 * 4 + e % 4; }
+inline bool int4_high(std::size_t e) noexcept { return e % 8 >= 4; }
 
 /// Calls f(k, n) for every element, in the order that reads `src` sequentially.
 template <class F>
@@ -69,7 +82,7 @@ packed_matrix packed_matrix::pack(weight_type type, int K, int N, float_source s
   m.type_ = type;
   m.k_ = K;
   m.n_ = N;
-  const int g = group_of(type);
+  const int g = k_multiple_of(type);
   m.kp_ = (K + g - 1) / g * g;
   m.np_ = (N + panel_cols - 1) / panel_cols * panel_cols;
   const std::size_t elems = static_cast<std::size_t>(m.kp_) * static_cast<std::size_t>(m.np_);
@@ -106,6 +119,35 @@ packed_matrix packed_matrix::pack(weight_type type, int K, int N, float_source s
       });
       break;
     }
+    case weight_type::int4: {
+      // Every nibble starts as 8 (q = 0): the padding rows and columns stay exact zeros.
+      m.data_ = aligned_buffer(elems / 2);
+      std::memset(m.data_.data(), 0x88, elems / 2);
+      const std::size_t metas = static_cast<std::size_t>(m.np_) * static_cast<std::size_t>(m.blocks());
+      m.meta_ = aligned_buffer(metas * 6);
+      auto* d = reinterpret_cast<std::uint8_t*>(m.data_.data());
+      auto* scale = reinterpret_cast<float*>(m.meta_.data());
+      auto* sums = reinterpret_cast<std::int16_t*>(m.meta_.data() + metas * 4);
+      for (std::size_t i = 0; i < metas; ++i)
+        scale[i] = 0.0f;  // the absmax first, then the scale
+      for_each_element(K, N, src, [&](int k, int n) {
+        float& s = scale[m.block_meta(k, n)];
+        s = std::max(s, std::fabs(value(k, n)));
+      });
+      for (std::size_t i = 0; i < metas; ++i)
+        scale[i] = scale[i] > 0 ? scale[i] / 7.0f : 1.0f;
+      for_each_element(K, N, src, [&](int k, int n) {
+        const std::size_t b = m.block_meta(k, n);
+        const float v = std::nearbyint(value(k, n) / scale[b]);
+        const int q = static_cast<int>(std::clamp(v, -7.0f, 7.0f));
+        const std::size_t e = m.offset(k, n);
+        std::uint8_t& byte = d[int4_byte(e)];
+        const auto u = static_cast<std::uint8_t>(q + 8);
+        byte = int4_high(e) ? static_cast<std::uint8_t>((byte & 0x0f) | (u << 4)) : static_cast<std::uint8_t>((byte & 0xf0) | u);
+        sums[b] = static_cast<std::int16_t>(sums[b] + q);
+      });
+      break;
+    }
   }
   return m;
 }
@@ -116,6 +158,11 @@ float packed_matrix::at(int k, int n) const noexcept {
     case weight_type::f32: return reinterpret_cast<const float*>(data_.data())[o];
     case weight_type::bf16: return engine::bf16_to_f32(reinterpret_cast<const std::uint16_t*>(data_.data())[o]);
     case weight_type::int8: return static_cast<float>(reinterpret_cast<const std::int8_t*>(data_.data())[o]) * scales()[n];
+    case weight_type::int4: {
+      const auto byte = reinterpret_cast<const std::uint8_t*>(data_.data())[int4_byte(o)];
+      const int q = (int4_high(o) ? byte >> 4 : byte & 0x0f) - 8;
+      return static_cast<float>(q) * block_scales()[block_meta(k, n)];
+    }
   }
   return 0;
 }

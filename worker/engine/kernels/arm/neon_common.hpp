@@ -125,6 +125,37 @@ inline void neon_int8_dot_tile(const gemm_panels& g, const std::byte* panel, int
     neon_int8_out<CV>(g, m0 + m, col0, v0, ncols, c[m], Dot::shifted);
 }
 
+/// int4, the end of block `blk` for row m (relative to the tile's m0) and CV column vectors: the
+/// integer D = acc - 8 * sum a - zp * blocksum (gemm.hpp) into the float accumulators, f = fma(
+/// scale, D, f). `sc` and `cs` are the block's scales and sums from the tile's first column.
+template <int CV>
+inline void neon_int4_fold(const gemm_panels& g, int m, int blk, const float* sc, const std::int16_t* cs,
+                           const int32x4_t* acc, float32x4_t* f) {
+  const int32x4_t shift = vdupq_n_s32(8 * g.a_block_sums[static_cast<std::size_t>(m) * g.w->blocks() + blk]);
+  const int32x4_t zp = vdupq_n_s32(g.a_zero[m]);
+  for (int t = 0; t < CV; ++t) {
+    const int32x4_t sums = vmovl_s16(vld1_s16(cs + 4 * t));
+    const int32x4_t d = vsubq_s32(vsubq_s32(acc[t], shift), vmulq_s32(zp, sums));
+    f[t] = vfmaq_f32(f[t], vld1q_f32(sc + 4 * t), vcvtq_f32_s32(d));
+  }
+}
+
+/// int4: the output of row m from its float accumulators, y = f * row_scale.
+template <int CV>
+inline void neon_int4_out(const gemm_panels& g, int m, int col0, int v0, int ncols, const float32x4_t* f) {
+  const float32x4_t as = vdupq_n_f32(g.a_scale[m]);
+  for (int t = 0; t < CV; ++t)
+    neon_store_vec(g, m, col0, v0, t, ncols, vmulq_f32(f[t], as));
+}
+
+/// int4: the block scales and sums of the panel at col0, from column vector v0.
+inline const float* neon_int4_scales(const gemm_panels& g, int col0, int v0) {
+  return g.w->block_scales() + static_cast<std::size_t>(col0 / panel_cols) * g.w->blocks() * panel_cols + 4 * v0;
+}
+inline const std::int16_t* neon_int4_sums(const gemm_panels& g, int col0, int v0) {
+  return g.w->block_sums() + static_cast<std::size_t>(col0 / panel_cols) * g.w->blocks() * panel_cols + 4 * v0;
+}
+
 } // namespace
 
 } // namespace lf::kernels::detail
