@@ -1,6 +1,6 @@
 // bench_engine: the serving engine's speed and quality on this machine, as a program (not a test).
 //
-//   bench_engine [--model DIR] [--threads N] [--dtype f32|bf16|int8|all] [--kv-dtype bf16|int8|f32]
+//   bench_engine [--model DIR] [--threads N] [--dtype f32|bf16|int8|int4|all] [--kv-dtype bf16|int8|f32]
 //                [--batches 1,8,32,64] [--context N] [--prompt-tokens N] [--steps N]
 //                [--quality-model DIR] [--json FILE] [--quick]
 //
@@ -147,7 +147,7 @@ int main(int argc, char** argv) try {
   a.finish();
   std::vector<compute_dtype> list;
   if (dtypes == "all")
-    list = {compute_dtype::f32, compute_dtype::bf16, compute_dtype::int8};
+    list = {compute_dtype::f32, compute_dtype::bf16, compute_dtype::int8, compute_dtype::int4};
   else
     list = {parse_compute_dtype(dtypes)};
 
@@ -194,7 +194,8 @@ int main(int argc, char** argv) try {
     // Operations per token of the step's matrices: 2 * (blocks' weights + head).
     const double block_macs = static_cast<double>(cfg.n_layer) * cfg.n_embd * (4.0 * cfg.n_embd + 2.0 * cfg.inner_dim());
     const double head_macs = static_cast<double>(cfg.n_embd) * cfg.vocab_size;
-    const double peak = dt == compute_dtype::int8 ? peaks.int8_gops : dt == compute_dtype::bf16 ? peaks.bf16_gflops : peaks.f32_gflops;
+    // int4 runs on the int8 dot-product instructions (the nibbles unpacked to bytes first).
+    const double peak = dt == compute_dtype::int8 || dt == compute_dtype::int4 ? peaks.int8_gops : dt == compute_dtype::bf16 ? peaks.bf16_gflops : peaks.f32_gflops;
 
     // Lengths within the model's context (a small model may have fewer than 128 positions).
     const int prompt_n = std::min(prompt_tokens, cfg.n_positions);
@@ -249,7 +250,7 @@ int main(int argc, char** argv) try {
               << " predictions), model " << quality_dir << "\n";
     const auto ref = score(ref_model, kernels::kv_type::f32, passage);
     std::cout << "  f32 weights, f32 K/V: loss " << std::setprecision(4) << ref.loss << "\n";
-    for (auto dt : {compute_dtype::f32, compute_dtype::bf16, compute_dtype::int8})
+    for (auto dt : {compute_dtype::f32, compute_dtype::bf16, compute_dtype::int8, compute_dtype::int4})
       for (auto kv : {kernels::kv_type::bf16, kernels::kv_type::int8}) {
         cpu_model m(load_cpu_weights(quality_dir, dt), threads);
         const auto got = score(m, kv, passage);

@@ -50,6 +50,7 @@ kernels::weight_type weight_type_of(compute_dtype d) noexcept {
     case compute_dtype::f32: return kernels::weight_type::f32;
     case compute_dtype::bf16: return kernels::weight_type::bf16;
     case compute_dtype::int8: return kernels::weight_type::int8;
+    case compute_dtype::int4: return kernels::weight_type::int4;
   }
   return kernels::weight_type::f32;
 }
