@@ -7,6 +7,7 @@
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <vector>
 
 #include "worker/engine/kernels/common/half.hpp"
 namespace lf::kernels {
@@ -58,6 +59,33 @@ namespace {
 /// (row * 64 + c) * 4 + k % 4, high for k % 8 >= 4.
 inline std::size_t int4_byte(std::size_t e) noexcept { return e / 8 * 4 + e % 4; }
 inline bool int4_high(std::size_t e) noexcept { return e % 8 >= 4; }
+
+/// int4: the scale of a block of `len` values: of max |v| / 7 times 32/32, 31/32, ..., 22/32 (the
+/// first clips nothing; the smaller ones clip the largest values to 7 steps for finer steps
+/// elsewhere), the one with the least squared error (the first of equals). 0 for a block of zeros.
+float int4_scale(const float* v, int len) noexcept {
+  float amax = 0;
+  for (int i = 0; i < len; ++i)
+    amax = std::max(amax, std::fabs(v[i]));
+  if (!(amax > 0))
+    return 0.0f;
+  float best_scale = amax / 7.0f;
+  double best = -1;
+  for (int c = 32; c >= 22; --c) {
+    const float s = amax / 7.0f * (static_cast<float>(c) / 32.0f);
+    double err = 0;
+    for (int i = 0; i < len; ++i) {
+      const float q = std::clamp(std::nearbyint(v[i] / s), -7.0f, 7.0f);
+      const double d = static_cast<double>(v[i]) - static_cast<double>(q * s);
+      err += d * d;
+    }
+    if (best < 0 || err < best) {
+      best = err;
+      best_scale = s;
+    }
+  }
+  return best_scale;
+}
 
 /// Calls f(k, n) for every element, in the order that reads `src` sequentially.
 template <class F>
@@ -128,24 +156,38 @@ packed_matrix packed_matrix::pack(weight_type type, int K, int N, float_source s
       auto* d = reinterpret_cast<std::uint8_t*>(m.data_.data());
       auto* scale = reinterpret_cast<float*>(m.meta_.data());
       auto* sums = reinterpret_cast<std::int16_t*>(m.meta_.data() + metas * 4);
+      // Block by block: the block's values of every column into `buf` (read in the source's
+      // sequential order), each column's scale chosen, then its nibbles and sum written.
+      std::vector<float> buf(static_cast<std::size_t>(N) * int4_block);
+      for (int k0 = 0; k0 < K; k0 += int4_block) {
+        const int len = std::min(int4_block, K - k0);
+        auto at = [&](int n, int i) -> float& { return buf[static_cast<std::size_t>(n) * int4_block + static_cast<std::size_t>(i)]; };
+        if (src.n_stride <= src.k_stride) {
+          for (int i = 0; i < len; ++i)
+            for (int n = 0; n < N; ++n)
+              at(n, i) = value(k0 + i, n);
+        } else {
+          for (int n = 0; n < N; ++n)
+            for (int i = 0; i < len; ++i)
+              at(n, i) = value(k0 + i, n);
+        }
+        for (int n = 0; n < N; ++n) {
+          const std::size_t b = m.block_meta(k0, n);
+          const float sc = int4_scale(&at(n, 0), len);
+          scale[b] = sc > 0 ? sc : 1.0f;  // a block of zeros: q = 0 whatever the scale
+          for (int i = 0; i < len; ++i) {
+            const int q = static_cast<int>(std::clamp(std::nearbyint(at(n, i) / scale[b]), -7.0f, 7.0f));
+            const std::size_t e = m.offset(k0 + i, n);
+            std::uint8_t& byte = d[int4_byte(e)];
+            const auto u = static_cast<std::uint8_t>(q + 8);
+            byte = int4_high(e) ? static_cast<std::uint8_t>((byte & 0x0f) | (u << 4)) : static_cast<std::uint8_t>((byte & 0xf0) | u);
+            sums[b] = static_cast<std::int16_t>(sums[b] + q);
+          }
+        }
+      }
       for (std::size_t i = 0; i < metas; ++i)
-        scale[i] = 0.0f;  // the absmax first, then the scale
-      for_each_element(K, N, src, [&](int k, int n) {
-        float& s = scale[m.block_meta(k, n)];
-        s = std::max(s, std::fabs(value(k, n)));
-      });
-      for (std::size_t i = 0; i < metas; ++i)
-        scale[i] = scale[i] > 0 ? scale[i] / 7.0f : 1.0f;
-      for_each_element(K, N, src, [&](int k, int n) {
-        const std::size_t b = m.block_meta(k, n);
-        const float v = std::nearbyint(value(k, n) / scale[b]);
-        const int q = static_cast<int>(std::clamp(v, -7.0f, 7.0f));
-        const std::size_t e = m.offset(k, n);
-        std::uint8_t& byte = d[int4_byte(e)];
-        const auto u = static_cast<std::uint8_t>(q + 8);
-        byte = int4_high(e) ? static_cast<std::uint8_t>((byte & 0x0f) | (u << 4)) : static_cast<std::uint8_t>((byte & 0xf0) | u);
-        sums[b] = static_cast<std::int16_t>(sums[b] + q);
-      });
+        if (!(scale[i] > 0))
+          scale[i] = 1.0f;  // padding columns
       break;
     }
   }

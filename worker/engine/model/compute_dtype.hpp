@@ -4,8 +4,8 @@
 /// The serving engine (cpu_model.hpp) packs the linear layers, the LM head and the token embedding
 /// in this type: f32; bf16 (activations rounded to bf16, f32 accumulation); int8 (W8A8: int8
 /// weights with per-output-channel scales, activations quantized per row at run time); int4
-/// (W4A8: 4-bit weights with a scale per output channel and block of 64 k, activations as int8's;
-/// packed_matrix.hpp). Layer norms, softmax, residuals and logits stay f32. The static-batching
+/// (W4A8: the blocks' linear layers in 4 bits with a scale per output channel and block of 64 k,
+/// activations as int8's, packed_matrix.hpp; the token embedding and LM head stay int8). Layer norms, softmax, residuals and logits stay f32. The static-batching
 /// baselines (the ATen model, gpt2_model.hpp) read the same setting: bf16 tensors, or int8
 /// weight-only quantization; they have no int4 (load_gpt2_weights refuses it).
 
