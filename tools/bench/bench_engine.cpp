@@ -2,9 +2,10 @@
 //
 //   bench_engine [--model DIR] [--threads N] [--dtype f32|bf16|int8|int4|all] [--kv-dtype bf16|int8|f32]
 //                [--batches 1,8,32,64] [--context N] [--prompt-tokens N] [--steps N]
-//                [--quality-model DIR] [--json FILE] [--quick]
+//                [--quality-model DIR] [--json FILE] [--quick] [--layers N --heads N --embd N]
 //
-// Without --model it writes a GPT-2-124M-shaped random checkpoint to a temporary directory. For
+// Without --model it writes a GPT-2-124M-shaped random checkpoint to a temporary directory (or,
+// with --layers / --heads / --embd, one of that shape: 24 / 16 / 1024 is GPT-2 medium). For
 // each dtype it prints: load time and weight bytes; a prompt of --prompt-tokens tokens (default
 // 128) prefilled in one step, in tokens/s; decode steps at each batch size with every sequence at
 // --context cached tokens (default 128), in tokens/s, with the step's bytes (weights + K/V read)
@@ -144,6 +145,13 @@ int main(int argc, char** argv) try {
   const int prompt_tokens = static_cast<int>(a.integer_in("prompt-tokens", 128, 1, 1 << 20));
   const int steps = static_cast<int>(a.integer_in("steps", quick ? 6 : 16, 3, 10000));
   auto quality_dir = a.str("quality-model", fs::exists(LF_MODELS_DIR "/default/config.json") ? LF_MODELS_DIR "/default" : "");
+  random_model_options shape;  // GPT-2 124M unless told
+  shape.seed = 1;
+  shape.config.n_layer = static_cast<int>(a.integer_in("layers", shape.config.n_layer, 1, 256));
+  shape.config.n_head = static_cast<int>(a.integer_in("heads", shape.config.n_head, 1, 256));
+  shape.config.n_embd = static_cast<int>(a.integer_in("embd", shape.config.n_embd, 1, 1 << 16));
+  if (shape.config.n_embd % shape.config.n_head != 0)
+    throw std::invalid_argument("--embd must be a multiple of --heads");
   a.finish();
   std::vector<compute_dtype> list;
   if (dtypes == "all")
@@ -170,11 +178,10 @@ int main(int argc, char** argv) try {
   std::string tmp;
   if (model_dir.empty()) {
     tmp = (fs::temp_directory_path() / ("lorafleet-bench-" + std::to_string(::getpid()))).string();
-    random_model_options o;  // GPT-2 124M shape
-    o.seed = 1;
-    write_random_model(tmp, o);
+    write_random_model(tmp, shape);
     model_dir = tmp;
-    std::cout << "wrote a GPT-2-124M-shaped random checkpoint to " << tmp << "\n";
+    std::cout << "wrote a random checkpoint (" << shape.config.n_layer << " layers, " << shape.config.n_head
+              << " heads, " << shape.config.n_embd << " embd) to " << tmp << "\n";
   }
   auto tok = tokenizer::from_dir(LF_TOKENIZER_DIR);
   std::vector<std::int32_t> tokens = tok.encode(lf::loadtest::passage_text());

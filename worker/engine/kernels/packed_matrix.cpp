@@ -70,13 +70,17 @@ float int4_scale(const float* v, int len) noexcept {
   if (!(amax > 0))
     return 0.0f;
   float best_scale = amax / 7.0f;
-  double best = -1;
+  float best = -1;
   for (int c = 32; c >= 22; --c) {
-    const float s = amax / 7.0f * (static_cast<float>(c) / 32.0f);
-    double err = 0;
+    const float s = amax / 7.0f * (static_cast<float>(c) / 32.0f), inv = 1.0f / s;
+    float err = 0;
     for (int i = 0; i < len; ++i) {
-      const float q = std::clamp(std::nearbyint(v[i] / s), -7.0f, 7.0f);
-      const double d = static_cast<double>(v[i]) - static_cast<double>(q * s);
+      // Clamped to [-7, 7], then rounded to nearest even by adding and taking away 1.5 * 2^23
+      // (exact for |t| <= 2^22; plain arithmetic the compiler vectorizes, where nearbyint is a
+      // libm call on the baseline). The search only picks the scale; pack() rounds with nearbyint.
+      const float t = std::min(std::max(v[i] * inv, -7.0f), 7.0f);
+      const float q = (t + 12582912.0f) - 12582912.0f;
+      const float d = v[i] - q * s;
       err += d * d;
     }
     if (best < 0 || err < best) {
