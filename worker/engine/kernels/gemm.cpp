@@ -78,19 +78,28 @@ void gemm(const packed_matrix& w, const gemm_io& io, gemm_workspace& ws, thread_
       kernel = table.gemm_bf16;
       break;
     }
-    case weight_type::int8: {
+    case weight_type::int8:
+    case weight_type::int4: {
+      // Both quantize the rows to u8; int8 may want them shifted (int8_shift_rows), int4 wants
+      // each row's sums over its blocks.
+      const bool int4 = w.type() == weight_type::int4;
       const std::size_t bytes = static_cast<std::size_t>(M) * KP;
-      const auto shift = table.int8_shift_rows;
-      ws.reserve(shift ? 2 * bytes : bytes, static_cast<std::size_t>(M));
+      const std::size_t blocks = static_cast<std::size_t>(w.blocks());
+      const auto shift = int4 ? nullptr : table.int8_shift_rows;
+      ws.reserve(shift ? 2 * bytes : bytes, static_cast<std::size_t>(M), static_cast<std::size_t>(M) * blocks);
       auto* a = reinterpret_cast<std::uint8_t*>(ws.act());
       float* scale = ws.row_scale();
       std::int32_t* zero = ws.row_zero();
+      std::int32_t* sums = ws.block_sums();
       auto quantize = [&](std::size_t r0, std::size_t r1) {
         table.rows_to_u8(io.x + r0 * io.ldx, io.ldx, static_cast<int>(r1 - r0), K, KP,
                          a + r0 * static_cast<std::size_t>(KP), scale + r0, zero + r0);
         if (shift)
           shift(a + r0 * static_cast<std::size_t>(KP), (r1 - r0) * static_cast<std::size_t>(KP),
                 a + bytes + r0 * static_cast<std::size_t>(KP));
+        if (int4)
+          u8_block_sums(a + r0 * static_cast<std::size_t>(KP), static_cast<std::size_t>(KP),
+                        static_cast<int>(r1 - r0), KP, sums + r0 * blocks);
       };
       if (shift)
         g.a_abs = a + bytes;
@@ -100,30 +109,9 @@ void gemm(const packed_matrix& w, const gemm_io& io, gemm_workspace& ws, thread_
       g.lda = static_cast<std::size_t>(KP);
       g.a_scale = scale;
       g.a_zero = zero;
-      kernel = table.gemm_int8;
-      break;
-    }
-    case weight_type::int4: {
-      const std::size_t blocks = static_cast<std::size_t>(w.blocks());
-      ws.reserve(static_cast<std::size_t>(M) * KP, static_cast<std::size_t>(M), static_cast<std::size_t>(M) * blocks);
-      auto* a = reinterpret_cast<std::uint8_t*>(ws.act());
-      float* scale = ws.row_scale();
-      std::int32_t* zero = ws.row_zero();
-      std::int32_t* sums = ws.block_sums();
-      auto quantize = [&](std::size_t r0, std::size_t r1) {
-        table.rows_to_u8(io.x + r0 * io.ldx, io.ldx, static_cast<int>(r1 - r0), K, KP,
-                         a + r0 * static_cast<std::size_t>(KP), scale + r0, zero + r0);
-        u8_block_sums(a + r0 * static_cast<std::size_t>(KP), static_cast<std::size_t>(KP), static_cast<int>(r1 - r0),
-                      KP, sums + r0 * blocks);
-      };
-      rows_in_parallel ? pool.parallel_for(static_cast<std::size_t>(M), quantize)
-                       : quantize(0, static_cast<std::size_t>(M));
-      g.a = a;
-      g.lda = static_cast<std::size_t>(KP);
-      g.a_scale = scale;
-      g.a_zero = zero;
-      g.a_block_sums = sums;
-      kernel = table.gemm_int4;
+      if (int4)
+        g.a_block_sums = sums;
+      kernel = int4 ? table.gemm_int4 : table.gemm_int8;
       break;
     }
   }

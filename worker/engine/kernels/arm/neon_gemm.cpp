@@ -9,7 +9,7 @@
 //         last pairwise add gives each column's sum; the output stage adds back 128 * colsum.
 //   int4: the nibbles (0..15, an AND and a shift per load) times the u8 activation as it is:
 //         umull / umull2 (each product <= 3825 fits u16), uadalp into u32 pair sums, a last
-//         pairwise add per block; then the block's fold into f32 (neon_int4_fold).
+//         pairwise add per block (neon_int4_tile: then the block's fold into f32).
 #include "worker/engine/kernels/arm/neon_common.hpp"
 #include "worker/engine/kernels/common/half.hpp"
 #include "worker/engine/kernels/common/quant_params.hpp"
@@ -101,57 +101,27 @@ void int8_tile(const gemm_panels& g, const std::byte* panel, int col0, int v0, i
   }
 }
 
-template <int R, int CV>
-void int4_tile(const gemm_panels& g, const std::byte* panel, int col0, int v0, int ncols, int m0) {
-  const int blocks = g.w->blocks();
-  constexpr int rows_per_block = int4_block / 8;
-  const auto* A = static_cast<const std::uint8_t*>(g.a) + static_cast<std::size_t>(m0) * g.lda;
-  const float* bs = neon_int4_scales(g, col0, v0);
-  const std::int16_t* bsum = neon_int4_sums(g, col0, v0);
-  const uint8x16_t low = vdupq_n_u8(0x0f);
-  float32x4_t f[R][CV];
-  for (int m = 0; m < R; ++m)
-    for (int t = 0; t < CV; ++t)
-      f[m][t] = vdupq_n_f32(0.0f);
-  const auto* b = reinterpret_cast<const std::uint8_t*>(panel) + 16 * v0;
-  for (int blk = 0; blk < blocks; ++blk) {
-    uint32x4_t lo[R][CV], hi[R][CV];
-    for (int m = 0; m < R; ++m)
-      for (int t = 0; t < CV; ++t)
-        lo[m][t] = hi[m][t] = vdupq_n_u32(0);
-    const std::uint8_t* ab = A + static_cast<std::size_t>(blk) * int4_block;
-    for (int r = 0; r < rows_per_block; ++r, b += 256) {
-      for (int t = 0; t < CV; ++t) {
-        const uint8x16_t v = vld1q_u8(b + 16 * t);
-        const uint8x16_t wl = vandq_u8(v, low), wh = vshrq_n_u8(v, 4);
-        for (int m = 0; m < R; ++m) {
-          const std::uint8_t* a = ab + static_cast<std::size_t>(m) * g.lda + 8 * r;
-          const uint8x16_t a0 = vreinterpretq_u8_s32(vdupq_n_s32(neon_load_u32(a)));
-          const uint8x16_t a1 = vreinterpretq_u8_s32(vdupq_n_s32(neon_load_u32(a + 4)));
-          lo[m][t] = vpadalq_u16(lo[m][t], vmull_u8(vget_low_u8(a0), vget_low_u8(wl)));
-          hi[m][t] = vpadalq_u16(hi[m][t], vmull_high_u8(a0, wl));
-          lo[m][t] = vpadalq_u16(lo[m][t], vmull_u8(vget_low_u8(a1), vget_low_u8(wh)));
-          hi[m][t] = vpadalq_u16(hi[m][t], vmull_high_u8(a1, wh));
-        }
-      }
-    }
-    for (int m = 0; m < R; ++m) {
-      int32x4_t acc[CV];
-      for (int t = 0; t < CV; ++t)
-        acc[t] = vreinterpretq_s32_u32(vpaddq_u32(lo[m][t], hi[m][t]));
-      neon_int4_fold<CV>(g, m0 + m, blk, bs + static_cast<std::size_t>(blk) * panel_cols,
-                         bsum + static_cast<std::size_t>(blk) * panel_cols, acc, f[m]);
-    }
+/// int4's exact sums on baseline NEON: umull / umull2 (u8 x nibble <= 3825 fits u16), uadalp
+/// into u32 pair sums per half of a column vector, one pairwise add at the block's end.
+struct umull_dot {
+  struct acc {
+    uint32x4_t lo, hi;
+  };
+  static acc zero() { return {vdupq_n_u32(0), vdupq_n_u32(0)}; }
+  static void mac(acc& c, uint8x16_t a0, uint8x16_t a1, uint8x16_t lo, uint8x16_t hi) {
+    c.lo = vpadalq_u16(c.lo, vmull_u8(vget_low_u8(a0), vget_low_u8(lo)));
+    c.hi = vpadalq_u16(c.hi, vmull_high_u8(a0, lo));
+    c.lo = vpadalq_u16(c.lo, vmull_u8(vget_low_u8(a1), vget_low_u8(hi)));
+    c.hi = vpadalq_u16(c.hi, vmull_high_u8(a1, hi));
   }
-  for (int m = 0; m < R; ++m)
-    neon_int4_out<CV>(g, m0 + m, col0, v0, ncols, f[m]);
-}
+  static int32x4_t sum(const acc& c) { return vreinterpretq_s32_u32(vpaddq_u32(c.lo, c.hi)); }
+};
 
 } // namespace
 
 void neon_gemm_int4(const gemm_panels& g, int p0, int p1) {
   neon_tiles<4, 8, 2>(g, p0, p1, [&](auto r, auto cv, const std::byte* panel, int col0, int v0, int ncols, int m0) {
-    int4_tile<decltype(r)::value, decltype(cv)::value>(g, panel, col0, v0, ncols, m0);
+    neon_int4_tile<decltype(r)::value, decltype(cv)::value, umull_dot>(g, panel, col0, v0, ncols, m0);
   });
 }
 
