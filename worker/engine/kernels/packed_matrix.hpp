@@ -2,9 +2,9 @@
 /// A weight matrix W [K, N] (y = x W) in the layout the matrix kernels read, packed once at load.
 ///
 /// Columns are grouped into panels of 64; in a panel, K is walked in groups of G elements (f32: 1,
-/// bf16: 2, int8: 4) and each group row holds 4 x 16 columns x G elements: exactly one 64-byte
-/// vector register per 16 columns, 256 bytes per group row for every type. A kernel streams one
-/// panel front to back (one sequential stream per 64 columns), and a vector load gives it 16
+/// bf16: 2, int8: 4, int4: 8) and each group row holds 4 x 16 columns x G elements: exactly one
+/// 64-byte vector register per 16 columns, 256 bytes per group row for every type. A kernel streams
+/// one panel front to back (one sequential stream per 64 columns), and a vector load gives it 16
 /// columns of G consecutive k:
 ///
 ///   panel j: [k-group 0: cols 0-15 | 16-31 | 32-47 | 48-63][k-group 1: ...] ... (K padded to G)
@@ -13,15 +13,14 @@
 /// [-127, 127]; col_sum[n] = sum_k q[k][n] lets the kernel use unsigned activations (u8 x s8 dot
 /// products) with a zero point. N is padded to whole panels with zero columns.
 ///
-/// int4 (W4A8) is symmetric per output column and per block of int4_block (64) consecutive k:
-/// q = clamp(round(W / scale), -7, 7) (15 levels: -8 is never used), the scale being of
-/// max |W| / 7 times 32/32, 31/32, ..., 22/32 the one of least squared error over the block (the
-/// largest values may clip to 7 steps when finer steps for the rest pay more: about halves the
-/// loss change of max |W| / 7 alone on the trained default model). Each
-/// value is stored as the nibble u = q + 8 (1..15; 8 for padding), two per byte, in the 256-byte
-/// group rows of the int8 layout with G = 8: a group row covers 8 k, and the byte of column c
-/// (within the panel) at 4 c + j holds k = 8 r + j in its low nibble and k = 8 r + 4 + j in its
-/// high nibble (j = 0..3):
+/// int4 (W4A8) is symmetric per output column and per block of int4_block (64) consecutive k: q =
+/// clamp(round(W / scale), -7, 7) (15 levels: -8 is never used), the scale being, of max |W| / 7
+/// times 32/32, 31/32, ..., 22/32, the one of least squared error over the block (the largest
+/// values may clip to 7 steps when finer steps for the rest pay more: it about halved the loss
+/// change of max |W| / 7 alone on the trained default model). Each value is stored as the nibble u
+/// = q + 8 (1..15; 8 for padding), two per byte, in the 256-byte group rows of the int8 layout with
+/// G = 8: a group row covers 8 k, and the byte of column c (within the panel) at 4 c + j holds k =
+/// 8 r + j in its low nibble and k = 8 r + 4 + j in its high nibble (j = 0..3):
 ///
 ///   group row r: [col 0: (k0|k4) (k1|k5) (k2|k6) (k3|k7)][col 1: ...] ... [col 63: ...]
 ///
