@@ -36,11 +36,13 @@ const std::vector<settings::setting_key<worker_settings>>& worker_keys() {
   using settings::key_scope;
   static const auto keys = [] {
     settings::table<worker_settings> t;
-    const std::vector<std::pair<std::string, std::string>> dtypes{{"f32", "f32"}, {"bf16", "bf16"}, {"int8", "int8"}};
+    const std::vector<std::pair<std::string, std::string>> kv_dtypes{{"f32", "f32"}, {"bf16", "bf16"}, {"int8", "int8"}};
+    auto dtypes = kv_dtypes;  // weights: also 4-bit (the K/V cache has no int4)
+    dtypes.emplace_back("int4", "int4");
     t.text("device", LF_SETTING(device), "where the model runs: cpu, or cuda / cuda:N (GPU N, in f32)");
     t.integer("threads", LF_SETTING(threads), 0, 256, "the worker's compute pool; 0: the process's cores / its workers");
-    t.choice("dtype", LF_SETTING(dtype), dtypes, "compute dtype (int8: W8A8)");
-    t.choice("kv_dtype", LF_SETTING(kv_dtype), dtypes, "K/V cache type (int8: one scale per token and head)");
+    t.choice("dtype", LF_SETTING(dtype), dtypes, "compute dtype (int8: W8A8, int4: W4A8)");
+    t.choice("kv_dtype", LF_SETTING(kv_dtype), kv_dtypes, "K/V cache type (int8: one scale per token and head)");
     t.integer("kv_cache_mb", LF_SETTING(kv_cache_mb), 1, 1 << 20,
               "K/V pool per worker, at most twice what max_seqs sequences hold at full context")
       .meta = "MB";

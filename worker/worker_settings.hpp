@@ -57,7 +57,7 @@ struct worker_settings {
   /// Where the model runs: "cpu" (the CPU kernels), or "cuda" / "cuda:N" (GPU N; a build with
   /// CUDA, dtype and kv_dtype "f32").
   std::string device = "cpu";
-  std::string dtype = "int8";      ///< compute dtype: f32, bf16 or int8 (int8 = W8A8)
+  std::string dtype = "int8";      ///< compute dtype: f32, bf16, int8 (W8A8) or int4 (W4A8)
   std::string kv_dtype = "bf16";   ///< K/V cache type: f32, bf16 or int8
   /// K/V pool size, at most twice what max_seqs sequences hold at full context (1024 MB holds
   /// about 64 x 455 tokens of GPT-2 124M in bf16; sequences beyond that are preempted and resumed).

@@ -1,6 +1,6 @@
 // kernel_digest: one hash of every kernel's output bits on fixed inputs, per kernel table this
 // CPU runs: layer norm, GELU, a LoRA row, attention (f32, bf16 and int8 K/V, prefill in chunks)
-// and products with f32, bf16 and int8 weights. The inputs come from an integer generator (no
+// and products with f32, bf16, int8 and int4 weights. The inputs come from an integer generator (no
 // libm, no std::*_distribution), so they are the same bits on every machine. It prints a line per
 // table and exits 1 if two tables of this CPU differ; tests/cross/run_aarch64.sh compares the
 // aarch64 tables' hash (under qemu) with this machine's, so x86 and aarch64 are held to the same
@@ -81,7 +81,7 @@ std::uint64_t digest_of_active_table(thread_pool& pool) {
     }
     mix(h, o);
   }
-  for (auto type : {weight_type::f32, weight_type::bf16, weight_type::int8}) {
+  for (auto type : {weight_type::f32, weight_type::bf16, weight_type::int8, weight_type::int4}) {
     const int M = 5, K = 130, N = 71;
     const auto x = floats(static_cast<std::size_t>(M) * K, 7, 1.0f), w = floats(static_cast<std::size_t>(K) * N, 8, 0.05f);
     const auto bias = floats(static_cast<std::size_t>(N), 9, 0.1f);

@@ -48,7 +48,7 @@ expect 2 "--scheduling must be fcfs or vtc (got 'fair')" serve --scheduling fair
 expect 2 "--deadline-admission must be on or off" serve --deadline-admission yes
 expect 2 "--drain-kv must be ship or recompute" serve --drain-kv teleport
 expect 2 "--mode must be" serve --mode bogus
-expect 2 "--dtype must be f32, bf16 or int8" serve --dtype f64
+expect 2 "--dtype must be f32, bf16, int8 or int4" serve --dtype f64
 expect 2 "--kv-dtype must be f32, bf16 or int8 (got 'f16')" serve --kv-dtype f16
 expect 2 "--device must be cpu, cuda or cuda:N (got \"gpu\")" serve --device gpu
 expect 2 "--device cuda:0 computes in f32: set --dtype and --kv-dtype to \"f32\"" serve --device cuda:0 --dtype int8

@@ -1,6 +1,6 @@
 #!/bin/bash
 # One answer on every CPU: the same requests through every kernel table this CPU runs (LF_ISA)
-# give the same text, token for token: greedy and seeded sampling, f32 / bf16 / int8 weights,
+# give the same text, token for token: greedy and seeded sampling, f32 / bf16 / int8 / int4 weights,
 # bf16 and int8 K/V, with and without an adapter, 64 tokens each,
 # ten prompts served together (continuous batching: rows of different lengths in one step).
 # Usage: cross_table_text.sh LORAFLEET_BINARY SOURCE_DIR
@@ -32,7 +32,7 @@ run() {  # run NAME FLAGS...: every table, compared with the first
   [ -s "$work/$first.txt" ] || { echo "FAIL $name: no output"; exit 1; }
   cases=$((cases + 1))
 }
-for d in int8 bf16 f32; do
+for d in int8 int4 bf16 f32; do
   for kv in bf16 int8; do
     run "$d weights, $kv K/V, greedy" --dtype $d --kv-dtype $kv --temperature 0
     run "$d weights, $kv K/V, seeded" --dtype $d --kv-dtype $kv --temperature 0.9 --top-p 0.95 --seed 7

@@ -1,19 +1,25 @@
 // bench_engine: the serving engine's speed and quality on this machine, as a program (not a test).
 //
-//   bench_engine [--model DIR] [--threads N] [--dtype f32|bf16|int8|all] [--kv-dtype bf16|int8|f32]
+//   bench_engine [--model DIR] [--threads N] [--dtype f32|bf16|int8|int4|all] [--kv-dtype bf16|int8|f32]
 //                [--batches 1,8,32,64] [--context N] [--prompt-tokens N] [--steps N]
-//                [--quality-model DIR] [--json FILE] [--quick]
+//                [--quality-model DIR] [--json FILE] [--quick] [--layers N --heads N --embd N]
+//                [--cpu-clock]
 //
-// Without --model it writes a GPT-2-124M-shaped random checkpoint to a temporary directory. For
+// Without --model it writes a GPT-2-124M-shaped random checkpoint to a temporary directory (or,
+// with --layers / --heads / --embd, one of that shape: 24 / 16 / 1024 is GPT-2 medium). For
 // each dtype it prints: load time and weight bytes; a prompt of --prompt-tokens tokens (default
 // 128) prefilled in one step, in tokens/s; decode steps at each batch size with every sequence at
 // --context cached tokens (default 128), in tokens/s, with the step's bytes (weights + K/V read)
 // against the measured bandwidth and its operations against the measured kernel peak (the
 // roofline). With a trained model (--quality-model, default models/default) it adds the quality
 // of each dtype against f32 on 256 tokens of English: loss, top-1 agreement, largest logit change.
+// --cpu-clock times the steps by the process's CPU time instead of the wall clock: on a shared
+// machine that leaves out the time spent waiting for a core (meant for --threads 1; with more,
+// every thread's time adds up, a waiting thread's spinning included).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -46,6 +52,14 @@ namespace {
 double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
+
+/// --cpu-clock: the process's CPU seconds so far.
+double cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+bool cpu_clock = false;
 
 /// Sequences laid out in a K/V store of their own: sequence i owns blocks [i * per, (i + 1) * per).
 struct harness {
@@ -86,8 +100,9 @@ struct harness {
         s.logit_rows.push_back(row - 1);
     }
     const auto t0 = clock_type::now();
+    const double c0 = cpu_clock ? cpu_seconds() : 0;
     model.forward(s, kv);
-    return seconds_since(t0);
+    return cpu_clock ? cpu_seconds() - c0 : seconds_since(t0);
   }
 };
 
@@ -132,22 +147,30 @@ int main(int argc, char** argv) try {
     return 2;
   }
   std::cout << std::unitbuf;  // progress shows as it happens, also when redirected
-  lf::tools::args a(argc, argv, 1, {"quick"});
+  lf::tools::args a(argc, argv, 1, {"quick", "cpu-clock"});
   const int threads = static_cast<int>(a.integer_in("threads", std::max(1u, std::thread::hardware_concurrency()), 1, 256));
   const auto dtypes = a.str("dtype", "all");
   const auto kvt = lf::tools::kv_dtype_flag(a, "bf16");
   auto model_dir = a.str("model");
   const auto json_path = a.str("json");
   const bool quick = a.has("quick");
+  cpu_clock = a.has("cpu-clock");
   const auto batches = parse_list(a.str("batches", "1,8,32,64"));
   const int context = static_cast<int>(a.integer_in("context", 128, 1, 1 << 20));
   const int prompt_tokens = static_cast<int>(a.integer_in("prompt-tokens", 128, 1, 1 << 20));
   const int steps = static_cast<int>(a.integer_in("steps", quick ? 6 : 16, 3, 10000));
   auto quality_dir = a.str("quality-model", fs::exists(LF_MODELS_DIR "/default/config.json") ? LF_MODELS_DIR "/default" : "");
+  random_model_options shape;  // GPT-2 124M unless told
+  shape.seed = 1;
+  shape.config.n_layer = static_cast<int>(a.integer_in("layers", shape.config.n_layer, 1, 256));
+  shape.config.n_head = static_cast<int>(a.integer_in("heads", shape.config.n_head, 1, 256));
+  shape.config.n_embd = static_cast<int>(a.integer_in("embd", shape.config.n_embd, 1, 1 << 16));
+  if (shape.config.n_embd % shape.config.n_head != 0)
+    throw std::invalid_argument("--embd must be a multiple of --heads");
   a.finish();
   std::vector<compute_dtype> list;
   if (dtypes == "all")
-    list = {compute_dtype::f32, compute_dtype::bf16, compute_dtype::int8};
+    list = {compute_dtype::f32, compute_dtype::bf16, compute_dtype::int8, compute_dtype::int4};
   else
     list = {parse_compute_dtype(dtypes)};
 
@@ -157,9 +180,11 @@ int main(int argc, char** argv) try {
   report["kernels"] = std::string(kernels::active_table().name);
   report["threads"] = threads;
   report["kv_dtype"] = std::string(kernels::to_string(kvt));
+  report["clock"] = cpu_clock ? "process cpu time" : "wall";
   std::cout << std::fixed << std::setprecision(1);
   std::cout << "cpu: " << kernels::describe(f) << "; kernels " << kernels::active_table().name
-            << "; " << threads << " thread(s) in the worker's pool; K/V " << kernels::to_string(kvt) << "\n";
+            << "; " << threads << " thread(s) in the worker's pool; K/V " << kernels::to_string(kvt)
+            << (cpu_clock ? "; steps timed by process CPU time" : "") << "\n";
   kernels::thread_pool probe_pool(threads);
   const auto peaks = kernels::measure_peaks(probe_pool);
   report["read_bandwidth_gbs"] = peaks.read_gbs;
@@ -170,11 +195,10 @@ int main(int argc, char** argv) try {
   std::string tmp;
   if (model_dir.empty()) {
     tmp = (fs::temp_directory_path() / ("lorafleet-bench-" + std::to_string(::getpid()))).string();
-    random_model_options o;  // GPT-2 124M shape
-    o.seed = 1;
-    write_random_model(tmp, o);
+    write_random_model(tmp, shape);
     model_dir = tmp;
-    std::cout << "wrote a GPT-2-124M-shaped random checkpoint to " << tmp << "\n";
+    std::cout << "wrote a random checkpoint (" << shape.config.n_layer << " layers, " << shape.config.n_head
+              << " heads, " << shape.config.n_embd << " embd) to " << tmp << "\n";
   }
   auto tok = tokenizer::from_dir(LF_TOKENIZER_DIR);
   std::vector<std::int32_t> tokens = tok.encode(lf::loadtest::passage_text());
@@ -194,7 +218,8 @@ int main(int argc, char** argv) try {
     // Operations per token of the step's matrices: 2 * (blocks' weights + head).
     const double block_macs = static_cast<double>(cfg.n_layer) * cfg.n_embd * (4.0 * cfg.n_embd + 2.0 * cfg.inner_dim());
     const double head_macs = static_cast<double>(cfg.n_embd) * cfg.vocab_size;
-    const double peak = dt == compute_dtype::int8 ? peaks.int8_gops : dt == compute_dtype::bf16 ? peaks.bf16_gflops : peaks.f32_gflops;
+    // int4 runs on the int8 dot-product instructions (the nibbles unpacked to bytes first).
+    const double peak = dt == compute_dtype::int8 || dt == compute_dtype::int4 ? peaks.int8_gops : dt == compute_dtype::bf16 ? peaks.bf16_gflops : peaks.f32_gflops;
 
     // Lengths within the model's context (a small model may have fewer than 128 positions).
     const int prompt_n = std::min(prompt_tokens, cfg.n_positions);
@@ -249,7 +274,7 @@ int main(int argc, char** argv) try {
               << " predictions), model " << quality_dir << "\n";
     const auto ref = score(ref_model, kernels::kv_type::f32, passage);
     std::cout << "  f32 weights, f32 K/V: loss " << std::setprecision(4) << ref.loss << "\n";
-    for (auto dt : {compute_dtype::f32, compute_dtype::bf16, compute_dtype::int8})
+    for (auto dt : {compute_dtype::f32, compute_dtype::bf16, compute_dtype::int8, compute_dtype::int4})
       for (auto kv : {kernels::kv_type::bf16, kernels::kv_type::int8}) {
         cpu_model m(load_cpu_weights(quality_dir, dt), threads);
         const auto got = score(m, kv, passage);

@@ -98,7 +98,7 @@ commands:
               an http:// endpoint is driven through the OpenAI API (any compatible server)
   generate    [--model DIR] --prompt TEXT [--prompt TEXT ...] [--max-tokens N] [--temperature T]
               [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--stop STR ...]
-              [--ignore-eos] [--logit-bias ID=BIAS ...] [--no-kv-cache] [--threads N] [--dtype int8|bf16|f32]
+              [--ignore-eos] [--logit-bias ID=BIAS ...] [--no-kv-cache] [--threads N] [--dtype int8|int4|bf16|f32]
               [--kv-dtype bf16|int8|f32] [--adapter DIR|NAME|- ...] [--adapters ROOT] [--quiet]
               generate a completion (several --prompt: served together by the continuous
               batching loop; with --no-kv-cache one batch that recomputes every token) and

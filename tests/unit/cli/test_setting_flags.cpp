@@ -94,7 +94,7 @@ TEST_CASE("router flags of every type reach their fields", "[cli][settings]") {
 TEST_CASE("bad flag values are refused naming the flag, as before the tables", "[cli][settings]") {
   CHECK_THROWS_WITH(workers_from({"--max-seqs", "0"}), Equals("--max-seqs must be in [1, 4096] (got 0)"));
   CHECK_THROWS_WITH(workers_from({"--max-seqs", "x"}), Equals("--max-seqs expects an integer (got 'x')"));
-  CHECK_THROWS_WITH(workers_from({"--dtype", "f64"}), Equals("--dtype must be f32, bf16 or int8 (got 'f64')"));
+  CHECK_THROWS_WITH(workers_from({"--dtype", "f64"}), Equals("--dtype must be f32, bf16, int8 or int4 (got 'f64')"));
   CHECK_THROWS_WITH(workers_from({"--kv-dtype", "f16"}), Equals("--kv-dtype must be f32, bf16 or int8 (got 'f16')"));
   CHECK_THROWS_WITH(workers_from({"--mode", "bogus"}),
                     Equals("--mode must be continuous, static or static_no_cache (got 'bogus')"));

@@ -83,6 +83,67 @@ TEST_CASE("packing keeps every value (f32 exactly, bf16 and int8 within their st
   }
 }
 
+TEST_CASE("int4 packing: a scale per block, values within half a step or clipped to 7 steps, exact block sums", "[kernels][gemm][int4]") {
+  // K 150: two whole blocks of 64 and a padded one; N 70: a padded second panel.
+  problem p(1, 150, 70, 5);
+  auto pm = pack(weight_type::int4, p);
+  CHECK(pm.k_padded() == 192);
+  CHECK(pm.n_padded() == 128);
+  CHECK(pm.blocks() == 3);
+  CHECK(pm.panel_bytes() == 192 / 8 * 256);
+  CHECK(pm.bytes() == 192u * 128 / 2 + 3u * 128 * 6);
+  std::vector<float> col(static_cast<std::size_t>(p.K));
+  int clipped_blocks = 0;
+  for (int n : {0, 1, 15, 16, 63, 64, 69}) {
+    pm.column(n, col.data());
+    for (int b = 0; b < 3; ++b) {
+      const int k0 = b * int4_block, k1 = std::min(p.K, k0 + int4_block);
+      float amax = 0;
+      double err = 0, err_unclipped = 0;
+      for (int k = k0; k < k1; ++k)
+        amax = std::max(amax, std::fabs(p.w[static_cast<std::size_t>(k) * p.N + n]));
+      const std::size_t meta = (static_cast<std::size_t>(n / panel_cols) * 3 + static_cast<std::size_t>(b)) * panel_cols
+                               + static_cast<std::size_t>(n % panel_cols);
+      const float scale = pm.block_scales()[meta];
+      // The scale is amax / 7 or up to 10/32 smaller (the one of least squared error).
+      CHECK(scale <= amax / 7.0f);
+      CHECK(scale >= amax / 7.0f * (22.0f / 32.0f));
+      clipped_blocks += scale < amax / 7.0f;
+      int sum = 0;
+      for (int k = k0; k < k1; ++k) {
+        const float v = p.w[static_cast<std::size_t>(k) * p.N + n];
+        const float got = col[static_cast<std::size_t>(k)];
+        INFO("k " << k << " n " << n);
+        // Within half a step, or clipped to +-7 steps.
+        CHECK((std::fabs(got - v) <= scale / 2 * 1.0001f || (std::fabs(got) == 7 * scale && std::fabs(v) > 7 * scale)));
+        CHECK(pm.at(k, n) == got);
+        const float q = std::nearbyint(got / scale);
+        CHECK(got == q * scale);
+        CHECK(std::fabs(q) <= 7.0f);
+        sum += static_cast<int>(q);
+        const float s0 = amax / 7.0f;
+        err += (static_cast<double>(v) - got) * (static_cast<double>(v) - got);
+        const double e0 = static_cast<double>(v) - std::nearbyint(v / s0) * s0;
+        err_unclipped += e0 * e0;
+      }
+      CHECK(err <= err_unclipped * (1 + 1e-6));  // never worse than amax / 7
+      for (int k = k1; k < k0 + int4_block; ++k)
+        CHECK(pm.at(k, n) == 0.0f);  // padding rows are q = 0
+      CHECK(pm.block_sums()[meta] == sum);
+    }
+  }
+  CHECK(clipped_blocks > 0);  // the 8-sigma outliers make clipping pay somewhere
+  CHECK(pm.at(5, 100) == 0.0f);  // a padding column
+  // The layout: the byte of column c at 4 c + j of group row r holds k = 8 r + j (low nibble) and
+  // 8 r + 4 + j (high), as the nibble q + 8.
+  const auto* bytes = reinterpret_cast<const std::uint8_t*>(pm.panel(1));
+  const int c = 3, r = 2, j = 1, n = 64 + c;
+  const float s = pm.block_scales()[3 * panel_cols + c];  // panel 1, block 0
+  const std::uint8_t byte = bytes[256 * r + 4 * c + j];
+  CHECK(static_cast<float>((byte & 0x0f) - 8) * s == pm.at(8 * r + j, n));
+  CHECK(static_cast<float>((byte >> 4) - 8) * s == pm.at(8 * r + 4 + j, n));
+}
+
 TEST_CASE("activation rows quantize to u8 with 0 exact and every value within half a step", "[kernels][gemm]") {
   auto x = lf::test::random_floats(203, 9);
   std::vector<std::uint8_t> q(208);
@@ -112,12 +173,43 @@ TEST_CASE("products match the reference on odd shapes in every kernel table", "[
     for (auto [M, K, N] : shapes) {
       problem p(M, K, N, static_cast<std::uint64_t>(M * 1000 + K));
       const auto ref = lf::test::reference_product(p.x, p.w, p.bias, M, K, N);
-      for (auto t : {weight_type::f32, weight_type::bf16, weight_type::int8}) {
+      for (auto t : {weight_type::f32, weight_type::bf16, weight_type::int8, weight_type::int4}) {
         INFO(table->name << " " << to_string(t) << " M " << M << " K " << K << " N " << N);
-        const auto err = worst_error(run(pack(t, p), p, pool), ref, p);
-        // f32: rounding only; bf16: 8-bit mantissas; int8: weights and activations at 8 bits (the
-        // inputs have 8-sigma outliers, which widen a row's quantization step).
-        CHECK(err < (t == weight_type::f32 ? 1e-5 : t == weight_type::bf16 ? 2e-2 : 8e-2));
+        const auto pm = pack(t, p);
+        const auto y = run(pm, p, pool);
+        if (t != weight_type::int4) {
+          // f32: rounding only; bf16: 8-bit mantissas; int8: weights and activations at 8 bits
+          // (the inputs have 8-sigma outliers, which widen a row's quantization step).
+          CHECK(worst_error(y, ref, p) < (t == weight_type::f32 ? 1e-5 : t == weight_type::bf16 ? 2e-2 : 8e-2));
+          continue;
+        }
+        // int4: against the dequantized weights only the activations' 8 bits are left; against
+        // the float weights each output is within its own bound of the quantization errors,
+        // sum |x| |w - wq| + sum |wq| * (half the row's u8 step) (an outlier in a block of 64
+        // leaves its neighbours a step of 8 sigma / 7, so no one relative bound fits).
+        std::vector<float> wq(static_cast<std::size_t>(K) * N);
+        for (int k = 0; k < K; ++k)
+          for (int n = 0; n < N; ++n)
+            wq[static_cast<std::size_t>(k) * N + n] = pm.at(k, n);
+        CHECK(worst_error(y, lf::test::reference_product(p.x, wq, p.bias, M, K, N), p) < 8e-2);
+        int outside = 0;
+        for (int m = 0; m < M; ++m) {
+          const float* xm = p.x.data() + static_cast<std::size_t>(m) * K;
+          float lo = 0, hi = 0;
+          for (int k = 0; k < K; ++k)
+            lo = std::min(lo, xm[k]), hi = std::max(hi, xm[k]);
+          const double half_step = (static_cast<double>(hi) - lo) / 255 / 2;
+          for (int n = 0; n < N; ++n) {
+            double bound = 0;
+            for (int k = 0; k < K; ++k) {
+              const std::size_t i = static_cast<std::size_t>(k) * N + n;
+              bound += std::fabs(xm[k]) * std::fabs(p.w[i] - wq[i]) + std::fabs(wq[i]) * half_step;
+            }
+            const double r = ref[static_cast<std::size_t>(m) * N + n];
+            outside += std::fabs(y[static_cast<std::size_t>(m) * (N + 3) + n] - r) > bound * 1.01 + 1e-5 * (1 + std::fabs(r));
+          }
+        }
+        CHECK(outside == 0);
       }
     }
   }
@@ -128,7 +220,7 @@ TEST_CASE("accumulate adds to y, a row's result does not depend on M, its neighb
   thread_pool one(1), two(2), three(3);
   for (const auto* table : lf::test::runnable_tables()) {
     table_scope scope(*table);
-    for (auto t : {weight_type::f32, weight_type::bf16, weight_type::int8}) {
+    for (auto t : {weight_type::f32, weight_type::bf16, weight_type::int8, weight_type::int4}) {
       INFO(table->name << " " << to_string(t));
       auto pm = pack(t, p);
       const auto all = run(pm, p, two);
@@ -201,11 +293,12 @@ TEST_CASE("every weight type's results are the same bit for bit in every table, 
   // M 1 takes whole panels, 2..13 every row-tile remainder; N 1..200 every column tail. Each output
   // sums over k in order: f32 with one fused multiply-add a step (the portable kernel calls
   // std::fma), bf16 the odd element of a pair first (a bf16 product is exact in f32, so a multiply
-  // and an add give the same), int8 exact integers.
+  // and an add give the same), int8 exact integers, int4 exact integers per block and then one
+  // fused multiply-add per block in k order.
   thread_pool pool(2);
-  for (auto type : {weight_type::int8, weight_type::f32, weight_type::bf16})
+  for (auto type : {weight_type::int8, weight_type::int4, weight_type::f32, weight_type::bf16})
     for (auto [M, K, N] : std::vector<std::array<int, 3>>{{1, 768, 200}, {2, 64, 9}, {3, 130, 71}, {5, 4, 1},
-                                                          {6, 97, 64}, {7, 512, 129}, {13, 33, 8}}) {
+                                                          {6, 97, 64}, {7, 512, 129}, {13, 33, 8}, {4, 3072, 70}}) {
       problem p(M, K, N, static_cast<std::uint64_t>(M * 7 + N));
       auto pm = pack(type, p);
       std::vector<float> first;

@@ -23,6 +23,7 @@ TEST_CASE("every table of this build is complete, and the portable one runs on a
     CHECK(t->gemm_f32);
     CHECK(t->gemm_bf16);
     CHECK(t->gemm_int8);
+    CHECK(t->gemm_int4);
     CHECK(t->rows_to_bf16);
     CHECK(t->rows_to_u8);
     CHECK(t->attend);

@@ -52,7 +52,7 @@ TEST_CASE("worker keys hold the ranges both readers used", "[worker][settings]")
   CHECK(settings::range_text(key("speculative_tokens")) == "1..16");
   CHECK(settings::range_text(key("draft_threads")) == "1..256");
   CHECK(settings::range_text(key("max_adapters")) == "1..2^20");
-  CHECK(key("dtype").choices == std::vector<std::string>{"f32", "bf16", "int8"});
+  CHECK(key("dtype").choices == std::vector<std::string>{"f32", "bf16", "int8", "int4"});
   CHECK(key("speculation").choices == std::vector<std::string>{"off", "on", "auto"});
   CHECK(key("mode").choices == std::vector<std::string>{"continuous", "static", "static_no_cache"});
   CHECK(key("mode").scope == settings::key_scope::flags_only);  // not a config file key
@@ -120,7 +120,7 @@ TEST_CASE("settings built in code are held to the keys' ranges and choices", "[w
   s.speculative_tokens = 17;
   const auto i = file_issues(s);
   REQUIRE(i.size() == 3);
-  CHECK(i[0].message == "dtype must be \"f32\", \"bf16\" or \"int8\"");
+  CHECK(i[0].message == "dtype must be \"f32\", \"bf16\", \"int8\" or \"int4\"");
   CHECK(i[1].message == "max_seqs must be in [1, 4096] (got 0)");
   CHECK(i[2].message == "speculative_tokens must be in [1, 16] (got 17)");
   CHECK(worker::check_settings(s) == i[0].message);

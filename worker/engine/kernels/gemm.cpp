@@ -10,12 +10,27 @@
 
 namespace lf::kernels {
 
-void gemm_workspace::reserve(std::size_t bytes, std::size_t rows) {
+void gemm_workspace::reserve(std::size_t bytes, std::size_t rows, std::size_t block_sums) {
   if (act_.size() < bytes)
     act_ = aligned_buffer(std::max(bytes, act_.size() * 3 / 2));
   if (scale_.size() < rows) {
     scale_.resize(rows);
     zero_.resize(rows);
+  }
+  if (sums_.size() < block_sums)
+    sums_.resize(block_sums);
+}
+
+void u8_block_sums(const std::uint8_t* a, std::size_t lda, int rows, int k_padded, std::int32_t* out) noexcept {
+  const int blocks = k_padded / int4_block;
+  for (int r = 0; r < rows; ++r) {
+    const std::uint8_t* ar = a + static_cast<std::size_t>(r) * lda;
+    for (int b = 0; b < blocks; ++b) {
+      std::int32_t s = 0;
+      for (int i = 0; i < int4_block; ++i)
+        s += ar[b * int4_block + i];
+      out[static_cast<std::size_t>(r) * static_cast<std::size_t>(blocks) + static_cast<std::size_t>(b)] = s;
+    }
   }
 }
 
@@ -63,19 +78,28 @@ void gemm(const packed_matrix& w, const gemm_io& io, gemm_workspace& ws, thread_
       kernel = table.gemm_bf16;
       break;
     }
-    case weight_type::int8: {
+    case weight_type::int8:
+    case weight_type::int4: {
+      // Both quantize the rows to u8; int8 may want them shifted (int8_shift_rows), int4 wants
+      // each row's sums over its blocks.
+      const bool int4 = w.type() == weight_type::int4;
       const std::size_t bytes = static_cast<std::size_t>(M) * KP;
-      const auto shift = table.int8_shift_rows;
-      ws.reserve(shift ? 2 * bytes : bytes, static_cast<std::size_t>(M));
+      const std::size_t blocks = static_cast<std::size_t>(w.blocks());
+      const auto shift = int4 ? nullptr : table.int8_shift_rows;
+      ws.reserve(shift ? 2 * bytes : bytes, static_cast<std::size_t>(M), static_cast<std::size_t>(M) * blocks);
       auto* a = reinterpret_cast<std::uint8_t*>(ws.act());
       float* scale = ws.row_scale();
       std::int32_t* zero = ws.row_zero();
+      std::int32_t* sums = ws.block_sums();
       auto quantize = [&](std::size_t r0, std::size_t r1) {
         table.rows_to_u8(io.x + r0 * io.ldx, io.ldx, static_cast<int>(r1 - r0), K, KP,
                          a + r0 * static_cast<std::size_t>(KP), scale + r0, zero + r0);
         if (shift)
           shift(a + r0 * static_cast<std::size_t>(KP), (r1 - r0) * static_cast<std::size_t>(KP),
                 a + bytes + r0 * static_cast<std::size_t>(KP));
+        if (int4)
+          u8_block_sums(a + r0 * static_cast<std::size_t>(KP), static_cast<std::size_t>(KP),
+                        static_cast<int>(r1 - r0), KP, sums + r0 * blocks);
       };
       if (shift)
         g.a_abs = a + bytes;
@@ -85,7 +109,9 @@ void gemm(const packed_matrix& w, const gemm_io& io, gemm_workspace& ws, thread_
       g.lda = static_cast<std::size_t>(KP);
       g.a_scale = scale;
       g.a_zero = zero;
-      kernel = table.gemm_int8;
+      if (int4)
+        g.a_block_sums = sums;
+      kernel = int4 ? table.gemm_int4 : table.gemm_int8;
       break;
     }
   }

@@ -1,6 +1,6 @@
 #pragma once
 /// The engine calls every kernel through one table, chosen once at start from the detected CPU
-/// features. Each table is a complete family: matrix products (f32, bf16, int8), activation
+/// features. Each table is a complete family: matrix products (f32, bf16, int8, int4), activation
 /// conversion and quantization, attention over every K/V type, layer norm, GELU, LoRA rows, the
 /// sampler's vector passes and a peak-rate probe. Tables of one processor architecture are listed
 /// in order of preference; a table is runnable when the CPU has every capability it needs, and
@@ -11,7 +11,8 @@
 ///
 /// `LF_ISA=NAME` in the environment picks any runnable table (tests and benchmarks compare tables
 /// that way; "generic" is the old name of "portable"). Every table computes the same int8 results
-/// bit for bit (integer arithmetic); f32 and bf16 results agree within rounding.
+/// bit for bit (integer arithmetic), and the same int4 results (integer blocks, then one float order);
+/// f32 and bf16 results agree within rounding.
 
 #include <cstddef>
 #include <cstdint>
@@ -41,6 +42,7 @@ struct kernel_table {
   void (*gemm_f32)(const gemm_panels& g, int p0, int p1);
   void (*gemm_bf16)(const gemm_panels& g, int p0, int p1);
   void (*gemm_int8)(const gemm_panels& g, int p0, int p1);
+  void (*gemm_int4)(const gemm_panels& g, int p0, int p1);
   /// Rows of x to bf16 (round to nearest even, half.hpp's f32_to_bf16), zero-padded to k_padded.
   void (*rows_to_bf16)(const float* x, std::size_t ldx, int rows, int k, int k_padded, std::uint16_t* out);
   /// Rows of x to u8 with a scale and zero point per row (quant_params.hpp), padded with the zero

@@ -45,7 +45,7 @@ struct cpu_weights {
   std::size_t bytes_per_step() const noexcept;
 };
 
-/// The kernels' weight type of a compute dtype.
+/// The kernels' weight type of a compute dtype's linear layers (int4: the embedding and head are int8).
 kernels::weight_type weight_type_of(compute_dtype d) noexcept;
 
 /// Loads `dir`. Accepts keys with or without the `transformer.` prefix and ignores the

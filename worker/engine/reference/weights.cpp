@@ -92,6 +92,8 @@ std::size_t gpt2_weights::bytes_per_step() const {
 gpt2_weights load_gpt2_weights(const std::string& dir, compute_dtype dtype) {
   const auto st_path = checkpoint_tensors_path(dir);
   gpt2_weights w;
+  if (dtype == compute_dtype::int4)
+    throw std::invalid_argument("the ATen reference model has no int4 weights (the serving engine has: cpu_model)");
   w.config = gpt2_config::load((std::filesystem::path(dir) / "config.json").string());
   w.dtype = dtype;
   auto file = std::make_shared<const safetensors_file>(safetensors_file::open(st_path));

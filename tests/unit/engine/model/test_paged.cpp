@@ -162,7 +162,7 @@ TEST_CASE("a prefix-cache hit gives identical output", "[paged]") {
 
 TEST_CASE("low precision stays near the f32 reference", "[paged]") {
   const auto prompts = test_prompts();
-  for (auto dt : {compute_dtype::f32, compute_dtype::bf16, compute_dtype::int8})
+  for (auto dt : {compute_dtype::f32, compute_dtype::bf16, compute_dtype::int8, compute_dtype::int4})
     for (auto kvt : {lf::kernels::kv_type::bf16, lf::kernels::kv_type::int8}) {
       engine_under_test e(dt, kvt, 2);
       paged_driver d{e};
@@ -170,14 +170,16 @@ TEST_CASE("low precision stays near the f32 reference", "[paged]") {
       INFO(to_string(dt) << " weights, " << to_string(kvt) << " K/V: worst logit difference " << d.worst_diff);
       // A bound against gross errors (a wrong scale or layout is off by tens): the tiny random
       // model's logits span about +-30 and its peaked weights quantize badly. Quality on a trained
-      // model is measured by bench_engine (loss and top-1 agreement, docs/benchmarks.md).
-      CHECK(d.worst_diff < (dt == compute_dtype::f32 ? 0.5 : 3.5));
+      // model is measured by bench_engine (loss and top-1 agreement, docs/benchmarks.md). int4's
+      // 15 levels a block of 64 move them more (7.9 with a 4-bit head too); the kernel tests hold
+      // its products to the dequantized weights.
+      CHECK(d.worst_diff < (dt == compute_dtype::f32 ? 0.5 : dt == compute_dtype::int4 ? 10.0 : 3.5));
     }
 }
 
 TEST_CASE("a row's logits are the same alone, batched, chunked, on any thread count", "[paged][invariance]") {
   const auto prompts = test_prompts();
-  for (auto dt : {compute_dtype::f32, compute_dtype::bf16, compute_dtype::int8})
+  for (auto dt : {compute_dtype::f32, compute_dtype::bf16, compute_dtype::int8, compute_dtype::int4})
     for (auto kvt : {lf::kernels::kv_type::f32, lf::kernels::kv_type::bf16, lf::kernels::kv_type::int8}) {
       INFO(to_string(dt) << " weights, " << to_string(kvt) << " K/V");
       // Sequence 0 alone, whole prompt in one chunk, one thread: the reference.
@@ -227,10 +229,11 @@ TEST_CASE("an untied checkpoint: logits from lm_head, embeddings from wte, as th
 }
 
 TEST_CASE("every kernel table this machine runs gives the same greedy text", "[paged][tables]") {
-  // int8: the products are the same integers in every table, so the text must match exactly;
+  // int8 and int4: the products are the same integers (and, int4, the same float order over its
+  // blocks) in every table, so the text must match exactly;
   // f32 and bf16 agree within rounding (logits close; the tiny model's text matches too).
   const auto prompts = test_prompts();
-  for (auto dt : {compute_dtype::int8, compute_dtype::bf16, compute_dtype::f32}) {
+  for (auto dt : {compute_dtype::int8, compute_dtype::int4, compute_dtype::bf16, compute_dtype::f32}) {
     std::vector<std::vector<std::int32_t>> first_text;
     std::vector<std::vector<std::vector<float>>> first_logits;
     for (const auto* table : lf::kernels::runnable_tables(lf::kernels::host_features())) {
@@ -255,7 +258,7 @@ TEST_CASE("every kernel table this machine runs gives the same greedy text", "[p
       // int8: the same integer products, but attention and layer norm round differently per
       // table, and an activation that lands on the other side of a u8 step moves a logit by a
       // quantization step of the tiny model's peaked weights.
-      CHECK(worst < (dt == compute_dtype::f32 ? 1e-3 : dt == compute_dtype::bf16 ? 5e-2 : 0.5));
+      CHECK(worst < (dt == compute_dtype::f32 ? 1e-3 : dt == compute_dtype::bf16 ? 5e-2 : dt == compute_dtype::int8 ? 0.5 : 1.0));
     }
   }
 }

@@ -125,6 +125,67 @@ inline void neon_int8_dot_tile(const gemm_panels& g, const std::byte* panel, int
     neon_int8_out<CV>(g, m0 + m, col0, v0, ncols, c[m], Dot::shifted);
 }
 
+/// R rows x CV column vectors of an int4 product (packed_matrix.hpp, gemm.hpp). Per block, Dot
+/// sums the u8 activations times the nibbles (0..15) exactly: Dot::acc is its accumulator of one
+/// column vector, Dot::mac(acc, a0, a1, lo, hi) adds a group row (a0 / a1: the row's four
+/// activation bytes of k 8r..8r+3 / 8r+4..8r+7, repeated; lo / hi: the masked and shifted
+/// nibbles), Dot::sum(acc) gives the column sums. Then D = sum - 8 * sum a - zp * blocksum goes
+/// into the float accumulator with one fused multiply-add, blocks in k order; y = f * row scale.
+/// Each family's file supplies its Dot (umull / uadalp, udot).
+template <int R, int CV, class Dot>
+inline void neon_int4_tile(const gemm_panels& g, const std::byte* panel, int col0, int v0, int ncols, int m0) {
+  const int blocks = g.w->blocks();
+  constexpr int rows_per_block = int4_block / 8;
+  const auto* A = static_cast<const std::uint8_t*>(g.a) + static_cast<std::size_t>(m0) * g.lda;
+  const std::size_t meta = static_cast<std::size_t>(col0 / panel_cols) * static_cast<std::size_t>(blocks) * panel_cols
+                           + static_cast<std::size_t>(4 * v0);
+  const float* bs = g.w->block_scales() + meta;
+  const std::int16_t* bsum = g.w->block_sums() + meta;
+  const uint8x16_t low = vdupq_n_u8(0x0f);
+  float32x4_t f[R][CV];
+  for (int m = 0; m < R; ++m)
+    for (int t = 0; t < CV; ++t)
+      f[m][t] = vdupq_n_f32(0.0f);
+  const auto* b = reinterpret_cast<const std::uint8_t*>(panel) + 16 * v0;
+  for (int blk = 0; blk < blocks; ++blk) {
+    typename Dot::acc c[R][CV];
+    for (int m = 0; m < R; ++m)
+      for (int t = 0; t < CV; ++t)
+        c[m][t] = Dot::zero();
+    const std::uint8_t* ab = A + static_cast<std::size_t>(blk) * int4_block;
+    for (int r = 0; r < rows_per_block; ++r, b += 256) {
+      uint8x16_t a0[R], a1[R];
+      for (int m = 0; m < R; ++m) {
+        const std::uint8_t* a = ab + static_cast<std::size_t>(m) * g.lda + 8 * r;
+        a0[m] = vreinterpretq_u8_s32(vdupq_n_s32(neon_load_u32(a)));
+        a1[m] = vreinterpretq_u8_s32(vdupq_n_s32(neon_load_u32(a + 4)));
+      }
+      for (int t = 0; t < CV; ++t) {
+        const uint8x16_t v = vld1q_u8(b + 16 * t);
+        const uint8x16_t lo = vandq_u8(v, low), hi = vshrq_n_u8(v, 4);
+        for (int m = 0; m < R; ++m)
+          Dot::mac(c[m][t], a0[m], a1[m], lo, hi);
+      }
+    }
+    const float* sc = bs + static_cast<std::size_t>(blk) * panel_cols;
+    const std::int16_t* cs = bsum + static_cast<std::size_t>(blk) * panel_cols;
+    for (int m = 0; m < R; ++m) {
+      const int32x4_t shift = vdupq_n_s32(8 * g.a_block_sums[static_cast<std::size_t>(m0 + m) * blocks + blk]);
+      const int32x4_t zp = vdupq_n_s32(g.a_zero[m0 + m]);
+      for (int t = 0; t < CV; ++t) {
+        const int32x4_t sums = vmovl_s16(vld1_s16(cs + 4 * t));
+        const int32x4_t d = vsubq_s32(vsubq_s32(Dot::sum(c[m][t]), shift), vmulq_s32(zp, sums));
+        f[m][t] = vfmaq_f32(f[m][t], vld1q_f32(sc + 4 * t), vcvtq_f32_s32(d));
+      }
+    }
+  }
+  for (int m = 0; m < R; ++m) {
+    const float32x4_t as = vdupq_n_f32(g.a_scale[m0 + m]);
+    for (int t = 0; t < CV; ++t)
+      neon_store_vec(g, m0 + m, col0, v0, t, ncols, vmulq_f32(f[m][t], as));
+  }
+}
+
 } // namespace
 
 } // namespace lf::kernels::detail

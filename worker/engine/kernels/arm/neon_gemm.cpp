@@ -7,6 +7,9 @@
 //   int8: a' = a - 128 (signed) times the s8 weight: each product fits int16 (|a' w| <= 16256),
 //         smull / smull2 form eight at a time, sadalp adds pairs into int32 lanes (exact), and a
 //         last pairwise add gives each column's sum; the output stage adds back 128 * colsum.
+//   int4: the nibbles (0..15, an AND and a shift per load) times the u8 activation as it is:
+//         umull / umull2 (each product <= 3825 fits u16), uadalp into u32 pair sums, a last
+//         pairwise add per block (neon_int4_tile: then the block's fold into f32).
 #include "worker/engine/kernels/arm/neon_common.hpp"
 #include "worker/engine/kernels/common/half.hpp"
 #include "worker/engine/kernels/common/quant_params.hpp"
@@ -98,7 +101,29 @@ void int8_tile(const gemm_panels& g, const std::byte* panel, int col0, int v0, i
   }
 }
 
+/// int4's exact sums on baseline NEON: umull / umull2 (u8 x nibble <= 3825 fits u16), uadalp
+/// into u32 pair sums per half of a column vector, one pairwise add at the block's end.
+struct umull_dot {
+  struct acc {
+    uint32x4_t lo, hi;
+  };
+  static acc zero() { return {vdupq_n_u32(0), vdupq_n_u32(0)}; }
+  static void mac(acc& c, uint8x16_t a0, uint8x16_t a1, uint8x16_t lo, uint8x16_t hi) {
+    c.lo = vpadalq_u16(c.lo, vmull_u8(vget_low_u8(a0), vget_low_u8(lo)));
+    c.hi = vpadalq_u16(c.hi, vmull_high_u8(a0, lo));
+    c.lo = vpadalq_u16(c.lo, vmull_u8(vget_low_u8(a1), vget_low_u8(hi)));
+    c.hi = vpadalq_u16(c.hi, vmull_high_u8(a1, hi));
+  }
+  static int32x4_t sum(const acc& c) { return vreinterpretq_s32_u32(vpaddq_u32(c.lo, c.hi)); }
+};
+
 } // namespace
+
+void neon_gemm_int4(const gemm_panels& g, int p0, int p1) {
+  neon_tiles<4, 8, 2>(g, p0, p1, [&](auto r, auto cv, const std::byte* panel, int col0, int v0, int ncols, int m0) {
+    neon_int4_tile<decltype(r)::value, decltype(cv)::value, umull_dot>(g, panel, col0, v0, ncols, m0);
+  });
+}
 
 void neon_gemm_f32(const gemm_panels& g, int p0, int p1) {
   neon_tiles<4, 16, 4>(g, p0, p1, [&](auto r, auto cv, const std::byte* panel, int col0, int v0, int ncols, int m0) {

@@ -13,6 +13,7 @@
   void p##_gemm_f32(const gemm_panels& g, int p0, int p1);                                         \
   void p##_gemm_bf16(const gemm_panels& g, int p0, int p1);                                        \
   void p##_gemm_int8(const gemm_panels& g, int p0, int p1);                                        \
+  void p##_gemm_int4(const gemm_panels& g, int p0, int p1);                                        \
   void p##_rows_to_bf16(const float* x, std::size_t ldx, int rows, int k, int k_padded,            \
                         std::uint16_t* out);                                                       \
   void p##_rows_to_u8(const float* x, std::size_t ldx, int rows, int k, int k_padded,              \

@@ -16,6 +16,7 @@ struct portable_tag {
 void portable_gemm_f32(const gemm_panels& g, int p0, int p1) { gemm_portable<portable_tag>(g, p0, p1); }
 void portable_gemm_bf16(const gemm_panels& g, int p0, int p1) { gemm_portable<portable_tag>(g, p0, p1); }
 void portable_gemm_int8(const gemm_panels& g, int p0, int p1) { gemm_portable<portable_tag>(g, p0, p1); }
+void portable_gemm_int4(const gemm_panels& g, int p0, int p1) { gemm_portable<portable_tag>(g, p0, p1); }
 
 void portable_rows_to_bf16(const float* x, std::size_t ldx, int rows, int k, int k_padded, std::uint16_t* out) {
   for (int r = 0; r < rows; ++r) {

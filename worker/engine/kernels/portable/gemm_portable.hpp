@@ -10,7 +10,8 @@
 // f32: one fused multiply-add a step (std::fma, as the vector tables' FMA; on a CPU without FMA
 // libm computes it exactly, slowly). bf16: the odd element of a pair first, as vdpbf16ps, one
 // multiply and one add (a bf16 product is exact in f32, so that equals a fused step;
-// -ffp-contract=off). int8 sums are exact integers.
+// -ffp-contract=off). int8 sums are exact integers; int4 sums each block exactly, then combines the
+// blocks in k order with std::fma (gemm.hpp), as every vector table.
 
 #include <algorithm>
 #include <cmath>
@@ -129,6 +130,55 @@ void portable_tile(const gemm_panels& g, const std::byte* panel, int col0, int n
       }
       return;
     }
+    case weight_type::int4: {
+      const auto* b = reinterpret_cast<const std::uint8_t*>(panel);
+      const std::uint8_t* a[R];
+      for (int r = 0; r < R; ++r)
+        a[r] = static_cast<const std::uint8_t*>(g.a) + static_cast<std::size_t>(m0 + r) * g.lda;
+      const int blocks = w.blocks();
+      constexpr int rows_per_block = int4_block / 8;
+      const float* bs = w.block_scales() + static_cast<std::size_t>(col0 / P) * blocks * P;
+      const std::int16_t* bsum = w.block_sums() + static_cast<std::size_t>(col0 / P) * blocks * P;
+      alignas(64) float acc[R][P] = {};
+      using operand = typename Tag::int8_operand;
+      alignas(64) operand q[8][P];
+      for (int blk = 0; blk < blocks; ++blk) {
+        alignas(64) std::int32_t dot[R][P] = {};
+        for (int gr = 0; gr < rows_per_block; ++gr) {
+          const int k8 = blk * rows_per_block + gr;  // the group row: k = 8 k8 ..
+          const std::uint8_t* bk = b + static_cast<std::size_t>(k8) * P * 4;
+          for (int c = 0; c < P; ++c)
+            for (int j = 0; j < 4; ++j) {
+              q[j][c] = static_cast<operand>(bk[4 * c + j] & 0x0f);
+              q[j + 4][c] = static_cast<operand>(bk[4 * c + j] >> 4);
+            }
+          for (int r = 0; r < R; ++r) {
+            const std::uint8_t* ak = a[r] + 8 * k8;
+            for (int j = 0; j < 8; ++j) {
+              const std::int32_t aj = ak[j];
+              for (int c = 0; c < P; ++c)
+                dot[r][c] += aj * static_cast<std::int32_t>(q[j][c]);
+            }
+          }
+        }
+        const float* sc = bs + static_cast<std::size_t>(blk) * P;
+        const std::int16_t* cs = bsum + static_cast<std::size_t>(blk) * P;
+        for (int r = 0; r < R; ++r) {
+          const std::int32_t shift = 8 * g.a_block_sums[static_cast<std::size_t>(m0 + r) * blocks + blk];
+          const std::int32_t az = g.a_zero[m0 + r];
+          for (int c = 0; c < P; ++c)
+            acc[r][c] = std::fma(sc[c], static_cast<float>(dot[r][c] - shift - az * cs[c]), acc[r][c]);
+        }
+      }
+      for (int r = 0; r < R; ++r) {
+        const float as = g.a_scale[m0 + r];
+        alignas(64) float v[P];
+        for (int c = 0; c < n; ++c)
+          v[c] = acc[r][c] * as;
+        portable_store<Tag>(g, m0 + r, col0, n, v);
+      }
+      return;
+    }
   }
 }
 
@@ -136,8 +186,7 @@ void portable_tile(const gemm_panels& g, const std::byte* panel, int col0, int n
 template <class Tag>
 void gemm_portable(const gemm_panels& g, int p0, int p1) {
   const auto& w = *g.w;
-  const int G = w.type() == weight_type::f32 ? 1 : w.type() == weight_type::bf16 ? 2 : 4;
-  const int groups = w.k_padded() / G;
+  const int groups = w.k_padded() / group_of(w.type());
   for (int p = p0; p < p1; ++p) {
     const int col0 = p * panel_cols;
     const int n = std::min(panel_cols, w.n() - col0);

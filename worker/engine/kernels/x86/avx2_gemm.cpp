@@ -13,6 +13,8 @@
 //         2 * 128 * 127 = 32512 < 32767: exact. vpmaddwd with ones widens pairs to int32. The
 //         output stage adds back 128 * colsum (avx2_int8_out), so the integers equal every
 //         other table's bit for bit.
+//   int4: avx2_int4_tile (avx2_gemm_common.hpp) with vpmaddubsw on the activation's u8 and the
+//         nibbles (0..15) as they are: no shift needed.
 #include "worker/engine/kernels/common/half.hpp"
 #include "worker/engine/kernels/common/quant_params.hpp"
 #include "worker/engine/kernels/x86/avx2_gemm_common.hpp"
@@ -141,6 +143,14 @@ __attribute__((noinline)) void int8_wide(const gemm_panels& g, const std::byte* 
   avx2_int8_out<8>(g, 0, col0, 0, ncols, acc, true);
 }
 
+/// int4's four u8 x nibble products per lane: vpmaddubsw (a pair sums to at most 2 * 255 * 15 =
+/// 7650: no saturation, no sign trick) and vpmaddwd with ones.
+struct maddubs_dot {
+  static __m256i mac(__m256i c, __m256i a, __m256i w) {
+    return _mm256_add_epi32(c, _mm256_madd_epi16(_mm256_maddubs_epi16(a, w), _mm256_set1_epi16(1)));
+  }
+};
+
 /// A per-thread buffer of at least `floats` 64-byte aligned floats.
 float* thread_floats(aligned_buffer& buf, std::size_t floats) {
   if (buf.size() < floats * sizeof(float))
@@ -237,6 +247,8 @@ void avx2_gemm_int8(const gemm_panels& g, int p0, int p1) {
       int8_slice<decltype(r)::value>(g, panel, col0, v0, ncols, m0);
   });
 }
+
+void avx2_gemm_int4(const gemm_panels& g, int p0, int p1) { avx2_gemm_int4_with<3, maddubs_dot>(g, p0, p1); }
 
 void avx2_int8_shift_rows(std::uint8_t* a, std::size_t n, std::uint8_t* abs_out) {
   const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));

@@ -146,4 +146,75 @@ inline void avx2_int8_out(const gemm_panels& g, int m, int col0, int v0, int nco
   }
 }
 
+/// R rows x CV column vectors (from vector v0) of an int4 product (packed_matrix.hpp, gemm.hpp):
+/// per block, Dot::mac sums four u8 x nibble products per int32 lane exactly (the nibbles u =
+/// q + 8 are 0..15, so u8 x u fits any signed-byte operand); the block's integer
+/// D = acc - 8 * sum a - zp * blocksum then goes into the float accumulator with one FMA, blocks
+/// in k order. The float accumulators live in a small array (one load and store per block); the
+/// integer ones in registers. Dot is file-local in each including file (avx2, avx2_vnni), so each
+/// instantiation is its own symbol, compiled with its file's flags.
+template <int R, int CV, class Dot>
+inline void avx2_int4_tile(const gemm_panels& g, const std::byte* panel, int col0, int v0, int ncols, int m0) {
+  const int blocks = g.w->blocks();
+  constexpr int rows_per_block = int4_block / 8;
+  const std::size_t meta = static_cast<std::size_t>(col0 / panel_cols) * static_cast<std::size_t>(blocks) * panel_cols
+                           + static_cast<std::size_t>(8 * v0);
+  const float* bs = g.w->block_scales() + meta;
+  const std::int16_t* bsum = g.w->block_sums() + meta;
+  const auto* A = static_cast<const std::uint8_t*>(g.a) + static_cast<std::size_t>(m0) * g.lda;
+  const std::int32_t* asum = g.a_block_sums + static_cast<std::size_t>(m0) * static_cast<std::size_t>(blocks);
+  const __m256i low = _mm256_set1_epi8(0x0f);
+  alignas(32) float f[R][8 * CV] = {};
+  const std::byte* b = panel + 32 * v0;
+  for (int blk = 0; blk < blocks; ++blk) {
+    __m256i c[R][CV];
+    for (int m = 0; m < R; ++m)
+      for (int t = 0; t < CV; ++t)
+        c[m][t] = _mm256_setzero_si256();
+    const std::uint8_t* ab = A + static_cast<std::size_t>(blk) * int4_block;
+    for (int r = 0; r < rows_per_block; ++r, b += 256) {
+      __m256i a0[R], a1[R];
+      for (int m = 0; m < R; ++m) {
+        const std::uint8_t* a = ab + static_cast<std::size_t>(m) * g.lda + 8 * r;
+        a0[m] = _mm256_set1_epi32(avx2_load_u32(a));
+        a1[m] = _mm256_set1_epi32(avx2_load_u32(a + 4));
+      }
+      for (int t = 0; t < CV; ++t) {
+        const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32 * t));
+        const __m256i lo = _mm256_and_si256(v, low), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+        for (int m = 0; m < R; ++m) {
+          c[m][t] = Dot::mac(c[m][t], a0[m], lo);
+          c[m][t] = Dot::mac(c[m][t], a1[m], hi);
+        }
+      }
+    }
+    const float* sc = bs + static_cast<std::size_t>(blk) * panel_cols;
+    const std::int16_t* cs = bsum + static_cast<std::size_t>(blk) * panel_cols;
+    for (int m = 0; m < R; ++m) {
+      const __m256i shift = _mm256_set1_epi32(8 * asum[static_cast<std::size_t>(m) * blocks + blk]);
+      const __m256i zp = _mm256_set1_epi32(g.a_zero[m0 + m]);
+      for (int t = 0; t < CV; ++t) {
+        const __m256i sums = _mm256_cvtepi16_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(cs + 8 * t)));
+        const __m256i d = _mm256_sub_epi32(_mm256_sub_epi32(c[m][t], shift), _mm256_mullo_epi32(zp, sums));
+        const __m256 acc = _mm256_fmadd_ps(_mm256_load_ps(sc + 8 * t), _mm256_cvtepi32_ps(d), _mm256_load_ps(f[m] + 8 * t));
+        _mm256_store_ps(f[m] + 8 * t, acc);
+      }
+    }
+  }
+  for (int m = 0; m < R; ++m) {
+    const __m256 as = _mm256_set1_ps(g.a_scale[m0 + m]);
+    for (int t = 0; t < CV; ++t)
+      avx2_store_vec(g, m0 + m, col0, v0, t, ncols, _mm256_mul_ps(_mm256_load_ps(f[m] + 8 * t), as));
+  }
+}
+
+/// An int4 product over panels [p0, p1) with avx2_int4_tile: row 0 whole panels, the other rows
+/// slices of MR rows x 2 vectors (avx2_tiles).
+template <int MR, class Dot>
+inline void avx2_gemm_int4_with(const gemm_panels& g, int p0, int p1) {
+  avx2_tiles<MR>(g, p0, p1, [&](auto r, auto cv, const std::byte* panel, int col0, int v0, int ncols, int m0) {
+    avx2_int4_tile<decltype(r)::value, decltype(cv)::value, Dot>(g, panel, col0, v0, ncols, m0);
+  });
+}
+
 } // namespace lf::kernels::detail

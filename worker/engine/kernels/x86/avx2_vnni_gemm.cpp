@@ -1,4 +1,4 @@
-// The avx2_vnni table's int8 product: AVX-VNNI's vpdpbusd on 256-bit registers (VEX-encoded; Intel
+// The avx2_vnni table's int8 and int4 products (int4: avx2_int4_tile with vpdpbusd): AVX-VNNI's vpdpbusd on 256-bit registers (VEX-encoded; Intel
 // Alder Lake and later, AMD Zen 5) sums four u8 x s8 products into each int32 lane without
 // saturation, so the activation needs no shift. Compiled with -mavxvnni; reached only through a
 // table that needs avx_vnni. The tiles are avx2's (named accumulators, one noinline function each:
@@ -48,7 +48,14 @@ __attribute__((noinline)) void int8_wide(const gemm_panels& g, const std::byte* 
   avx2_int8_out<8>(g, 0, col0, 0, ncols, acc, false);
 }
 
+/// int4's four u8 x nibble products per lane: vpdpbusd.
+struct vnni_dot {
+  static __m256i mac(__m256i c, __m256i a, __m256i w) { return _mm256_dpbusd_avx_epi32(c, a, w); }
+};
+
 } // namespace
+
+void avx2_vnni_gemm_int4(const gemm_panels& g, int p0, int p1) { avx2_gemm_int4_with<3, vnni_dot>(g, p0, p1); }
 
 void avx2_vnni_gemm_int8(const gemm_panels& g, int p0, int p1) {
   avx2_tiles<6>(g, p0, p1, [&](auto r, auto cv, const std::byte* panel, int col0, int v0, int ncols, int m0) {
