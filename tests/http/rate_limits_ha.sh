@@ -30,7 +30,9 @@ for port in "$h1" "$h2"; do
   [ "$(ask "$port")" = 429 ] || fail "the 3rd request through the gateway on $port was not refused"
 done
 echo "ok: rpm=4 over two gateways: 2 + 2 admitted, the 3rd on each refused (429); the cluster never admits more than 4"
-curl -s "http://127.0.0.1:$h1/metrics" | grep -q 'lorafleet:key_requests_rate_limited_total{key="alice"} 1' \
+# Into a file first: under pipefail, `curl | grep -q` fails when grep's early exit cuts curl off.
+curl -s "http://127.0.0.1:$h1/metrics" > "$tmp/a.metrics"
+grep -q 'lorafleet:key_requests_rate_limited_total{key="alice"} 1' "$tmp/a.metrics" \
   || fail "gateway-a's /metrics does not count alice's refusal"
 echo "ok: /metrics counts per key on each gateway"
 echo PASS

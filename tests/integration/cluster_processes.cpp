@@ -21,22 +21,6 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using clock = std::chrono::steady_clock;
 
-std::uint16_t free_port() {
-  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  if (::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0
-      || ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    ::close(s);
-    throw std::runtime_error("free_port: no port");
-  }
-  ::close(s);
-  return ntohs(a.sin_port);
-}
-
 bool run_to_end(const std::vector<std::string>& argv, std::chrono::seconds limit) {
   cluster::child_process p(argv);
   std::string ignored;  // read so a chatty child never blocks on a full pipe

@@ -22,12 +22,10 @@
 
 #include "core/serve_errc.hpp"
 #include "cluster/child_process.hpp"
+#include "tests/support/free_port.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace lf::test {
-
-/// A TCP port that was free a moment ago on 127.0.0.1.
-std::uint16_t free_port();
 
 /// Runs `argv` to its end (output discarded); true on exit status 0.
 bool run_to_end(const std::vector<std::string>& argv, std::chrono::seconds limit);

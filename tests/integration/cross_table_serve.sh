@@ -11,6 +11,7 @@ tables=$( (LF_ISA=none-such "$bin" generate --prompt x --max-tokens 1 2>&1 || tr
 echo "tables: $tables"
 tmp=$(mktemp -d); pid=
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 fail() { echo "FAIL: $*"; [ -f "$tmp/serve.log" ] && tail -20 "$tmp/serve.log"; exit 1; }
 schema='{"type":"object","properties":{"name":{"type":"string","maxLength":12},"age":{"type":"integer"}},"required":["name","age"],"additionalProperties":false}'
 loop="one two three four, one two three four, one two three four, one two"
@@ -25,7 +26,7 @@ requests=(
 )
 first=""
 for t in $tables; do
-  port=$((20000 + RANDOM % 20000)); ep="tcp://127.0.0.1:$port"; hport=$((port + 1))
+  ep="tcp://127.0.0.1:$(free_port)"; hport=$(free_port)
   rm -f "$tmp/ready"
   LF_ISA=$t "$bin" serve --model "$src/models/default" --adapters "$src/models/adapters" --workers 1 --threads 1 \
     --kv-cache-mb 32 --speculation on --speculative-tokens 4 --listen "$ep" --http "127.0.0.1:$hport" \

@@ -2,11 +2,11 @@
 // gateway stops answering heartbeats, and the same client object works again when a new server
 // binds the endpoint. Plus: memory stays flat across repeated overload bursts.
 #include "tests/integration/gateway_fixture.hpp"
+#include "tests/support/free_port.hpp"
 
 #include <fstream>
 #include <condition_variable>
 #include <mutex>
-#include <random>
 
 using namespace lf;
 using namespace lf::test;
@@ -25,8 +25,8 @@ double rss_mb() {
 } // namespace
 
 TEST_CASE("the client survives a server restart", "[gateway][model]") {
-  std::mt19937 rng(std::random_device{}());
-  const auto endpoint = "tcp://127.0.0.1:" + std::to_string(30000 + rng() % 20000);
+  // A port known before the first bind: the server comes back on the same endpoint.
+  const auto endpoint = "tcp://127.0.0.1:" + std::to_string(free_port());
   // Two sequences at a time: sixteen 240-token requests are eight rounds of work, far longer than
   // the cancellation takes to arrive on a loaded machine.
   auto settings = tiny_cluster_settings(endpoint, 1);
