@@ -56,7 +56,7 @@ def llama(args, gguf_type):
         elif test["n_gen"] == 64 and test["n_prompt"] == 0:
             row["tg64"] = test["avg_ts"]
     batched = run([f"{b}/llama-batched-bench", "-m", model, "-c", "16384", "-b", "2048", "-ub", "512",
-                   "-npp", "128", "-ntg", "32", "-npl", args.batches, "-t", t, "-tb", t, "-fa",
+                   "-npp", "128", "-ntg", "32", "-npl", args.batches, "-t", t, "-tb", t, "-fa", "on",
                    "--output-format", "jsonl"])
     for line in batched.splitlines():
         line = line.strip()
