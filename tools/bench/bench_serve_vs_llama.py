@@ -93,7 +93,7 @@ def run_lorafleet(args):
 
 def run_llama(args, t):
     return run_server(args, [f"{args.llama_bin}/llama-server", "-m", f"{args.gguf_prefix}-{t}.gguf",
-                             "-np", str(args.concurrency), "-c", str(1024 * args.concurrency), "-fa",
+                             "-np", str(args.concurrency), "-c", str(1024 * args.concurrency), "-fa", "on",
                              "-t", "2", "-tb", "2", "--host", "127.0.0.1", "--port", "18090"],
                       "http://127.0.0.1:18090", "/health")
 

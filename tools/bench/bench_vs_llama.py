@@ -56,7 +56,7 @@ def llama(args, gguf_type):
         elif test["n_gen"] == 64 and test["n_prompt"] == 0:
             row["tg64"] = test["avg_ts"]
     batched = run([f"{b}/llama-batched-bench", "-m", model, "-c", "16384", "-b", "2048", "-ub", "512",
-                   "-npp", "128", "-ntg", "32", "-npl", args.batches, "-t", t, "-tb", t, "-fa",
+                   "-npp", "128", "-ntg", "32", "-npl", args.batches, "-t", t, "-tb", t, "-fa", "on",
                    "--output-format", "jsonl"])
     for line in batched.splitlines():
         line = line.strip()
@@ -83,7 +83,7 @@ def main():
     args = p.parse_args()
     pairs = [tuple(x.split(":")) for x in args.pairs.split(",")]
     cols = ["prompt"] + args.batches.split(",")
-    results = {f"{a}:{b}": {"ours": [], "llama": []} for a, b in pairs}
+    results = {f"{a}:{b}": {"ours": [], "llama": [], "engine": []} for a, b in pairs}
     machine = None
     for r in range(args.rounds):
         for a, b in pairs:
@@ -94,6 +94,7 @@ def main():
             l = llama(args, b)
             results[f"{a}:{b}"]["ours"].append(o)
             results[f"{a}:{b}"]["llama"].append(l)
+            results[f"{a}:{b}"]["engine"].append(d["dtypes"][a])  # bench_engine's own rows (MB read, GB/s)
             print(f"round {r + 1}: {a} {o}\n         {b} {l}", file=sys.stderr, flush=True)
     print(f"cpu: {machine['cpu']}; our kernels {machine['kernels']}; {machine['threads']} threads; "
           f"our K/V {machine['kv_dtype']}; read bandwidth (median) "
