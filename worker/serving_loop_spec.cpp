@@ -17,6 +17,7 @@ void serving_loop::propose_drafts() {
   // Every decoding row counts for the automatic rule; those that may speculate are candidates.
   std::vector<spec_candidate> candidates;
   std::uint32_t rows = 0;
+  bool automatic = false;
   for (auto seq : sched_.running()) {
     if (sched_.phase(seq) != seq_phase::decoding)
       continue;
@@ -34,10 +35,14 @@ void serving_loop::propose_drafts() {
     if (!lr.credits.unlimited())
       room = std::min<std::size_t>(room, lr.credits.bound() > done ? lr.credits.bound() - done : 0);
     candidates.push_back({seq, mode, room, &sched_.tokens(seq)});
+    automatic = automatic || mode == speculation_mode::automatic;
   }
-  // The step's size without the proposals: one token per decoding row, plus prefill up to the budget.
-  const auto budget = sched_.config().max_batched_tokens;
-  const auto step_tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(budget, rows + sched_.get_load().waiting_tokens));
+  // The step's size without the proposals (one token per decoding row, plus prefill up to the
+  // budget): only the automatic rule reads it, and counting the waiting tokens walks the queue.
+  std::uint32_t step_tokens = 0;
+  if (automatic)
+    step_tokens = static_cast<std::uint32_t>(
+      std::min<std::uint64_t>(sched_.config().max_batched_tokens, rows + sched_.get_load().waiting_tokens));
   spec_.propose(candidates, rows, step_tokens, [this](cache::seq_id id) {
     return sched_.contains(id) && !sched_.paused(id) && sched_.phase(id) == seq_phase::decoding;
   });

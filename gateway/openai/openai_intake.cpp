@@ -34,14 +34,11 @@ std::vector<std::int32_t> prompt_tokens(const prompt_input& in, const text::toke
 } // namespace
 
 api_error openai_refusal(const check_failure& bad, api_kind kind) {
-  auto e = to_api_error(bad.code, bad.message);
-  if (e.param.empty())
-    return e;
-  const auto field = e.param == "model" ? std::string("adapter") : e.param;
-  const auto named = body_field(field, kind);
-  if (named != field && e.message.compare(0, field.size(), field) == 0)
-    e.message = named + (field == "tenant" ? " (the tenant)" : "") + e.message.substr(field.size());
-  e.param = named == "adapter" ? "model" : named;
+  auto e = to_api_error(bad.code, bad.message);  // param: the field the message starts with
+  const auto named = body_field(e.param, kind);
+  if (named != e.param && e.message.compare(0, e.param.size(), e.param) == 0)
+    e.message = named + (e.param == "tenant" ? " (the tenant)" : "") + e.message.substr(e.param.size());
+  e.param = named;
   return e;
 }
 

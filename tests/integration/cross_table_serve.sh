@@ -12,6 +12,9 @@ echo "tables: $tables"
 tmp=$(mktemp -d); pid=
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+metric() {  # metric NAME FILE: the value of lorafleet:spec_decode_num_NAME_total in a /metrics dump
+  sed -n "s/^lorafleet:spec_decode_num_$1_total{[^}]*} \([0-9]*\).*/\1/p" "$2"
+}
 fail() { echo "FAIL: $*"; [ -f "$tmp/serve.log" ] && tail -20 "$tmp/serve.log"; exit 1; }
 schema='{"type":"object","properties":{"name":{"type":"string","maxLength":12},"age":{"type":"integer"}},"required":["name","age"],"additionalProperties":false}'
 loop="one two three four, one two three four, one two three four, one two"
@@ -46,8 +49,7 @@ for t in $tables; do
   verified=0
   for _ in $(seq 1 50); do
     curl -s "http://127.0.0.1:$hport/metrics" > "$tmp/$t.metrics" || fail "no /metrics on $t"
-    metric() { sed -n "s/^lorafleet:spec_decode_num_$1_total{[^}]*} \([0-9]*\).*/\1/p" "$tmp/$t.metrics"; }
-    verified=$(metric verifications); accepted=$(metric accepted_tokens)
+    verified=$(metric verifications "$tmp/$t.metrics"); accepted=$(metric accepted_tokens "$tmp/$t.metrics")
     [ "${verified:-0}" -gt 0 ] && break
     sleep 0.1
   done

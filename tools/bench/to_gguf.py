@@ -46,6 +46,18 @@ def read_safetensors(path, np):
     return data
 
 
+# Each block's tensors: GGUF's name, the checkpoint's, and whether it is a Conv1D ([in, out]: its
+# weight is transposed); each has a weight and a bias, written in this order.
+BLOCK_TENSORS = [
+    ("attn_norm", "ln_1", False),
+    ("attn_qkv", "attn.c_attn", True),
+    ("attn_output", "attn.c_proj", True),
+    ("ffn_norm", "ln_2", False),
+    ("ffn_up", "mlp.c_fc", True),
+    ("ffn_down", "mlp.c_proj", True),
+]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--model", required=True, help="checkpoint directory (config.json, model.safetensors)")
@@ -111,20 +123,10 @@ def main():
     put("token_embd.weight", t["wte.weight"])
     put("position_embd.weight", take("wpe.weight"))
     for i in range(n_layer):
-        h = f"h.{i}."
-        b = f"blk.{i}."
-        put(b + "attn_norm.weight", take(h + "ln_1.weight"))
-        put(b + "attn_norm.bias", take(h + "ln_1.bias"))
-        put(b + "attn_qkv.weight", take(h + "attn.c_attn.weight").T)
-        put(b + "attn_qkv.bias", take(h + "attn.c_attn.bias"))
-        put(b + "attn_output.weight", take(h + "attn.c_proj.weight").T)
-        put(b + "attn_output.bias", take(h + "attn.c_proj.bias"))
-        put(b + "ffn_norm.weight", take(h + "ln_2.weight"))
-        put(b + "ffn_norm.bias", take(h + "ln_2.bias"))
-        put(b + "ffn_up.weight", take(h + "mlp.c_fc.weight").T)
-        put(b + "ffn_up.bias", take(h + "mlp.c_fc.bias"))
-        put(b + "ffn_down.weight", take(h + "mlp.c_proj.weight").T)
-        put(b + "ffn_down.bias", take(h + "mlp.c_proj.bias"))
+        for gguf, hf, conv1d in BLOCK_TENSORS:
+            for part in ("weight", "bias"):
+                a = take(f"h.{i}.{hf}.{part}")
+                put(f"blk.{i}.{gguf}.{part}", a.T if conv1d and part == "weight" else a)
     put("output_norm.weight", take("ln_f.weight"))
     put("output_norm.bias", take("ln_f.bias"))
     if "lm_head.weight" in t and not np.array_equal(t["lm_head.weight"], t["wte.weight"]):
