@@ -1,6 +1,7 @@
 // kernel_digest: one hash of every kernel's output bits on fixed inputs, per kernel table this
-// CPU runs: layer norm, GELU, a LoRA row, attention (f32, bf16 and int8 K/V, prefill in chunks)
-// and products with f32, bf16, int8 and int4 weights. The inputs come from an integer generator (no
+// CPU runs: layer norm, GELU (tanh, and erf), a LoRA row, attention (f32, bf16 and int8 K/V,
+// prefill in chunks), products with f32, bf16, int8 and int4 weights (bf16 also with operands
+// around its 2^-56 floor), and canonical_math's exp and log. The inputs come from an integer generator (no
 // libm, no std::*_distribution), so they are the same bits on every machine. It prints a line per
 // table and exits 1 if two tables of this CPU differ; tests/cross/run_aarch64.sh compares the
 // aarch64 tables' hash (under qemu) with this machine's, so x86 and aarch64 are held to the same
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "worker/engine/kernels/attention.hpp"
+#include "worker/engine/kernels/canonical_math.hpp"
 #include "worker/engine/kernels/elementwise.hpp"
 #include "worker/engine/kernels/gemm.hpp"
 #include "worker/engine/kernels/kernel_table.hpp"
@@ -57,6 +59,9 @@ std::uint64_t digest_of_active_table(thread_pool& pool) {
     auto z = x;
     gelu_rows(z.data(), static_cast<std::size_t>(n), 3, n, false);
     mix(h, z);
+    z = x;
+    gelu_rows(z.data(), static_cast<std::size_t>(n), 3, n, true);
+    mix(h, z);
     const int rank = 8, out = 40;
     const auto a = floats(static_cast<std::size_t>(n) * rank, 4, 0.1f), bb = floats(static_cast<std::size_t>(rank) * out, 5, 0.1f);
     std::vector<float> lo(static_cast<std::size_t>(3 * out), 0.25f), t(rank);
@@ -97,6 +102,39 @@ std::uint64_t digest_of_active_table(thread_pool& pool) {
     io.bias = bias.data();
     gemm(pm, io, ws, pool);
     mix(h, y);
+  }
+  {
+    // bf16 operands around the 2^-56 floor (below it they are zero; above, every partial sum is 0
+    // or normal), so vdpbf16ps's flushing of subnormals never shows.
+    const int M = 3, K = 64, N = 17;
+    auto x = floats(static_cast<std::size_t>(M) * K, 10, 1.0f), w = floats(static_cast<std::size_t>(K) * N, 11, 1.0f);
+    for (std::size_t i = 0; i < x.size(); ++i)
+      x[i] *= i % 3 == 0 ? 0x1p-55f : i % 3 == 1 ? 0x1p-57f : 1.0f;
+    for (std::size_t i = 0; i < w.size(); ++i)
+      w[i] *= i % 2 == 0 ? 0x1p-55f : 0x1p-58f;
+    auto pm = packed_matrix::pack(weight_type::bf16, K, N, {w.data(), static_cast<std::size_t>(N), 1});
+    std::vector<float> y(static_cast<std::size_t>(M) * N);
+    gemm_workspace ws;
+    gemm_io io;
+    io.x = x.data();
+    io.ldx = static_cast<std::size_t>(K);
+    io.y = y.data();
+    io.ldy = static_cast<std::size_t>(N);
+    io.m = M;
+    gemm(pm, io, ws, pool);
+    mix(h, y);
+  }
+  {
+    std::vector<double> v;
+    for (int i = 0; i < 4096; ++i) {
+      const double z = -745.0 * static_cast<double>(i) / 4096.0 - static_cast<double>(i % 7) * 1e-9;
+      v.push_back(exp_nonpositive_canonical(z));
+      v.push_back(log_canonical(1.0 + static_cast<double>(i) * 0.37));
+      v.push_back(log_canonical(static_cast<double>(i + 1) * 1e-300));
+    }
+    const auto* b = reinterpret_cast<const unsigned char*>(v.data());
+    for (std::size_t i = 0; i < v.size() * sizeof(double); ++i)
+      h = (h ^ b[i]) * 0x100000001b3ull;
   }
   return h;
 }

@@ -244,17 +244,17 @@ TEST_CASE("accumulate adds to y, a row's result does not depend on M, its neighb
   }
 }
 
-TEST_CASE("bf16 products round activations exactly as f32_to_bf16 in every kernel table", "[kernels][gemm]") {
-  // K = 1 and W = 1: y = bf16(x) * 1, exact; x covers ties, both signs, 0, the smallest normal and
-  // huge values (not denormals: vdpbf16ps reads them as 0).
+TEST_CASE("bf16 products round activations exactly as f32_to_bf16_operand in every kernel table", "[kernels][gemm]") {
+  // K = 1 and W = 1: y = bf16(x) * 1, exact; x covers ties, both signs, 0, huge values, the
+  // smallest normal and subnormals (below the 2^-56 floor: a signed zero), and the floor itself.
   std::vector<float> x;
-  for (std::uint32_t hi : {0x3f80u, 0x3f81u, 0xbf80u, 0x0080u, 0x7f7fu, 0x0000u, 0x8000u})
+  for (std::uint32_t hi : {0x3f80u, 0x3f81u, 0xbf80u, 0x0080u, 0x7f7fu, 0x0000u, 0x8000u, 0x0001u, 0x8010u,
+                           0x2380u, 0xa380u, 0x237fu})
     for (std::uint32_t lo : {0x0000u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu}) {
       const std::uint32_t u = hi << 16 | lo;
       float f;
       std::memcpy(&f, &u, 4);
-      if (std::fpclassify(f) != FP_SUBNORMAL)
-        x.push_back(f);
+      x.push_back(f);
     }
   const int M = static_cast<int>(x.size());
   std::vector<float> one{1.0f};
@@ -267,7 +267,9 @@ TEST_CASE("bf16 products round activations exactly as f32_to_bf16 in every kerne
     gemm(pm, {x.data(), 1, y.data(), 1, M, nullptr, false}, ws, pool);
     for (std::size_t i = 0; i < x.size(); ++i) {
       INFO(table->name << " x " << x[i]);
-      CHECK(y[i] == lf::engine::bf16_to_f32(lf::engine::f32_to_bf16(x[i])));
+      CHECK(y[i] == lf::engine::bf16_to_f32(lf::engine::f32_to_bf16_operand(x[i])));  // -0 sums to +0
+      if (std::abs(x[i]) < 0x1p-56f)
+        CHECK(y[i] == 0.0f);
     }
   }
   // Wider rows go through the vector loop and its masked tail.
@@ -286,6 +288,53 @@ TEST_CASE("bf16 products round activations exactly as f32_to_bf16 in every kerne
       CHECK(y[static_cast<std::size_t>(m) * p.N] == lf::engine::bf16_to_f32(lf::engine::f32_to_bf16(p.x[static_cast<std::size_t>(m) * p.K])));
       CHECK(y[static_cast<std::size_t>(m) * p.N + 1] == lf::engine::bf16_to_f32(lf::engine::f32_to_bf16(p.x[static_cast<std::size_t>(m) * p.K + 36])));
     }
+  }
+}
+
+TEST_CASE("bf16 products near the operand floor: no subnormal arises, every table sums as a scalar loop", "[kernels][gemm]") {
+  // Operands from 2^-60 to 1 (those under 2^-56 are zero), signs mixed so partial sums cancel. A
+  // scalar loop over the rounded operands, the odd element of each pair first, in f32: with the
+  // floor no product or partial sum is subnormal, so vdpbf16ps (which flushes them) agrees.
+  const int M = 4, K = 96, N = 21;
+  std::vector<float> x(static_cast<std::size_t>(M) * K), w(static_cast<std::size_t>(K) * N);
+  const float scales[] = {0x1p-70f, 0x1p-60f, 0x1p-56f, 0x1p-50f, 0x1p-40f, 1.0f};
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = scales[i % 6] * (1.0f + static_cast<float>(i % 11) / 16.0f) * (i % 4 < 2 ? 1.0f : -1.0f);
+  for (std::size_t i = 0; i < w.size(); ++i)
+    w[i] = scales[(i * 5) % 6] * (1.0f + static_cast<float>(i % 7) / 8.0f) * (i % 3 == 0 ? -1.0f : 1.0f);
+  // Where vdpbf16ps would differ without the floor: row M-1 times column N-1 has only products
+  // of 2^-64 and 2^-64 (each subnormal, flushed by it); row M-2 holds subnormals, column N-2 2^100.
+  for (int k = 0; k < K; ++k) {
+    x[static_cast<std::size_t>(M - 1) * K + k] = 0x1p-64f * (1.0f + static_cast<float>(k % 5) / 8.0f);
+    w[static_cast<std::size_t>(k) * N + N - 1] = 0x1p-64f * (k % 2 ? 1.0f : -1.5f);
+    x[static_cast<std::size_t>(M - 2) * K + k] = k % 3 ? 1e-40f * static_cast<float>(k) : x[static_cast<std::size_t>(M - 2) * K + k];
+    w[static_cast<std::size_t>(k) * N + N - 2] = 0x1p100f;
+  }
+  auto pm = packed_matrix::pack(weight_type::bf16, K, N, {w.data(), static_cast<std::size_t>(N), 1});
+  std::vector<float> want(static_cast<std::size_t>(M) * N);
+  bool subnormal = false;
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      float acc = 0.0f;
+      auto op = [](float v) { return lf::engine::bf16_to_f32(lf::engine::f32_to_bf16_operand(v)); };
+      for (int k = 0; k < K; k += 2) {
+        const std::size_t xo = static_cast<std::size_t>(m) * K + k, wo = static_cast<std::size_t>(k) * N + n;
+        acc += op(x[xo + 1]) * op(w[wo + N]);
+        subnormal |= std::fpclassify(acc) == FP_SUBNORMAL;
+        acc += op(x[xo]) * op(w[wo]);
+        subnormal |= std::fpclassify(acc) == FP_SUBNORMAL;
+      }
+      want[static_cast<std::size_t>(m) * N + n] = acc;
+    }
+  CHECK_FALSE(subnormal);
+  thread_pool pool(2);
+  for (const auto* table : lf::test::runnable_tables()) {
+    table_scope scope(*table);
+    std::vector<float> y(want.size());
+    gemm_workspace ws;
+    gemm(pm, {x.data(), static_cast<std::size_t>(K), y.data(), static_cast<std::size_t>(N), M, nullptr, false}, ws, pool);
+    INFO(table->name);
+    CHECK(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)) == 0);
   }
 }
 

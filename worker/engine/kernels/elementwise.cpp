@@ -1,9 +1,8 @@
 // Row operations through the active kernel table (the erf GELU stays scalar: no table vectorizes
-// it, and GPT-2 uses the tanh form).
+// it, and GPT-2 uses the tanh form; its erf is canonical_math's, the same bits on every machine).
 #include "worker/engine/kernels/elementwise.hpp"
 
-#include <cmath>
-
+#include "worker/engine/kernels/canonical_math.hpp"
 #include "worker/engine/kernels/kernel_table.hpp"
 
 namespace lf::kernels {
@@ -24,7 +23,7 @@ void gelu_rows(float* x, std::size_t ldx, int rows, int n, bool exact) {
       continue;
     }
     for (int i = 0; i < n; ++i)
-      xr[i] = 0.5f * xr[i] * (1.0f + std::erf(xr[i] * 0.70710678118654752f));
+      xr[i] = 0.5f * xr[i] * (1.0f + erf_canonical(xr[i] * 0.70710678118654752f));
   }
 }
 

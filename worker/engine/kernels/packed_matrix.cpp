@@ -129,7 +129,7 @@ packed_matrix packed_matrix::pack(weight_type type, int K, int N, float_source s
     case weight_type::bf16: {
       m.data_ = aligned_buffer(elems * 2);
       auto* d = reinterpret_cast<std::uint16_t*>(m.data_.data());
-      for_each_element(K, N, src, [&](int k, int n) { d[m.offset(k, n)] = engine::f32_to_bf16(value(k, n)); });
+      for_each_element(K, N, src, [&](int k, int n) { d[m.offset(k, n)] = engine::f32_to_bf16_operand(value(k, n)); });
       break;
     }
     case weight_type::int8: {

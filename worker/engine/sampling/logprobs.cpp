@@ -5,10 +5,13 @@
 #include <cmath>
 #include <limits>
 
+#include "worker/engine/kernels/canonical_math.hpp"
+
 namespace lf::engine {
 
 token_logprobs compute_logprobs(const float* logits, std::size_t vocab, std::int32_t chosen, int top_k) {
-  // log-sum-exp in double, in index order: the same row gives the same numbers on any thread.
+  // log-sum-exp in double, in index order: the same row gives the same numbers on any thread, and
+  // through canonical_math's exp and log (not libm's) on any machine.
   float best = -std::numeric_limits<float>::infinity();
   for (std::size_t i = 0; i < vocab; ++i)
     best = std::max(best, logits[i]);
@@ -16,8 +19,8 @@ token_logprobs compute_logprobs(const float* logits, std::size_t vocab, std::int
   if (std::isfinite(best))
     for (std::size_t i = 0; i < vocab; ++i)
       if (logits[i] != -std::numeric_limits<float>::infinity())
-        sum += std::exp(static_cast<double>(logits[i]) - best);
-  const double lse = std::isfinite(best) ? best + std::log(sum) : 0.0;
+        sum += kernels::exp_nonpositive_canonical(static_cast<double>(logits[i]) - best);
+  const double lse = std::isfinite(best) ? best + kernels::log_canonical(sum) : 0.0;
   auto lp = [&](std::int32_t id) { return static_cast<float>(static_cast<double>(logits[id]) - lse); };
   token_logprobs out;
   out.logprob = chosen >= 0 && static_cast<std::size_t>(chosen) < vocab ? lp(chosen)

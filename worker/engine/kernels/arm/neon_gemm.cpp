@@ -144,10 +144,12 @@ void neon_gemm_int8(const gemm_panels& g, int p0, int p1) {
 }
 
 void neon_rows_to_bf16(const float* x, std::size_t ldx, int rows, int k, int k_padded, std::uint16_t* out) {
-  // f32_to_bf16's rounding (half.hpp), 4 at a time.
+  // f32_to_bf16_operand (half.hpp), 4 at a time: below 2^-56 a signed zero, else the rounding.
   const uint32x4_t round = vdupq_n_u32(0x7fff), one = vdupq_n_u32(1), quiet = vdupq_n_u32(0x40);
   const uint32x4_t abs_mask = vdupq_n_u32(0x7fffffff), inf = vdupq_n_u32(0x7f800000);
+  const uint32x4_t floor = vdupq_n_u32(engine::bf16_operand_floor_bits), sign = vdupq_n_u32(0x80000000u);
   auto convert = [&](uint32x4_t u) {
+    u = vbslq_u32(vcltq_u32(vandq_u32(u, abs_mask), floor), vandq_u32(u, sign), u);
     const uint32x4_t rounded = vaddq_u32(u, vaddq_u32(round, vandq_u32(vshrq_n_u32(u, 16), one)));
     const uint32x4_t nan = vcgtq_u32(vandq_u32(u, abs_mask), inf);
     const uint32x4_t r = vbslq_u32(nan, vorrq_u32(vshrq_n_u32(u, 16), quiet), vshrq_n_u32(rounded, 16));
@@ -160,7 +162,7 @@ void neon_rows_to_bf16(const float* x, std::size_t ldx, int rows, int k, int k_p
     for (; i + 4 <= k; i += 4)
       vst1_u16(o + i, convert(vreinterpretq_u32_f32(vld1q_f32(xr + i))));
     for (; i < k; ++i)
-      o[i] = engine::f32_to_bf16(xr[i]);
+      o[i] = engine::f32_to_bf16_operand(xr[i]);
     for (int j = k; j < k_padded; ++j)
       o[j] = 0;
   }

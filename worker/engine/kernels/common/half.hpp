@@ -91,4 +91,19 @@ inline std::uint16_t f32_to_bf16(float f) noexcept {
   return static_cast<std::uint16_t>((x + 0x7fffu + odd) >> 16);
 }
 
+/// Bit pattern of 2^-56: a matrix-product operand below it in magnitude becomes a signed zero.
+inline constexpr std::uint32_t bf16_operand_floor_bits = 0x23800000u;
+
+/// f32_to_bf16 for an operand of a bf16 matrix product (weights and activations): magnitudes below
+/// 2^-56 become a signed zero first. Every nonzero operand is then at least 2^-56 with its lowest
+/// bit at least 2^-63, so every product and every partial sum is 0 or at least 2^-126 (a multiple
+/// of 2^-126): no subnormal ever reaches vdpbf16ps, which treats subnormal inputs as zero and
+/// flushes subnormal results, and its emulation on the other tables gives the same bits.
+inline std::uint16_t f32_to_bf16_operand(float f) noexcept {
+  const std::uint32_t x = detail::float_bits(f);
+  if ((x & 0x7fffffffu) < bf16_operand_floor_bits)
+    return static_cast<std::uint16_t>((x >> 16) & 0x8000u);
+  return f32_to_bf16(f);
+}
+
 } // namespace lf::engine

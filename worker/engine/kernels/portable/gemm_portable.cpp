@@ -23,7 +23,7 @@ void portable_rows_to_bf16(const float* x, std::size_t ldx, int rows, int k, int
     const float* xr = x + static_cast<std::size_t>(r) * ldx;
     std::uint16_t* o = out + static_cast<std::size_t>(r) * static_cast<std::size_t>(k_padded);
     for (int i = 0; i < k; ++i)
-      o[i] = engine::f32_to_bf16(xr[i]);
+      o[i] = engine::f32_to_bf16_operand(xr[i]);
     for (int i = k; i < k_padded; ++i)
       o[i] = 0;
   }

@@ -266,11 +266,15 @@ void avx2_int8_shift_rows(std::uint8_t* a, std::size_t n, std::uint8_t* abs_out)
 }
 
 void avx2_rows_to_bf16(const float* x, std::size_t ldx, int rows, int k, int k_padded, std::uint16_t* out) {
-  // f32_to_bf16's rounding (half.hpp), 8 at a time: u + 0x7fff + ((u >> 16) & 1), then the high
-  // half; a NaN keeps its high half with the quiet bit set.
+  // f32_to_bf16_operand (half.hpp), 8 at a time: below 2^-56 a signed zero; else u + 0x7fff +
+  // ((u >> 16) & 1), then the high half; a NaN keeps its high half with the quiet bit set.
   const __m256i round = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1), quiet = _mm256_set1_epi32(0x40);
   const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+  const __m256i floor = _mm256_set1_epi32(static_cast<int>(engine::bf16_operand_floor_bits));
+  const __m256i sign = _mm256_set1_epi32(static_cast<int>(0x80000000u));
   auto convert = [&](__m256i u) {
+    const __m256i tiny = _mm256_cmpgt_epi32(floor, _mm256_and_si256(u, abs_mask));  // both < 2^31
+    u = _mm256_blendv_epi8(u, _mm256_and_si256(u, sign), tiny);
     const __m256i rounded = _mm256_add_epi32(u, _mm256_add_epi32(round, _mm256_and_si256(_mm256_srli_epi32(u, 16), one)));
     const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs_mask), inf);
     const __m256i quiet_nan = _mm256_or_si256(_mm256_srli_epi32(u, 16), quiet);

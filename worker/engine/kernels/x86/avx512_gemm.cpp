@@ -2,6 +2,7 @@
 // avx512_bf16), and the conversion of activation rows (to bf16, to u8). Compiled with AVX-512
 // flags; reached only through a table whose needs this CPU meets.
 #include "worker/engine/kernels/x86/avx512_gemm_common.hpp"
+#include "worker/engine/kernels/common/half.hpp"
 #include "worker/engine/kernels/common/quant_params.hpp"
 
 namespace lf::kernels::detail {
@@ -76,11 +77,15 @@ void avx512_gemm_bf16(const gemm_panels& g, int p0, int p1) {
 
 void avx512_rows_to_bf16(const float* x, std::size_t ldx, int rows, int k, int k_padded,
                               std::uint16_t* out) {
-  // f32_to_bf16's rounding (half.hpp), 16 at a time: u + 0x7fff + ((u >> 16) & 1), then the high
-  // half; a NaN keeps its high half with the quiet bit set.
+  // f32_to_bf16_operand (half.hpp), 16 at a time: below 2^-56 a signed zero; else u + 0x7fff +
+  // ((u >> 16) & 1), then the high half; a NaN keeps its high half with the quiet bit set.
   const __m512i round = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1), quiet = _mm512_set1_epi32(0x40);
   const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+  const __m512i floor = _mm512_set1_epi32(static_cast<int>(engine::bf16_operand_floor_bits));
+  const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
   auto convert = [&](__m512i u) {
+    const __mmask16 tiny = _mm512_cmplt_epu32_mask(_mm512_and_si512(u, abs_mask), floor);
+    u = _mm512_mask_and_epi32(u, tiny, u, sign);
     const __m512i rounded = _mm512_add_epi32(u, _mm512_add_epi32(round, _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
     const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs_mask), inf);
     const __m512i r = _mm512_mask_or_epi32(_mm512_srli_epi32(rounded, 16), nan, _mm512_srli_epi32(u, 16), quiet);
