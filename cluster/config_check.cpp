@@ -6,6 +6,7 @@
 
 #include "cluster/config_detail.hpp"
 #include "cluster/endpoints.hpp"
+#include "cluster/front_keys.hpp"
 #include "core/api_keys.hpp"
 #include "gateway/common/host_port.hpp"
 #include "gateway/common/tls_files.hpp"
@@ -248,11 +249,11 @@ void check_config(cluster_config& c, parse_state& st) {
     st.add("cluster.model_dir", "missing: the model directory every worker loads");
   if (c.name.empty())
     c.name = fs::path(st.file).stem().string();
+  for (const auto& i : check_front(c, front_file_namer()))  // [gateway], [http], [auth]
+    st.add(i.key, i.message);
   std::string why;
   if (!parse_endpoint(c.gateway_listen, &why))
     st.add("gateway.listen", "\"" + c.gateway_listen + "\": " + why);
-  if (!c.http_listen.empty() && !gateway::parse_host_port(c.http_listen, &why))
-    st.add("http.listen", why);
   for (std::size_t i = 0; i < c.nodes.size(); ++i) {
     const auto& n = c.nodes[i];
     const auto p = "nodes[" + std::to_string(i + 1) + "]";
@@ -261,12 +262,6 @@ void check_config(cluster_config& c, parse_state& st) {
     if (!n.http_listen.empty() && !gateway::parse_host_port(n.http_listen, &why))
       st.add(p + ".http_listen", why);
   }
-  if (c.http_tls_cert.empty() != c.http_tls_key.empty())
-    st.add(c.http_tls_cert.empty() ? "http.tls_key" : "http.tls_cert",
-           "tls_cert and tls_key go together: " + std::string(c.http_tls_cert.empty() ? "tls_cert" : "tls_key")
-             + " is missing");
-  else if (!c.http_tls_cert.empty() && c.http_listen.empty())
-    st.add("http.tls_cert", "TLS secures the HTTP gateway: set [http] listen too");
   if (c.heartbeat_interval.count() > 0 && c.heartbeat_timeout.count() > 0
       && c.heartbeat_timeout < 2 * c.heartbeat_interval)
     st.add("heartbeat.timeout_ms", "must be at least twice interval_ms ("
@@ -274,8 +269,6 @@ void check_config(cluster_config& c, parse_state& st) {
                                      + "), or a live peer is dropped between two heartbeats");
   if (c.reconnect_max < c.reconnect_initial)
     st.add("reconnect.max_ms", "must be at least initial_ms");
-  if (c.metrics_need_key && c.api_key_file.empty())
-    st.add("auth.metrics_need_key", "needs auth.key_file (no key could open /metrics)");
   check_nodes(c, st);
   check_security(c, st);
   check_tenants(c, st);

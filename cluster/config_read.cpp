@@ -1,10 +1,12 @@
-// Pass 1 of the config loader: TOML syntax, known keys, value types and ranges (the [workers] and
-// [router] keys from their tables: worker_keys, router_keys), paths resolved against the file's
+// Pass 1 of the config loader: TOML syntax, known keys, value types and ranges (the [workers],
+// [router], [gateway], [http] and [auth] keys from their tables: worker_keys, router_keys,
+// front_keys.hpp), paths resolved against the file's
 // directory, CURVE keys read from their files. Relations between values are pass 2's
 // (config_check.cpp).
 #include <filesystem>
 
 #include "cluster/config_detail.hpp"
+#include "cluster/front_keys.hpp"
 #include "cluster/toml_reader.hpp"
 
 namespace lf::cluster::detail {
@@ -213,26 +215,12 @@ bool read_config(const std::string& text, cluster_config& c, parse_state& st) {
   } else {
     st.add("", "missing [cluster] table (router_node and model_dir are required)");
   }
-  if (const auto* t = r.table("gateway")) {
-    toml_reader g(*t, "gateway", st);
-    g.set("listen", c.gateway_listen);
-    g.set("max_per_connection", c.max_per_connection, 1, 1'000'000);
-    g.finish();
-  }
-  if (const auto* t = r.table("http")) {
-    toml_reader h(*t, "http", st);
-    h.set("listen", c.http_listen);
-    h.set("model_name", c.http_model_name);
-    h.set_path("tls_cert", c.http_tls_cert);
-    h.set_path("tls_key", c.http_tls_key);
-    h.finish();
-  }
-  if (const auto* t = r.table("auth")) {
-    toml_reader a(*t, "auth", st);
-    a.set_path("key_file", c.api_key_file);
-    a.set("metrics_need_key", c.metrics_need_key);
-    a.finish();
-  }
+  for (const auto& front : front_tables())  // [gateway], [http], [auth]
+    if (const auto* t = r.table(front.section)) {
+      toml_reader fr(*t, front.section, st);
+      read_keys(fr, *front.keys, c, st);
+      fr.finish();
+    }
   c.router_cfg = router::configured_defaults();  // cache_aware placement unless the file says
   if (const auto* t = r.table("router")) {
     toml_reader rr(*t, "router", st);

@@ -11,6 +11,8 @@
 #include <caf/openssl/remote_actor.hpp>
 
 #include "actors/system_config.hpp"
+#include "cluster/front_keys.hpp"
+#include "cluster/front_options.hpp"
 #include "cluster/local_cluster.hpp"
 #include "cluster/openssl_guard.hpp"
 #include "worker/worker_settings.hpp"
@@ -104,16 +106,13 @@ router::router_config router_config_for(const cluster_config& cfg) {
 
 gateway::gateway_options gateway_options_for(const cluster_config& cfg) {
   gateway::gateway_options g;
-  g.endpoint = cfg.gateway_listen;
+  apply_front(cfg, front_file_namer(), g);  // endpoint, max_per_connection, API keys
   g.tokenizer = worker::load_tokenizer(worker_settings_for(cfg, cfg.router().workers));
   g.max_prompt_bytes = cfg.max_prompt_bytes;
-  g.max_per_connection = cfg.max_per_connection;
   g.curve_public_key = cfg.clients.public_key;
   g.curve_secret_key = cfg.clients.secret_key;
   g.allowed_client_keys = cfg.clients.allowed_keys;
   g.client_key_names = cfg.clients.key_names;
-  if (!cfg.api_key_file.empty())
-    g.keys = std::make_shared<const auth::key_table>(auth::load_key_file(cfg.api_key_file));
   g.limiter = std::make_shared<shared_rate_limiter>();  // http_options_for shares it
   return g;
 }
@@ -121,15 +120,14 @@ gateway::gateway_options gateway_options_for(const cluster_config& cfg) {
 gateway::http_options http_options_for(const cluster_config& cfg, const gateway::gateway_options& zmq,
                                        const std::string& listen, const request_limits& limits) {
   gateway::http_options h;
-  h.listen = listen;
+  apply_front(cfg, front_file_namer(), zmq, h);  // model name, TLS, keys, metrics_need_key
+  h.listen = listen;  // this node's own, when it has one
+  if (h.model_name.empty())
+    h.model_name = default_model_name(cfg.model_dir);
   h.tokenizer = zmq.tokenizer;
   h.max_prompt_bytes = zmq.max_prompt_bytes;
-  h.keys = zmq.keys;
   h.limiter = zmq.limiter;
-  h.metrics_need_key = cfg.metrics_need_key;
-  h.model_name = cfg.http_model_name.empty() ? default_model_name(cfg.model_dir) : cfg.http_model_name;
   h.limits = limits;
-  h.tls = {cfg.http_tls_cert, cfg.http_tls_key};
   return h;
 }
 

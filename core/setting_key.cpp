@@ -152,6 +152,9 @@ std::string help_lines(const key_info& k, const value& shown) {
   if (k.type == key_type::boolean && k.bool_style == bool_flag::no_switch) {
     head = "--no-" + k.flag_name();
     tail = "turns this off: ";
+  } else if (k.type == key_type::boolean && k.bool_style == bool_flag::yes_switch) {
+    head = "--" + k.flag_name();
+    tail = "turns this on: ";
   } else {
     head = "--" + k.flag_name() + " " + meta_of(k);
   }

@@ -35,9 +35,9 @@ enum class key_type { integer, number, boolean, text, path, choice, paths };
 /// Where a key is read.
 enum class key_scope { both, file_only, flags_only };
 
-/// How a boolean key is written as a flag: `--FLAG on|off`, or a switch `--no-FLAG` that turns it
-/// off.
-enum class bool_flag { on_off, no_switch };
+/// How a boolean key is written as a flag: `--FLAG on|off`, a switch `--no-FLAG` that turns it
+/// off, or a switch `--FLAG` that turns it on.
+enum class bool_flag { on_off, no_switch, yes_switch };
 
 /// A key's value, whatever its type: integer, number, boolean, text / path / choice, paths.
 using value = std::variant<std::int64_t, double, bool, std::string, std::vector<std::string>>;
@@ -55,7 +55,7 @@ struct key_info {
   bool_flag bool_style = bool_flag::on_off;
 
   /// The flag without "--": `flag`, or `name` with '_' -> '-'. A no_switch boolean's switch is
-  /// "no-" + this.
+  /// "no-" + this; a yes_switch boolean's is this.
   std::string flag_name() const;
   bool in_file() const noexcept { return scope != key_scope::flags_only; }
   bool in_flags() const noexcept { return scope != key_scope::file_only; }

@@ -28,7 +28,6 @@ namespace fs = std::filesystem;
 
 int cmd_serve(int argc, char** argv) {
   auto switches = setting_switches();
-  switches.insert("metrics-need-key");
   args a(argc, argv, 2, switches);
   auto s = cluster_settings_from(a);
   const auto drain = std::chrono::seconds(a.integer_in("drain-timeout", 30, 0, 86400));

@@ -20,13 +20,13 @@ namespace {
 const char* usage = R"(usage: lorafleet <command> [options]
 
 commands:
-  serve       [--model DIR] [--adapters DIR] [--workers N] [--listen EP]
+  serve       [--model DIR] [--adapters DIR] [--workers N]
               [--curve-secret-key Z85 --curve-public-key Z85]   (CURVE on the gateway)
               [--drain-timeout S] [--ready-file PATH] [--log-level debug|info|warn|error|off]
-              [--log-format text|json] [--http HOST:PORT [--model-name NAME]
-              [--tls-cert PEM --tls-key PEM (HTTPS)]]
-              [--api-key-file FILE (NAME ROLE KEY [TENANT] per line, mode 600) [--metrics-need-key]]
-              [worker and router settings: --max-seqs N, --policy P, ... (`serve --help` lists them)]
+              [--log-format text|json]
+              [worker, router, gateway, HTTP and key settings: --max-seqs N, --policy P,
+               --listen EP, --http HOST:PORT, --tls-cert PEM --tls-key PEM, --api-key-file FILE,
+               --metrics-need-key, ... (`serve --help` lists them)]
               router + workers + ZeroMQ gateway in one process (default model: models/default);
               --http adds the OpenAI-compatible API, /metrics, /health, /ready and the dashboard;
               logs one line per finished request at info level (stderr)

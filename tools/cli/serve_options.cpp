@@ -3,8 +3,8 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "core/api_keys.hpp"
-#include "gateway/common/host_port.hpp"
+#include "cluster/front_keys.hpp"
+#include "cluster/front_options.hpp"
 #include "gateway/openai/tls_context.hpp"
 #include "tools/cli/setting_flags.hpp"
 #include "worker/worker_settings.hpp"
@@ -27,6 +27,8 @@ std::set<std::string> setting_switches() {
   std::set<std::string> out;
   add_setting_switches(worker::worker_keys(), out);
   add_setting_switches(router::router_keys(), out);
+  for (const auto& t : cluster::front_tables())
+    add_setting_switches(*t.keys, out);
   return out;
 }
 
@@ -63,9 +65,14 @@ std::string settings_help(bool with_router) {
   const worker::worker_settings w;
   std::string out = "\nworker settings (in a cluster config's [workers]: the same keys, with '_' for '-'):\n"
                     + setting_flags_help(worker::worker_keys(), w);
-  if (with_router)
+  if (with_router) {
     out += "\nrouter settings (in its [router]: the same keys; --policy is placement):\n"
            + setting_flags_help(router::router_keys(), serve_router_defaults(w.max_seqs));
+    const cluster::cluster_config front;
+    out += "\ngateway, HTTP and key settings (a cluster config's [gateway], [http] and [auth]):\n";
+    for (const auto& t : cluster::front_tables())
+      out += setting_flags_help(*t.keys, front);
+  }
   return out;
 }
 
@@ -78,28 +85,18 @@ cluster::cluster_settings cluster_settings_from(args& a, const std::string& adap
   if (!a.has("adapter-roots") && !w.adapter_dir.empty())
     s.router.adapter_roots = {w.adapter_dir};
   s.worker.scheduling = s.router.tenants.scheduling;  // the router's order, in every waiting queue
-  s.gateway.endpoint = a.str("listen", "tcp://127.0.0.1:5555");
   s.gateway.curve_secret_key = a.str("curve-secret-key");
   s.gateway.curve_public_key = a.str("curve-public-key");
-  s.http.listen = a.str("http");
-  if (std::string why; a.has("http") && !gateway::parse_host_port(s.http.listen, &why))
-    throw std::invalid_argument("--http: " + why);
-  s.http.model_name = a.str("model-name");
-  if (const auto file = a.str("api-key-file"); !file.empty()) {
-    try {
-      auto keys = std::make_shared<const auth::key_table>(auth::load_key_file(file));
-      s.gateway.keys = keys;
-      s.http.keys = keys;
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(std::string("--api-key-file: ") + e.what());
-    }
-  }
-  s.http.metrics_need_key = a.has("metrics-need-key");
-  if (s.http.metrics_need_key && !(s.http.keys && s.http.keys->has_secrets()))
-    throw std::invalid_argument("--metrics-need-key needs --api-key-file with at least one HTTP key");
-  s.http.tls = {a.str("tls-cert"), a.str("tls-key")};
-  if (s.http.tls.enabled() && !a.has("http"))
-    throw std::invalid_argument("--tls-cert and --tls-key need --http (they secure the HTTP gateway)");
+  // The [gateway], [http] and [auth] keys as flags (--listen, --http, --api-key-file, ...): read
+  // into a cluster config, checked and applied as a cluster's router node does.
+  cluster::cluster_config front;
+  for (const auto& t : cluster::front_tables())
+    read_setting_flags(a, *t.keys, front);
+  const auto name = cluster::front_flag_namer();
+  if (auto err = settings::first_message(cluster::check_front(front, name)); !err.empty())
+    throw std::invalid_argument(err);
+  cluster::apply_front(front, name, s.gateway);
+  cluster::apply_front(front, name, s.gateway, s.http);
   // Checked now, before the model loads: a bad file should not cost a minute's start first.
   if (auto err = gateway::check_tls_paths(s.http.tls, "--tls-cert", "--tls-key"); !err.empty())
     throw std::invalid_argument(err);

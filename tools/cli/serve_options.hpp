@@ -11,14 +11,13 @@
 
 namespace lf::tools {
 
-/// Reads serve's flags from `a`, checking each: the worker and router settings from their tables
-/// (worker::worker_keys, router::router_keys: a key's flag is its name with '_' -> '-', placement's
-/// is --policy; settings_help lists them), then
-///   --model DIR --adapters DIR --workers N --listen EP
+/// Reads serve's flags from `a`, checking each: the worker, router, gateway, HTTP and key settings
+/// from their tables (worker::worker_keys, router::router_keys, cluster::front_tables: a key's
+/// flag is its name with '_' -> '-' unless the row names another: --policy is placement, --listen
+/// [gateway] listen, --http [http] listen, --api-key-file [auth] key_file; settings_help lists
+/// them; cluster::check_front holds the rules between the last three), then
+///   --model DIR --adapters DIR --workers N
 ///   --curve-secret-key K --curve-public-key K
-///   --http HOST:PORT (the OpenAI-compatible HTTP gateway) --model-name NAME (its base model)
-///   --api-key-file FILE (API keys and roles, core/api_keys.hpp) --metrics-need-key (a switch)
-///   --tls-cert FILE --tls-key FILE (HTTPS on --http; both or neither)
 /// Defaults beside the tables': dtype and kv_dtype f32 on a GPU device, max_inflight_per_worker
 /// twice max_seqs, adapter_roots the adapter directory. `adapter_dir_flag` names the
 /// adapter-directory flag: "adapters" for serve, "adapter-dir" for `loadtest --self-host`, whose
@@ -34,8 +33,8 @@ worker::worker_settings worker_settings_from(args& a, const std::string& adapter
 /// command's own.
 std::set<std::string> setting_switches();
 
-/// --help's lists of the worker settings' flags and, `with_router`, the router's: flag, value,
-/// doc, range and default, from the tables.
+/// --help's lists of the worker settings' flags and, `with_router`, the router's and the
+/// gateways' ([gateway], [http], [auth]): flag, value, doc, range and default, from the tables.
 std::string settings_help(bool with_router);
 
 } // namespace lf::tools

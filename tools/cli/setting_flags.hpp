@@ -15,12 +15,17 @@
 
 namespace lf::tools {
 
-/// The flags of `keys` that take no value ("no-prefix-cache"), added to `out` (for args).
+/// The flags of `keys` that take no value ("no-prefix-cache", "metrics-need-key"), added to `out`
+/// (for args).
 template <class S>
 void add_setting_switches(const std::vector<settings::setting_key<S>>& keys, std::set<std::string>& out) {
   for (const auto& k : keys)
-    if (k.in_flags() && k.type == settings::key_type::boolean && k.bool_style == settings::bool_flag::no_switch)
-      out.insert("no-" + k.flag_name());
+    if (k.in_flags() && k.type == settings::key_type::boolean) {
+      if (k.bool_style == settings::bool_flag::no_switch)
+        out.insert("no-" + k.flag_name());
+      else if (k.bool_style == settings::bool_flag::yes_switch)
+        out.insert(k.flag_name());
+    }
 }
 
 /// Reads the flags of `keys` from `a` into `out`; a flag not given leaves its field as it is.
@@ -49,6 +54,9 @@ void read_setting_flags(args& a, const std::vector<settings::setting_key<S>>& ke
         if (k.bool_style == settings::bool_flag::no_switch) {
           if (a.has("no-" + flag))
             k.set(out, value{false});
+        } else if (k.bool_style == settings::bool_flag::yes_switch) {
+          if (a.has(flag))
+            k.set(out, value{true});
         } else {
           const auto v = a.str(flag, std::get<bool>(now) ? "on" : "off");
           if (v != "on" && v != "off")

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/front_keys.hpp"
 #include "router/router_config.hpp"
 #include "tools/cli/setting_flags.hpp"
 #include "worker/worker_settings.hpp"
@@ -27,6 +28,8 @@ tools::args parse(std::vector<std::string> words) {
   std::set<std::string> switches;
   tools::add_setting_switches(worker::worker_keys(), switches);
   tools::add_setting_switches(router::router_keys(), switches);
+  for (const auto& t : cluster::front_tables())
+    tools::add_setting_switches(*t.keys, switches);
   return tools::args(static_cast<int>(argv.size()), argv.data(), 2, switches);
 }
 
@@ -36,6 +39,15 @@ worker::worker_settings workers_from(std::vector<std::string> words) {
   tools::read_setting_flags(a, worker::worker_keys(), w);
   a.finish();
   return w;
+}
+
+cluster::cluster_config front_from(std::vector<std::string> words) {
+  auto a = parse(std::move(words));
+  cluster::cluster_config c;
+  for (const auto& t : cluster::front_tables())
+    tools::read_setting_flags(a, *t.keys, c);
+  a.finish();
+  return c;
 }
 
 router::router_config router_from(std::vector<std::string> words) {
@@ -109,4 +121,53 @@ TEST_CASE("keys a config file alone reads are no flags", "[cli][settings]") {
   CHECK_THROWS_WITH(router_from({"--retry-after-ms", "5"}), Equals("unknown option --retry-after-ms"));
   CHECK_THROWS_WITH(router_from({"--placement", "priced"}), Equals("unknown option --placement"));
   CHECK_THROWS_WITH(workers_from({"--prefix-cache", "off"}), Equals("unknown option --prefix-cache"));
+}
+
+TEST_CASE("gateway, HTTP and key flags keep serve's names and reach the config's fields", "[cli][settings]") {
+  const cluster::cluster_config defaults;
+  const auto none = front_from({});
+  CHECK(none.gateway_listen == defaults.gateway_listen);
+  CHECK(none.max_per_connection == 1024);
+  CHECK(none.http_listen.empty());
+  CHECK_FALSE(none.metrics_need_key);
+  const auto c = front_from({"--listen", "tcp://0.0.0.0:6000", "--max-per-connection", "8", "--http", "0.0.0.0:8000",
+                             "--model-name", "gpt2", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--api-key-file",
+                             "keys", "--metrics-need-key"});
+  CHECK(c.gateway_listen == "tcp://0.0.0.0:6000");
+  CHECK(c.max_per_connection == 8);
+  CHECK(c.http_listen == "0.0.0.0:8000");
+  CHECK(c.http_model_name == "gpt2");
+  CHECK(c.http_tls_cert == "c.pem");
+  CHECK(c.http_tls_key == "k.pem");
+  CHECK(c.api_key_file == "keys");
+  CHECK(c.metrics_need_key);  // a switch: it takes no value
+  CHECK(cluster::check_front(c, cluster::front_flag_namer()).empty());
+  CHECK_THROWS_WITH(front_from({"--max-per-connection", "0"}), Catch::Contains("--max-per-connection must be in [1, 1000000]"));
+}
+
+TEST_CASE("check_front's rules name the keys as the reader spells them", "[cli][settings]") {
+  auto flags = [](const cluster::cluster_config& c) {
+    return settings::first_message(cluster::check_front(c, cluster::front_flag_namer()));
+  };
+  auto file = [](const cluster::cluster_config& c) {
+    const auto issues = cluster::check_front(c, cluster::front_file_namer());
+    return issues.empty() ? std::string{} : issues.front().key + ": " + issues.front().message;
+  };
+  cluster::cluster_config c;
+  CHECK(flags(c).empty());
+  c.http_listen = "127.0.0.1:http";
+  CHECK_THAT(flags(c), Catch::StartsWith("--http: the port must be a number"));
+  CHECK_THAT(file(c), Catch::StartsWith("http.listen: [http] listen: the port must be a number"));
+  c.http_listen.clear();
+  c.http_tls_cert = "c.pem";
+  CHECK_THAT(flags(c), Equals("--tls-cert and --tls-key go together: --tls-key is missing"));
+  c.http_tls_key = "k.pem";
+  CHECK_THAT(flags(c), Equals("--tls-cert and --tls-key need --http (TLS secures the HTTP gateway)"));
+  CHECK_THAT(file(c), Equals("http.tls_cert: [http] tls_cert and [http] tls_key need [http] listen (TLS secures the HTTP gateway)"));
+  cluster::cluster_config metrics;
+  metrics.metrics_need_key = true;
+  CHECK_THAT(flags(metrics), Equals("--metrics-need-key needs --api-key-file (no key could open /metrics)"));
+  cluster::cluster_config any_port;
+  any_port.gateway_listen = "tcp://127.0.0.1:0";  // serve binds a free port; a cluster config may not
+  CHECK(flags(any_port).empty());
 }

@@ -327,7 +327,7 @@ TEST_CASE("[http] TLS files: both or neither, with a listen address, files that 
   CHECK(i.key == "http.tls_key");
   CHECK_THAT(i.reason, Contains("tls_cert is missing"));
   i = d.issue(with("\n[http]\ntls_cert = \"cert.pem\"\ntls_key = \"key.pem\"\n"));
-  CHECK_THAT(i.reason, Contains("set [http] listen"));
+  CHECK_THAT(i.reason, Contains("need [http] listen"));
   i = d.issue(with("\n[http]\nlisten = \"127.0.0.1:8443\"\ntls_cert = \"cert.pem\"\ntls_key = \"nope.pem\"\n"));
   CHECK(i.key == "http.tls_key");
   CHECK_THAT(i.reason, Contains("nope.pem") && Contains("No such file"));

@@ -1,5 +1,6 @@
 // docs/cluster.md's key tables against the settings tables: every file key of worker_keys is a row
-// of "[nodes.workers]" and every one of router_keys a row of "[router]", with the same type and
+// of "[nodes.workers]", every one of router_keys a row of "[router]", and the front keys rows of
+// "[gateway]", "[http]" and "[auth]" (cluster/front_keys.hpp), with the same type and
 // range (and default, for numbers, booleans and choices). A key added to a table without its line
 // in the doc, or a range changed on one side, fails here.
 #include <catch2/catch.hpp>
@@ -9,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "cluster/front_keys.hpp"
 #include "router/router_config.hpp"
 #include "worker/worker_settings.hpp"
 
@@ -114,6 +116,13 @@ TEST_CASE("docs/cluster.md lists every worker key with its range and default", "
 
 TEST_CASE("docs/cluster.md lists every router key with its range and default", "[cluster][settings][docs]") {
   check_table("`[router]`", router::router_keys(), router::configured_defaults());
+}
+
+TEST_CASE("docs/cluster.md lists every [gateway], [http] and [auth] key with its type and default", "[cluster][settings][docs]") {
+  const cluster::cluster_config defaults;
+  check_table("`[gateway]`", cluster::gateway_keys(), defaults);
+  check_table("`[http]`", cluster::http_keys(), defaults);
+  check_table("`[auth]`", cluster::auth_keys(), defaults);
 }
 
 TEST_CASE("the doc table reader finds rows, several keys to a row, and only under its heading", "[cluster][settings][docs]") {

@@ -1,0 +1,35 @@
+#include "cluster/front_options.hpp"
+
+#include <memory>
+#include <stdexcept>
+
+#include "core/api_keys.hpp"
+
+namespace lf::cluster {
+
+void apply_front(const cluster_config& c, const settings::key_namer& name, gateway::gateway_options& zmq) {
+  zmq.endpoint = c.gateway_listen;
+  zmq.max_per_connection = c.max_per_connection;
+  zmq.keys.reset();
+  if (!c.api_key_file.empty()) {
+    try {
+      zmq.keys = std::make_shared<const auth::key_table>(auth::load_key_file(c.api_key_file));
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(name("auth.key_file") + ": " + e.what());
+    }
+  }
+}
+
+void apply_front(const cluster_config& c, const settings::key_namer& name, const gateway::gateway_options& zmq,
+                 gateway::http_options& http) {
+  http.listen = c.http_listen;
+  http.model_name = c.http_model_name;
+  http.tls = {c.http_tls_cert, c.http_tls_key};
+  http.keys = zmq.keys;
+  http.metrics_need_key = c.metrics_need_key;
+  if (c.metrics_need_key && !(zmq.keys && zmq.keys->has_secrets()))
+    throw std::invalid_argument(name("auth.metrics_need_key") + " needs " + name("auth.key_file")
+                                + " with at least one HTTP key (none could open /metrics)");
+}
+
+} // namespace lf::cluster
