@@ -12,6 +12,7 @@
 #include "text/tokenizer.hpp"
 #include "worker/engine/sampling/logprobs.hpp"
 #include "worker/engine/sampling/sampler.hpp"
+#include "worker/step_driver.hpp"
 
 namespace lf::worker {
 
@@ -96,23 +97,14 @@ void serving_loop::run_continuous_step() {
     wait_for_news();
     return;
   }
-  std::vector<engine::engine_chunk> chunks;
-  chunks.reserve(plan.chunks.size());
-  // A chunk with proposals computes its last token, then the proposed ones: its own tokens.
-  std::vector<std::vector<std::int32_t>> verify;
-  verify.reserve(plan.chunks.size());
+  // The engine's inputs (step_driver.hpp): a chunk with proposals computes its last token, then them.
+  const auto in = assemble(plan, chunk_source{
+    [this](cache::seq_id id) -> const std::vector<std::int32_t>& { return sched_.tokens(id); },
+    [this](cache::seq_id id) -> const std::vector<std::int32_t>& { return spec_.draft(id); },
+    [this](cache::seq_id id) -> const std::vector<cache::block_id>& { return blocks_.block_table(id); },
+    [this](cache::seq_id id) { return sched_.adapter(id); }});
   for (auto& c : plan.chunks) {
-    const auto& toks = sched_.tokens(c.id);
     auto& lr = *live_.at(request_id{c.id.value()});
-    const std::int32_t* data = toks.data() + c.start;
-    if (c.draft > 0) {
-      const auto& proposal = spec_.draft(c.id);
-      verify.emplace_back(1, toks.back());
-      verify.back().insert(verify.back().end(), proposal.begin(), proposal.begin() + c.draft);
-      data = verify.back().data();
-    }
-    chunks.push_back({data, c.start, c.count, &blocks_.block_table(c.id), c.samples, sched_.adapter(c.id),
-                      1 + std::int64_t{c.draft}});
     if (!lr.started) {
       lr.started = true;
       lr.scheduled = now;
@@ -121,7 +113,7 @@ void serving_loop::run_continuous_step() {
   }
   const auto forward_start = clock_type::now();
   try {
-    engine_.step(chunks);
+    engine_.step(in.chunks);
   } catch (const std::exception& e) {
     log::error("worker", "engine step failed: its requests end with `internal`",
                {{"requests", plan.chunks.size()}, {"reason", e.what()}});
@@ -140,19 +132,8 @@ void serving_loop::run_continuous_step() {
   sample_rows(plan, emitted, logprobs, broken, dead_ends);
   const auto sample_end = clock_type::now();
   // The scheduler appends each chunk's accepted proposals, then its last token.
-  std::vector<std::optional<std::int32_t>> sampled(plan.chunks.size());
-  std::vector<std::vector<std::int32_t>> accepted;
-  for (std::size_t i = 0; i < plan.chunks.size(); ++i) {
-    if (emitted[i].empty())
-      continue;
-    sampled[i] = emitted[i].back();
-    if (plan.chunks[i].draft == 0)
-      continue;
-    if (accepted.empty())
-      accepted.resize(plan.chunks.size());
-    accepted[i].assign(emitted[i].begin(), emitted[i].end() - 1);
-  }
-  sched_.complete(plan, sampled, accepted);
+  const auto done = split_emitted(plan, emitted);
+  sched_.complete(plan, done.sampled, done.accepted);
   for (auto id : dead_ends) {
     log::error("worker", "a constraint allowed no token", {{"request", id.value()}});
     sched_.finish(cache::seq_id{id.value()});

@@ -10,6 +10,7 @@
 
 #include "worker/engine/sampling/logprobs.hpp"
 #include "worker/engine/sampling/sampler.hpp"
+#include "worker/step_driver.hpp"
 
 namespace lf::worker {
 
@@ -76,41 +77,34 @@ void serving_loop::sample_rows(const step_plan& plan, std::vector<std::vector<st
   const auto vocab = engine_.vocab_size();
   engine_.for_rows(jobs.size(), [&](std::size_t b, std::size_t e) {
     thread_local std::vector<float> raw;
-    thread_local std::vector<std::int32_t> context;
     for (auto j = b; j < e; ++j) {
       auto& job = jobs[j];
       auto& lr = *job.lr;
-      const auto draft = plan.chunks[job.chunk].draft;
       auto& out = emitted[job.chunk];
       auto& lps = logprobs[job.chunk];
       try {
-        // Row k samples index g + k, as plain decoding would, after the k proposals before it;
-        // proposal k is accepted iff that draw is the proposed token (worker/speculation.hpp).
-        for (std::uint32_t k = 0; k <= draft; ++k) {
-          auto* logits = engine_.logits(job.row + k);
-          const std::vector<std::int32_t>* ctx = job.context;
-          if (k > 0) {
-            context.assign(job.context->begin(), job.context->end());
-            context.insert(context.end(), job.proposal->begin(), job.proposal->begin() + k);
-            ctx = &context;
-          }
-          if (job.logprobs >= 0)
-            raw.assign(logits, logits + vocab);  // sample() rewrites the row
-          const auto tok =
-            lr.guide ? lr.guide->sample(lr.pick, lr.req.params(), logits, vocab, *ctx, lr.generated.size() + k)
-                     : lr.pick.sample(logits, vocab, *ctx, lr.generated.size() + k);
-          if (tok < 0) {  // the constraint allows no token
-            job.dead_end = true;
-            out.assign(1, 0);
-            lps.assign(1, std::nullopt);
-            break;
-          }
-          out.push_back(tok);
-          lps.push_back(job.logprobs >= 0 ? std::optional<token_logprobs>(
-                                              engine::compute_logprobs(raw.data(), vocab, tok, job.logprobs))
-                                          : std::nullopt);
-          if (k == draft || tok != (*job.proposal)[k])
-            break;
+        // Row k draws index g + k after the k proposals before it (draw_row, step_driver.hpp).
+        auto drawn = draw_row(plan.chunks[job.chunk].draft, *job.context, *job.proposal,
+                              [&](std::uint32_t k, const std::vector<std::int32_t>& ctx) {
+                                auto* logits = engine_.logits(job.row + k);
+                                if (job.logprobs >= 0)
+                                  raw.assign(logits, logits + vocab);  // sample() rewrites the row
+                                const auto tok = lr.guide ? lr.guide->sample(lr.pick, lr.req.params(), logits, vocab,
+                                                                             ctx, lr.generated.size() + k)
+                                                          : lr.pick.sample(logits, vocab, ctx, lr.generated.size() + k);
+                                if (tok >= 0)
+                                  lps.push_back(job.logprobs >= 0
+                                                  ? std::optional<token_logprobs>(engine::compute_logprobs(
+                                                      raw.data(), vocab, tok, job.logprobs))
+                                                  : std::nullopt);
+                                return tok;
+                              });
+        if (drawn.dead_end) {  // the constraint allows no token
+          job.dead_end = true;
+          out.assign(1, 0);
+          lps.assign(1, std::nullopt);
+        } else {
+          out = std::move(drawn.tokens);
         }
       } catch (const std::exception&) {
         job.failed = true;
