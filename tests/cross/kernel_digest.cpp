@@ -47,6 +47,23 @@ void mix(std::uint64_t& h, const std::vector<float>& v) {
     h = (h ^ b[i]) * 0x100000001b3ull;
 }
 
+/// y = x W (+ bias) for x [M][K] and W [K][N] packed as `type`.
+std::vector<float> product(weight_type type, const std::vector<float>& x, const std::vector<float>& w, int M, int K,
+                           int N, const float* bias, thread_pool& pool) {
+  auto pm = packed_matrix::pack(type, K, N, {w.data(), static_cast<std::size_t>(N), 1});
+  std::vector<float> y(static_cast<std::size_t>(M) * N);
+  gemm_workspace ws;
+  gemm_io io;
+  io.x = x.data();
+  io.ldx = static_cast<std::size_t>(K);
+  io.y = y.data();
+  io.ldy = static_cast<std::size_t>(N);
+  io.m = M;
+  io.bias = bias;
+  gemm(pm, io, ws, pool);
+  return y;
+}
+
 std::uint64_t digest_of_active_table(thread_pool& pool) {
   std::uint64_t h = 0xcbf29ce484222325ull;
   for (int n : {17, 768}) {
@@ -90,18 +107,7 @@ std::uint64_t digest_of_active_table(thread_pool& pool) {
     const int M = 5, K = 130, N = 71;
     const auto x = floats(static_cast<std::size_t>(M) * K, 7, 1.0f), w = floats(static_cast<std::size_t>(K) * N, 8, 0.05f);
     const auto bias = floats(static_cast<std::size_t>(N), 9, 0.1f);
-    auto pm = packed_matrix::pack(type, K, N, {w.data(), static_cast<std::size_t>(N), 1});
-    std::vector<float> y(static_cast<std::size_t>(M) * N);
-    gemm_workspace ws;
-    gemm_io io;
-    io.x = x.data();
-    io.ldx = static_cast<std::size_t>(K);
-    io.y = y.data();
-    io.ldy = static_cast<std::size_t>(N);
-    io.m = M;
-    io.bias = bias.data();
-    gemm(pm, io, ws, pool);
-    mix(h, y);
+    mix(h, product(type, x, w, M, K, N, bias.data(), pool));
   }
   {
     // bf16 operands around the 2^-56 floor (below it they are zero; above, every partial sum is 0
@@ -112,24 +118,16 @@ std::uint64_t digest_of_active_table(thread_pool& pool) {
       x[i] *= i % 3 == 0 ? 0x1p-55f : i % 3 == 1 ? 0x1p-57f : 1.0f;
     for (std::size_t i = 0; i < w.size(); ++i)
       w[i] *= i % 2 == 0 ? 0x1p-55f : 0x1p-58f;
-    auto pm = packed_matrix::pack(weight_type::bf16, K, N, {w.data(), static_cast<std::size_t>(N), 1});
-    std::vector<float> y(static_cast<std::size_t>(M) * N);
-    gemm_workspace ws;
-    gemm_io io;
-    io.x = x.data();
-    io.ldx = static_cast<std::size_t>(K);
-    io.y = y.data();
-    io.ldy = static_cast<std::size_t>(N);
-    io.m = M;
-    gemm(pm, io, ws, pool);
-    mix(h, y);
+    mix(h, product(weight_type::bf16, x, w, M, K, N, nullptr, pool));
   }
   {
+    // Each input is one rounding of an exact integer (a quotient or a product), so a compiler that
+    // fuses a * b + c (aarch64 GCC does by default, here in test code) cannot change its bits.
     std::vector<double> v;
-    for (int i = 0; i < 4096; ++i) {
-      const double z = -745.0 * static_cast<double>(i) / 4096.0 - static_cast<double>(i % 7) * 1e-9;
+    for (std::int64_t i = 0; i < 4096; ++i) {
+      const double z = -static_cast<double>(i * 745'000 + i % 7) / 4'096'000.0;  // [-745, 0]
       v.push_back(exp_nonpositive_canonical(z));
-      v.push_back(log_canonical(1.0 + static_cast<double>(i) * 0.37));
+      v.push_back(log_canonical(static_cast<double>(100 + 37 * i) / 100.0));
       v.push_back(log_canonical(static_cast<double>(i + 1) * 1e-300));
     }
     const auto* b = reinterpret_cast<const unsigned char*>(v.data());
