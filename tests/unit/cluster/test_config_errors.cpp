@@ -311,6 +311,11 @@ TEST_CASE("[auth]: the key file is checked like at start, metrics_need_key needs
   d.write("alice root sk-alice-0123456789abcdef\n", "keys.txt");
   CHECK_THAT(d.issue(with("\n[auth]\nkey_file = \"keys.txt\"\n")).reason, Contains("keys.txt:1: unknown role \"root\""));
   CHECK(d.issue(with("\n[auth]\nmetrics_need_key = true\n")).key == "auth.metrics_need_key");
+  // A key file of CURVE keys only: nothing could open /metrics (a node would refuse to start).
+  d.write("cli user curve:" + std::string(40, 'A') + "\n", "keys.txt");
+  const auto curve_only = d.issue(with("\n[auth]\nkey_file = \"keys.txt\"\nmetrics_need_key = true\n"));
+  CHECK(curve_only.key == "auth.metrics_need_key");
+  CHECK_THAT(curve_only.reason, Contains("needs an HTTP key"));
   CHECK(d.issue(with("\n[auth]\nkeyfile = \"keys.txt\"\n")).key == "auth.keyfile");
 }
 
