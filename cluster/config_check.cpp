@@ -227,9 +227,8 @@ void check_paths(const cluster_config& c, parse_state& st) {
   if (!c.api_key_file.empty()) {
     try {  // its mode, every line, duplicates: the same checks as at start
       const auto keys = auth::load_key_file(c.api_key_file);
-      if (c.metrics_need_key && !keys.has_secrets())  // as apply_front refuses at start
-        st.add("auth.metrics_need_key", "needs an HTTP key in auth.key_file (its keys are all curve: ones, so "
-                                        "none could open /metrics)");
+      if (auto why = check_metrics_key(c, &keys, front_file_namer()); !why.empty())
+        st.add("auth.metrics_need_key", why);
     } catch (const std::invalid_argument& e) {
       st.add("auth.key_file", e.what());
     }

@@ -91,4 +91,11 @@ std::vector<settings::setting_issue> check_front(const cluster_config& c, const 
   return out;
 }
 
+std::string check_metrics_key(const cluster_config& c, const auth::key_table* keys, const settings::key_namer& name) {
+  if (!c.metrics_need_key || (keys && keys->has_secrets()))
+    return {};
+  return name("auth.metrics_need_key") + " needs an HTTP key in " + name("auth.key_file")
+         + " (none of its keys could open /metrics)";
+}
+
 } // namespace lf::cluster

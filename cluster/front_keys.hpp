@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cluster/cluster_config.hpp"
+#include "core/api_keys.hpp"
 #include "core/setting_key.hpp"
 
 namespace lf::cluster {
@@ -41,5 +42,10 @@ settings::key_namer front_file_namer();
 /// [gateway] listen is a cluster's rule (config_check: a port other nodes can be told, where
 /// `serve --listen` may bind port 0).
 std::vector<settings::setting_issue> check_front(const cluster_config& c, const settings::key_namer& name);
+
+/// metrics_need_key's rule once the key file is read (`keys`: its keys, nullptr without one): some
+/// key must open the HTTP gateway. The message (in `name`'s spelling), or "" when it holds. The
+/// config check (config_check.cpp) and the gateways' start (apply_front) both ask it.
+std::string check_metrics_key(const cluster_config& c, const auth::key_table* keys, const settings::key_namer& name);
 
 } // namespace lf::cluster

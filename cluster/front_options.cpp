@@ -3,6 +3,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "cluster/front_keys.hpp"
 #include "core/api_keys.hpp"
 
 namespace lf::cluster {
@@ -27,9 +28,8 @@ void apply_front(const cluster_config& c, const settings::key_namer& name, const
   http.tls = {c.http_tls_cert, c.http_tls_key};
   http.keys = zmq.keys;
   http.metrics_need_key = c.metrics_need_key;
-  if (c.metrics_need_key && !(zmq.keys && zmq.keys->has_secrets()))
-    throw std::invalid_argument(name("auth.metrics_need_key") + " needs " + name("auth.key_file")
-                                + " with at least one HTTP key (none could open /metrics)");
+  if (auto why = check_metrics_key(c, zmq.keys.get(), name); !why.empty())
+    throw std::invalid_argument(why);
 }
 
 } // namespace lf::cluster

@@ -53,8 +53,9 @@ public:
   void forget(cache::seq_id seq);
 
   /// This step's proposals. `rows`: the step's decoding rows; `step_tokens`: its positions without
-  /// proposals (read only for automatic candidates); `candidates`: the rows that may propose. `keep`: which sequences the
-  /// draft model keeps state for (the others were preempted or paused since).
+  /// proposals (read only for automatic candidates); `candidates`: the rows that may propose.
+  /// `keep`: which sequences the draft model keeps state for (the others were preempted or paused
+  /// since).
   void propose(const std::vector<spec_candidate>& candidates, std::uint32_t rows, std::uint32_t step_tokens,
                const std::function<bool(cache::seq_id)>& keep);
 

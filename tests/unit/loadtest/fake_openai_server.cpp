@@ -1,7 +1,6 @@
 #include "tests/unit/loadtest/fake_openai_server.hpp"
+#include "tests/support/free_port.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -67,19 +66,11 @@ std::size_t content_length(const std::string& head) {
 } // namespace
 
 fake_openai_server::fake_openai_server(reply_plan plan) : plan_(std::move(plan)) {
-  listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0
-      || ::listen(listen_fd_, 64) != 0 || ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    if (listen_fd_ >= 0)
-      ::close(listen_fd_);
+  std::uint16_t port = 0;
+  listen_fd_ = bind_loopback(port, 64);
+  if (listen_fd_ < 0)
     throw std::runtime_error("fake_openai_server: cannot listen on 127.0.0.1");
-  }
-  port_ = ntohs(addr.sin_port);
+  port_ = port;
   acceptor_ = std::thread([this] { accept_loop(); });
 }
 
