@@ -70,6 +70,23 @@ struct request_result {
   kv_blob kv;
 };
 
+/// A request's terminal result for a normal end: "eos", "stop" or "length".
+inline request_result finished(std::string reason) {
+  request_result r;
+  r.outcome = request_outcome::finished;
+  r.finish_reason = std::move(reason);
+  return r;
+}
+
+/// A request's terminal result for an error; serve_errc::cancelled makes it a cancellation.
+inline request_result failure(serve_errc code, std::string message) {
+  request_result r;
+  r.outcome = code == serve_errc::cancelled ? request_outcome::cancelled : request_outcome::failed;
+  r.error = code;
+  r.message = std::move(message);
+  return r;
+}
+
 /// One thing a step did for one request: a streamed token (what on_token would be told), or
 /// the request's terminal result, which is its last entry ever.
 struct step_entry {

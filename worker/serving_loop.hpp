@@ -51,6 +51,7 @@
 #include "worker/request.hpp"
 #include "worker/scheduler.hpp"
 #include "worker/speculation.hpp"
+#include "worker/step_driver.hpp"
 #include "worker/worker_settings.hpp"
 
 namespace lf::text {
@@ -107,8 +108,9 @@ struct load_report : load_counts {
   std::uint64_t steps = 0;
   cache::adapter_cache_stats adapters;  ///< zeros without an adapter manager
   /// Where the continuous loop's working steps spent their time (milliseconds, cumulative): the
-  /// engine's forward, sampling, and the rest of the step (scheduling, building the batch,
-  /// streaming and ending requests); idle waits are not counted.
+  /// engine's forward, sampling (drive_step: the draws and what they do to each output's text),
+  /// and the rest of the step (scheduling, building the batch, streaming and ending requests);
+  /// idle waits are not counted.
   double forward_ms = 0, sample_ms = 0, step_ms = 0;
   std::uint64_t working_steps = 0;
   /// K/V moved with requests (cancel with ship_kv; submit with a blob): tokens exported, tokens
@@ -222,16 +224,14 @@ private:
   /// Speculative decoding: gives the runner each decoding row's choice and room, and it proposes
   /// (none where the policy, the room or the automatic rule say no).
   void propose_drafts();
-  /// Samples every sampling chunk of `plan` (verifying its proposals, if any) into `emitted`:
-  /// the tokens each chunk emits, in order (empty: not a sampling chunk; {0} for a row whose
-  /// logits were invalid, which is listed in `broken`), with their log-probabilities. A
-  /// constrained row (never speculated) samples under its mask; one whose constraint allows no
-  /// token is listed in `dead_ends`.
-  void sample_rows(const step_plan& plan, std::vector<std::vector<std::int32_t>>& emitted,
-                   std::vector<std::vector<std::optional<token_logprobs>>>& logprobs,
-                   std::vector<request_id>& broken, std::vector<request_id>& dead_ends);
+  /// Lends drive_step (step_driver.hpp) the books of `id`, a live request in the plan.
+  step_request lend(cache::seq_id id);
+  /// Applies one request's turn of a step: streams its tokens, then ends it or pauses it when out
+  /// of credit.
+  void apply_turn(request_turn& turn);
+  /// Tells the speculation runner what each turn verified, and counts the step's speculation.
+  void count_speculation(const std::vector<request_turn>& turns);
   void end(request_id id, request_result res);
-  void on_sampled(request_id id, std::int32_t token, std::optional<token_logprobs> lp = std::nullopt);
   /// Streams one token of `lr`: its callbacks now, its sink's batch at the end of the step.
   void emit_token(request_id id, live_request& lr, std::int32_t token, std::string_view text,
                   std::optional<token_logprobs> lp);

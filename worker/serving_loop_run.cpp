@@ -126,30 +126,20 @@ void serving_loop::run_continuous_step() {
   const auto sample_start = clock_type::now();
   if (speculate)
     spec_.observe(plan.num_tokens, std::chrono::duration<double, std::milli>(sample_start - forward_start).count());
-  std::vector<std::vector<std::int32_t>> emitted(plan.chunks.size());
-  std::vector<std::vector<std::optional<token_logprobs>>> logprobs(plan.chunks.size());
-  std::vector<request_id> broken, dead_ends;
-  sample_rows(plan, emitted, logprobs, broken, dead_ends);
+  // The step's draws and what they do to each request (step_driver.hpp); a first token's time is
+  // when its logits were ready.
+  step_logits logits{[this](std::size_t r) { return engine_.logits(r); }, engine_.vocab_size(),
+                     [this](std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn) {
+                       engine_.for_rows(n, fn);
+                     },
+                     cfg_.eos_id, &tok_};
+  auto outcome = drive_step(plan, [this](cache::seq_id id) { return lend(id); }, logits, sample_start);
   const auto sample_end = clock_type::now();
+  count_speculation(outcome.turns);
   // The scheduler appends each chunk's accepted proposals, then its last token.
-  const auto done = split_emitted(plan, emitted);
-  sched_.complete(plan, done.sampled, done.accepted);
-  for (auto id : dead_ends) {
-    log::error("worker", "a constraint allowed no token", {{"request", id.value()}});
-    sched_.finish(cache::seq_id{id.value()});
-    end(id, failure(serve_errc::internal, "the output constraint reached a state that allows no token"));
-  }
-  for (auto id : broken) {
-    log::error("worker", "the model produced invalid logits", {{"request", id.value()}});
-    sched_.finish(cache::seq_id{id.value()});
-    end(id, failure(serve_errc::internal, "the model produced invalid logits (NaN or inf)"));
-  }
-  for (std::size_t i = 0; i < plan.chunks.size(); ++i) {
-    const request_id id{plan.chunks[i].id.value()};
-    // A request the step's tokens end (end of text, a stop string, max_tokens) takes no more.
-    for (std::size_t j = 0; j < emitted[i].size() && live_.count(id); ++j)
-      on_sampled(id, emitted[i][j], std::move(logprobs[i][j]));
-  }
+  sched_.complete(plan, outcome.completion.sampled, outcome.completion.accepted);
+  for (auto& turn : outcome.turns)
+    apply_turn(turn);
   // Streaming is part of the step: its batches go out inside the step's time.
   flush();
   auto ms = [](time_point a, time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
@@ -165,26 +155,25 @@ token_outcome serving_loop::advance(live_request& lr, std::int32_t token) const 
                     lr.guide ? &*lr.guide : nullptr);
 }
 
-void serving_loop::on_sampled(request_id id, std::int32_t token, std::optional<token_logprobs> lp) {
-  auto& lr = *live_.at(id);
-  const auto& p = lr.req.params();
-  if (!lr.first_token)
-    lr.first_token = clock_type::now();
-  if (lr.guide && token != cfg_.eos_id && !lr.guide->step(token)) {
-    log::error("worker", "a sampled token is outside the request's constraint", {{"request", id.value()}});
-    sched_.finish(cache::seq_id{id.value()});
-    end(id, failure(serve_errc::internal, "a sampled token is outside the request's constraint"));
+step_request serving_loop::lend(cache::seq_id id) {
+  auto& lr = *live_.at(request_id{id.value()});
+  return {request_id{id.value()}, &lr.req.params(), &lr.pick, lr.guide ? &*lr.guide : nullptr, &lr.stream,
+          &lr.generated, &lr.first_token, &sched_.tokens(id), &spec_.draft(id)};
+}
+
+void serving_loop::apply_turn(request_turn& turn) {
+  auto& lr = *live_.at(turn.id);
+  if (lr.cb.on_token || lr.cb.sink)
+    for (auto& t : turn.tokens)
+      emit_token(turn.id, lr, t.token, t.text, std::move(t.logprobs));
+  if (!turn.end) {
+    pause_if_out_of_credit(turn.id, lr);
     return;
   }
-  auto [delta, reason] = advance(lr, token);  // token_outcome.hpp
-  if ((lr.cb.on_token || lr.cb.sink) && (!delta.empty() || token != cfg_.eos_id || p.ignore_eos))
-    emit_token(id, lr, token, delta, std::move(lp));
-  if (!reason.empty()) {
-    sched_.finish(cache::seq_id{id.value()});
-    end(id, finished(reason));
-    return;
-  }
-  pause_if_out_of_credit(id, lr);
+  if (turn.end->outcome == request_outcome::failed)
+    log::error("worker", turn.end->message, {{"request", turn.id.value()}});
+  sched_.finish(cache::seq_id{turn.id.value()});
+  end(turn.id, std::move(*turn.end));
 }
 
 void serving_loop::run_static_batch() {

@@ -16,23 +16,6 @@
 
 namespace lf::worker {
 
-/// A request's terminal result for a normal end: "eos", "stop" or "length".
-inline request_result finished(std::string reason) {
-  request_result r;
-  r.outcome = request_outcome::finished;
-  r.finish_reason = std::move(reason);
-  return r;
-}
-
-/// A request's terminal result for an error; serve_errc::cancelled makes it a cancellation.
-inline request_result failure(serve_errc code, std::string message) {
-  request_result r;
-  r.outcome = code == serve_errc::cancelled ? request_outcome::cancelled : request_outcome::failed;
-  r.error = code;
-  r.message = std::move(message);
-  return r;
-}
-
 /// The result of cancel(id, ship_kv): a plain cancellation, or (ship_kv) `moved` (its K/V, if
 /// any, is the caller's to add).
 inline request_result cancelled(bool ship_kv) {
