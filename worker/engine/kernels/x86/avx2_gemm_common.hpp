@@ -68,9 +68,19 @@ inline void avx2_tiles(const gemm_panels& g, int p0, int p1, Tile&& tile) {
     // group row per pass: a strided pattern that left the f32 LM head at 8 rows at a quarter
     // of the read bandwidth.)
     tile(std::integral_constant<int, 1>{}, wide{}, panel, col0, 0, ncols, 0);
+    // While the slices compute, the next panel is fetched into L2 a share per slice, so that
+    // the next row 0 does not wait for memory with the vector units idle.
+    const char* next = p + 1 < p1 ? reinterpret_cast<const char*>(g.w->panel(p + 1)) : nullptr;
+    const std::size_t slices = static_cast<std::size_t>((g.m - 1 + MR - 1) / MR) * static_cast<std::size_t>((nvec + 1) / 2);
+    const std::size_t lines = g.w->panel_bytes() / 64, share = slices ? (lines + slices - 1) / slices : 0;
+    std::size_t fetched = 0;
     auto rows = [&](auto r, int m0) {
-      for (int v0 = 0; v0 < nvec; v0 += 2)
+      for (int v0 = 0; v0 < nvec; v0 += 2) {
+        if (next != nullptr)
+          for (const auto end = std::min(lines, fetched + share); fetched < end; ++fetched)
+            _mm_prefetch(next + 64 * fetched, _MM_HINT_T1);
         tile(r, slice{}, panel, col0, v0, ncols, m0);
+      }
     };
     int m0 = 1;
     for (; m0 + MR <= g.m; m0 += MR)
