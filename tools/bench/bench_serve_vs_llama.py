@@ -54,7 +54,8 @@ def peak_rss_mb(pid):
 def drive(args, url):
     with tempfile.TemporaryDirectory() as d:
         cmd = [args.lorafleet, "loadtest", url, "--concurrency", str(args.concurrency), "--requests",
-               str(args.requests), "--input", str(args.input), "--output", str(args.output), "--out", f"{d}/lt"]
+               str(args.requests), "--input", str(args.input), "--output", str(args.output), "--out", f"{d}/lt",
+               "--timeout", str(args.timeout)]
         out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if out.returncode != 0:
             sys.exit(f"bench_serve_vs_llama: loadtest failed:\n{out.stdout[-3000:]}")
@@ -110,6 +111,8 @@ def main():
     p.add_argument("--requests", type=int, default=64)
     p.add_argument("--input", type=int, default=128)
     p.add_argument("--output", type=int, default=128)
+    p.add_argument("--timeout", type=int, default=120,
+                   help="seconds a load test may run (a slow server on a big model needs more)")
     p.add_argument("--json", default="")
     args = p.parse_args()
     types = args.types.split(",")
