@@ -181,7 +181,8 @@ void attend_one_pairs(const attn_group& g, int j) {
     const int slot = tok % BS;
     if (slot == 0 && tok / BS + 1 < nblocks)
       prefetch_head(kv.v + (static_cast<std::size_t>(g.table[tok / BS + 1]) * kv.heads + g.head) * head_bytes, head_bytes);
-    const auto* vb = reinterpret_cast<const std::uint16_t*>(kv.v + bh * head_bytes) + static_cast<std::size_t>(slot) * D;
+    const auto* vb =
+      reinterpret_cast<const std::uint16_t*>(kv.v + bh * head_bytes) + static_cast<std::size_t>(slot) * D;
     const __m256 vw = _mm256_set1_ps(sp[tok]);
 #pragma GCC unroll 4
     for (int t = 0; t < P; ++t) {

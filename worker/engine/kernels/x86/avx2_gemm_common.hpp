@@ -71,7 +71,8 @@ inline void avx2_tiles(const gemm_panels& g, int p0, int p1, Tile&& tile) {
     // While the slices compute, the next panel is fetched into L2 a share per slice, so that
     // the next row 0 does not wait for memory with the vector units idle.
     const char* next = p + 1 < p1 ? reinterpret_cast<const char*>(g.w->panel(p + 1)) : nullptr;
-    const std::size_t slices = static_cast<std::size_t>((g.m - 1 + MR - 1) / MR) * static_cast<std::size_t>((nvec + 1) / 2);
+    const auto row_tiles = static_cast<std::size_t>((g.m - 1 + MR - 1) / MR);
+    const std::size_t slices = row_tiles * static_cast<std::size_t>((nvec + 1) / 2);
     const std::size_t lines = g.w->panel_bytes() / 64, share = slices ? (lines + slices - 1) / slices : 0;
     std::size_t fetched = 0;
     auto rows = [&](auto r, int m0) {
