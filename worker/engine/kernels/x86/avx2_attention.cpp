@@ -36,21 +36,35 @@ inline void prefetch_head(const std::byte* p, std::size_t bytes) {
     _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
 }
 
+/// Query j of a group, set up: its length and blocks, its row scaled by 1 / sqrt(D) into q, and
+/// this thread's score buffer with `pad` lanes of room past its last block.
+struct query_setup {
+  int len, nblocks;
+  float* scores;
+};
+template <int D>
+query_setup set_up_query(const attn_group& g, int j, float* q, int pad) {
+  const int BS = g.kv->block_size;
+  query_setup s{};
+  s.len = g.pos0 + j + 1;
+  s.nblocks = (s.len + BS - 1) / BS;
+  thread_local std::vector<float> sbuf;
+  sbuf.resize(static_cast<std::size_t>(s.nblocks) * BS + static_cast<std::size_t>(pad));
+  s.scores = sbuf.data();
+  const float qscale = 1.0f / std::sqrt(static_cast<float>(D));
+  for (int d = 0; d < D; ++d)
+    q[d] = g.q[j][d] * qscale;
+  return s;
+}
+
 /// Query j of the group: its scores, softmax and weighted values.
 template <kv_type T, int DV>
 void attend_one(const attn_group& g, int j) {
   const auto& kv = *g.kv;
   constexpr int D = 8 * DV;
   const int BS = kv.block_size;
-  const int len = g.pos0 + j + 1;
-  const int nblocks = (len + BS - 1) / BS;
-  const float qscale = 1.0f / std::sqrt(static_cast<float>(D));
-  thread_local std::vector<float> sbuf;
-  sbuf.resize(static_cast<std::size_t>(nblocks) * BS + 8);
-  float* sp = sbuf.data();
   alignas(32) float q[D];
-  for (int d = 0; d < D; ++d)
-    q[d] = g.q[j][d] * qscale;
+  const auto [len, nblocks, sp] = set_up_query<D>(g, j, q, 8);
   const std::size_t head_bytes = kv.head_bytes();
 
   // Scores: per block, per 8 slots, four chains over the dims (d mod 4), summed (c0+c1)+(c2+c3).
@@ -123,15 +137,8 @@ void attend_one_pairs(const attn_group& g, int j) {
   constexpr int D = 8 * DV, P = DV / 2;  // P vector pairs of 16 dims
   const auto& kv = *g.kv;
   const int BS = kv.block_size;
-  const int len = g.pos0 + j + 1;
-  const int nblocks = (len + BS - 1) / BS;
-  const float qscale = 1.0f / std::sqrt(static_cast<float>(D));
-  thread_local std::vector<float> sbuf;
-  sbuf.resize(static_cast<std::size_t>(nblocks) * BS + 16);
-  float* sp = sbuf.data();
   alignas(32) float q[D];
-  for (int d = 0; d < D; ++d)
-    q[d] = g.q[j][d] * qscale;
+  const auto [len, nblocks, sp] = set_up_query<D>(g, j, q, 16);
   const std::size_t head_bytes = kv.head_bytes();
   const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   const auto low = [](__m256i v) { return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)); };
