@@ -84,11 +84,11 @@ void int4_tile(const gemm_panels& g, const std::byte* panel, int col0, int ncols
     c##m##3 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(c##m##3, a0, l3), a1, h3);                   \
   }
       if constexpr (R == 1) {
-        // One row (decode at batch 1): the read binds, so the panel is fetched 8 KiB ahead; the
+        // One row (decode at batch 1): the read binds, so the panel is fetched 16 KiB ahead; the
         // high nibbles go into row 1's idle accumulators, so no vpdpbusd waits for another; the
         // integer sums are added before the fold (exact).
         for (int l = 0; l < 256; l += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(b) + 8192 + l, _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(b) + 16384 + l, _MM_HINT_T0);
         const __m512i a0 = _mm512_set1_epi32(load_u32(ab + 8 * r)), a1 = _mm512_set1_epi32(load_u32(ab + 8 * r + 4));
         c00 = _mm512_dpbusd_epi32(c00, a0, l0);
         c01 = _mm512_dpbusd_epi32(c01, a0, l1);
