@@ -249,13 +249,14 @@ bool serving_loop::schedule_request(request_id id, live_request& lr, time_point 
 
 bool serving_loop::replay(request_id id, live_request& lr, const std::vector<std::int32_t>& tokens) {
   for (auto t : tokens) {
-    if (lr.guide && t != cfg_.eos_id && !lr.guide->step(t)) {
+    auto r = next_token({lr.stream, lr.generated}, t, lr.req.params(), cfg_.eos_id, tok_,
+                        lr.guide ? &*lr.guide : nullptr);
+    if (r.outside_constraint) {
       end(id, failure(serve_errc::invalid_request, "a resumed token is outside the request's constraint"));
       return false;
     }
-    auto reason = advance(lr, t).finish_reason;
-    if (!reason.empty()) {
-      end(id, finished(std::move(reason)));
+    if (!r.finish_reason.empty()) {
+      end(id, finished(std::move(r.finish_reason)));
       return false;
     }
   }

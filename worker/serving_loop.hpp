@@ -239,9 +239,6 @@ private:
   void record(const std::shared_ptr<step_sink>& sink, step_entry e);
   /// Hands every sink its batch of this step (loop thread; nothing if the step streamed nothing).
   void flush();
-  /// Moves `lr` past one sampled token (next_token, token_outcome.hpp, over its stream, output and
-  /// constraint).
-  token_outcome advance(live_request& lr, std::int32_t token) const;
   /// Replays a resumed request's earlier tokens (see submit); false if they ended it.
   bool replay(request_id id, live_request& lr, const std::vector<std::int32_t>& tokens);
   /// Whether submit() has returned `id` (it may have ended since). mtx_ held.

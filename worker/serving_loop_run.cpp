@@ -150,11 +150,6 @@ void serving_loop::run_continuous_step() {
   ++load_.working_steps;
 }
 
-token_outcome serving_loop::advance(live_request& lr, std::int32_t token) const {
-  return next_token({lr.stream, lr.generated}, token, lr.req.params(), cfg_.eos_id, tok_,
-                    lr.guide ? &*lr.guide : nullptr);
-}
-
 step_request serving_loop::lend(cache::seq_id id) {
   auto& lr = *live_.at(request_id{id.value()});
   return {request_id{id.value()}, &lr.req.params(), &lr.pick, lr.guide ? &*lr.guide : nullptr, &lr.stream,

@@ -123,11 +123,12 @@ request_turn settle(pick_job& job, std::uint32_t draft, const step_logits& logit
     const auto token = job.drawn.tokens[j];
     if (!*r.first_token)
       *r.first_token = now;
-    if (r.guide && token != logits.eos && !r.guide->step(token)) {
+    auto [delta, reason, outside] = next_token({*r.stream, *r.generated}, token, *r.params, logits.eos, *logits.tok,
+                                               r.guide);
+    if (outside) {
       turn.end = failure(serve_errc::internal, "a sampled token is outside the request's constraint");
       break;
     }
-    auto [delta, reason] = next_token({*r.stream, *r.generated}, token, *r.params, logits.eos, *logits.tok, r.guide);
     if (!delta.empty() || token != logits.eos || r.params->ignore_eos)
       turn.tokens.push_back({token, std::move(delta), std::move(job.lps[j])});
     if (!reason.empty()) {

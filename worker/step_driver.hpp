@@ -141,7 +141,7 @@ struct step_outcome {
 
 /// One step after the engine has run `plan`: samples every sampling chunk (its rows in `logits`,
 /// in the plan's order, 1 + draft each), verifies proposals (draw_row), and moves each request
-/// past its tokens (next_token, token_outcome.hpp; its constraint steps first). `request(id)`
+/// past its tokens (next_token, token_outcome.hpp, which steps its constraint first). `request(id)`
 /// lends a sampling chunk's books. Streaming, ending and pausing are the caller's.
 step_outcome drive_step(const step_plan& plan, const std::function<step_request(cache::seq_id)>& request,
                         const step_logits& logits, time_point now);

@@ -6,8 +6,12 @@
 namespace lf::worker {
 
 token_outcome next_token(output_so_far out, std::int32_t token, const sampling_params& params, std::int32_t eos,
-                         const text::tokenizer& tok, const output_guide* guide) {
+                         const text::tokenizer& tok, output_guide* guide) {
   token_outcome r;
+  if (guide != nullptr && token != eos && !guide->step(token)) {
+    r.outside_constraint = true;
+    return r;
+  }
   if (token == eos && !params.ignore_eos) {
     r.delta = out.stream.finish();
     r.finish_reason = out.stream.stopped() ? "stop" : "eos";
